@@ -1,0 +1,50 @@
+# optserve: `make serve` starts the service with the bundled models; `make test` runs the test suite.
+# Both create or refresh .venv and install everything they need on a fresh machine.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+PROTO_SRC := proto/optserve/v1/optserve.proto
+PROTO_OUT := optserve/v1/optserve_pb2.py
+APT_PACKAGES := clang-19 llvm-19
+
+.PHONY: serve test lint proto system-deps bench clean
+
+serve: $(STAMP) $(PROTO_OUT)
+	$(VENV)/bin/optserve serve
+
+test: $(STAMP) $(PROTO_OUT) system-deps
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest -q -p no:cacheprovider
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+# The virtual environment, refreshed whenever pyproject.toml changes.
+# PyPI's torchvision/torchaudio/torchcodec do not match torch 2.13.0+cpu and break transformers: remove them.
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (optserve needs Python 3.11)"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip setuptools wheel
+	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec 2>/dev/null || true
+	touch $(STAMP)
+
+# gRPC stubs are generated from proto/ by the build, never committed.
+$(PROTO_OUT): $(PROTO_SRC) $(STAMP)
+	$(PY) -m grpc_tools.protoc -Iproto --python_out=. --grpc_python_out=. --pyi_out=. $(PROTO_SRC)
+proto: $(PROTO_OUT)
+
+# clang-19 compiles the C programs the tests and the corpus use; install it when missing.
+system-deps:
+	@if command -v clang-19 >/dev/null && command -v llvm-extract-19 >/dev/null; then exit 0; fi; \
+	echo "installing $(APT_PACKAGES) with apt-get"; \
+	SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	$$SUDO apt-get install -y -q $(APT_PACKAGES) >/dev/null \
+	  || { $$SUDO apt-get update -q >/dev/null && $$SUDO apt-get install -y -q $(APT_PACKAGES) >/dev/null; } \
+	  || { echo "error: could not install $(APT_PACKAGES); install them (Debian: apt-get install $(APT_PACKAGES)) and retry"; exit 1; }
+
+clean:
+	rm -rf $(VENV) optserve/v1/*_pb2*.py optserve/v1/*_pb2*.pyi build *.egg-info
