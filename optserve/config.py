@@ -28,6 +28,7 @@ class CompilerSettings(_Section):
     candidate_timeout_s: float = Field(20.0, gt=0, description="wall time for compiling one candidate")
     workers: int = Field(default_factory=lambda: os.cpu_count() or 1, gt=0, description="worker processes")
     cache_entries: int = Field(100_000, ge=0, description="content-addressed result cache size")
+    worker_memory_mb: int | None = Field(4096, gt=0, description="address-space limit per worker (None: none)")
 
 
 class EngineSettings(_Section):
@@ -46,6 +47,13 @@ class LoopTuneSettings(_Section):
     max_loops: int = Field(10, gt=0)
     max_dim: int = Field(4096, gt=0, description="largest size of one index")
     max_tensor_bytes: int = Field(64 * 1024 * 1024, gt=0)
+    max_flops: int = Field(2 * 512**3, gt=0, description="largest contraction measured (2 * product of sizes)")
+    max_kernel_statements: int = Field(
+        256, gt=0, description="most unrolled multiply-adds in one register tile (bounds code size)"
+    )
+    search_time_limit_s: float = Field(60.0, gt=0, description="longest schedule search accepted")
+    timing_repeats: int = Field(10, gt=0, description="best-of-N timing runs per schedule")
+    timing_warmup_calls: int = Field(20, ge=0, description="untimed calls before timing (thesis: 20)")
 
 
 class ServeSettings(_Section):
@@ -55,7 +63,35 @@ class ServeSettings(_Section):
     http_port: int = Field(8000, gt=0, lt=65536)
     grpc_port: int = Field(9000, gt=0, lt=65536)
     auth_token: str | None = Field(None, description="if set, callers must present it")
-    max_queued_requests: int = Field(64, gt=0)
+    max_queued_requests: int = Field(64, gt=0, description="per deployment; beyond it: RESOURCE_EXHAUSTED/429")
+    max_ongoing_requests: int = Field(8, gt=0, description="concurrent requests one ingress replica runs")
+    ray_address: str | None = Field(None, description="join this Ray cluster; None starts a local one")
+    ray_num_cpus: int | None = Field(None, gt=0, description="CPUs of the local Ray instance")
+    default_deadline_s: float = Field(30.0, gt=0, description="Optimize budget when the request gives none")
+    max_deadline_s: float = Field(300.0, gt=0)
+    result_cache_entries: int = Field(10_000, ge=0, description="Optimize answers kept per ingress replica")
+    ingress_replicas: int = Field(1, gt=0)
+    compiler_replicas: int = Field(1, gt=0, description="min replicas; autoscaling adds up to 4x")
+    engine_replicas: int = Field(1, gt=0)
+    looptune_replicas: int = Field(1, gt=0)
+    engine_num_gpus: float = Field(-1, ge=-1, description="GPUs per engine replica; -1 = 1 if Ray sees a GPU")
+    max_replicas_per_node: int | None = Field(None, gt=0, description="spread engine/compiler replicas")
+
+
+class CorpusSettings(_Section):
+    """The IR corpus builders and the autotuned labelling of issue 6 (docs/bench/corpus.md)."""
+
+    data_dir: Path = Field(REPO_ROOT / "data", description="downloads, extracted sources, corpus and labels")
+    min_instructions: int = Field(4, gt=0, description="drop functions with fewer instructions (trivial)")
+    max_function_bytes: int = Field(
+        8192, gt=0, description="drop functions whose normalized IR is longer (model context, ~2 chars/token)"
+    )
+    val_percent: int = Field(5, ge=0, le=50, description="share of source files held out for validation")
+    test_percent: int = Field(5, ge=0, le=50, description="share of source files held out for test")
+    compile_timeout_s: float = Field(60.0, gt=0, description="clang-19 wall time per source file")
+    csmith_programs: int = Field(2000, ge=0, description="csmith programs generated (seeds 1..N)")
+    shard_size: int = Field(1000, gt=0, description="examples per corpus JSONL shard")
+    label_budget: int = Field(1000, ge=1, description="autotuner compilations per function and objective")
 
 
 class Settings(_Section):
@@ -63,6 +99,7 @@ class Settings(_Section):
     engine: EngineSettings = EngineSettings()
     looptune: LoopTuneSettings = LoopTuneSettings()
     serve: ServeSettings = ServeSettings()
+    corpus: CorpusSettings = CorpusSettings()
 
 
 def load_settings(path: str | Path | None = None) -> Settings:

@@ -1,0 +1,295 @@
+"""LLVM IR in and out: parse + verify, normalize for prompts, split per function, count instructions.
+
+Pure functions on IR text. Each parse gets its own LLVM context, so nothing accumulates in LLVM's global
+context in a long-lived process and calls from different threads do not share LLVM state. Parsing and
+verifying report errors (they do not abort the process); running passes can abort, which is why pass
+pipelines run in `optserve.compiler.workers`.
+"""
+
+from __future__ import annotations
+
+import re
+
+import llvmlite.binding as llvm
+
+# Bitcode starts with 'BC' 0xC0DE, or with the wrapper magic 0x0B17C0DE (little-endian) used by Darwin.
+_BITCODE_MAGICS = (b"BC\xc0\xde", b"\xde\xc0\x17\x0b")
+_PARSE_ERROR_LOCATION = re.compile(r"<string>:(\d+):(\d+): error: (.*)")
+
+
+class IRError(ValueError):
+    """The input is not valid LLVM IR (empty, too large, not UTF-8, does not parse, or fails the verifier)."""
+
+
+def parse_module(ir: str) -> llvm.ModuleRef:
+    """Parse and verify IR text into a module of its own context; IRError says what is wrong and where."""
+    try:
+        module = llvm.parse_assembly(ir, context=llvm.create_context())
+    except RuntimeError as err:
+        raise IRError(_describe_parse_error(str(err))) from None
+    try:
+        module.verify()
+    except RuntimeError as err:
+        raise IRError(f"IR fails the LLVM verifier: {str(err).strip()}") from None
+    return module
+
+
+def parse_ir(data: str | bytes, max_bytes: int) -> str:
+    """Accept IR text or bitcode (at most `max_bytes`), verify it, and return it as textual IR."""
+    if not data or (isinstance(data, str) and not data.strip()):
+        raise IRError("empty IR: expected LLVM IR text or bitcode")
+    size = len(data.encode()) if isinstance(data, str) else len(data)
+    if size > max_bytes:
+        raise IRError(f"IR is {size} bytes, more than the limit of {max_bytes} bytes")
+    if isinstance(data, bytes | bytearray):
+        if data.startswith(_BITCODE_MAGICS):
+            return str(_parse_bitcode(bytes(data)))
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise IRError(
+                f"IR is neither bitcode nor UTF-8 text (invalid byte at offset {err.start})"
+            ) from None
+    if "\0" in data:
+        raise IRError(f"IR text contains a NUL character at offset {data.index(chr(0))}")
+    return str(parse_module(data))
+
+
+def _parse_bitcode(data: bytes) -> llvm.ModuleRef:
+    try:
+        module = llvm.parse_bitcode(data, context=llvm.create_context())
+    except RuntimeError as err:
+        raise IRError(f"invalid bitcode: {' '.join(str(err).split())}") from None
+    try:
+        module.verify()
+    except RuntimeError as err:
+        raise IRError(f"IR fails the LLVM verifier: {str(err).strip()}") from None
+    return module
+
+
+def _describe_parse_error(message: str) -> str:
+    found = _PARSE_ERROR_LOCATION.search(message)
+    if found is None:
+        return f"IR does not parse: {' '.join(message.split())}"
+    line, column, what = found.groups()
+    return f"IR does not parse: line {line}, column {column}: {what}"
+
+
+def instruction_count(ir: str) -> int:
+    """Number of instructions in all function bodies of the module (the pass-ordering cost)."""
+    return module_instruction_count(parse_module(ir))
+
+
+def module_instruction_count(module: llvm.ModuleRef) -> int:
+    return sum(
+        sum(1 for _ in block.instructions)
+        for function in module.functions
+        if not function.is_declaration
+        for block in function.blocks
+    )
+
+
+# --- normalization (thesis §4.2.2) -----------------------------------------------------------------------
+
+# Splits a line into quoted strings (kept verbatim) and the code between them.
+_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
+# Metadata attachments (`, !dbg !12`, `!llvm.loop !5`, `!tbaa !{...}`) on instructions, functions, globals.
+_METADATA_ATTACHMENT = re.compile(r",?\s*![A-Za-z_.][\w.]*\s+!(?:\d+|\{[^}]*\})")
+_ATTRIBUTE_GROUP_REF = re.compile(r"\s#\d+\b")
+# Attributes and specifiers clang -O0 writes everywhere that carry no information for a pass-ordering model.
+_BOILERPLATE_WORDS = re.compile(r"\s+(?:noundef|dso_local)(?![\w.$\-])")
+_DROPPED_LINE_PREFIXES = ("attributes #", "!", "#dbg_", "source_filename", "declare void @llvm.dbg.")
+_DEBUG_CALL = re.compile(r"^(?:tail |notail |musttail )?call void @llvm\.dbg\.")
+
+
+def normalize_ir(ir: str) -> str:
+    """The IR a model reads: comments, debug metadata and attributes dropped, whitespace standardized.
+
+    Newlines are kept; indentation is stripped and other whitespace runs become one space. The result still
+    parses and verifies (IRError otherwise), and keeps the module's instructions.
+    """
+    printed = str(parse_module(ir))
+    lines = []
+    for line in printed.splitlines():
+        line = _normalize_line(line)
+        if line:
+            lines.append(line)
+    normalized = "\n".join(lines) + "\n"
+    parse_module(normalized)  # the contract: normalized IR is still valid IR
+    return normalized
+
+
+def _normalize_line(line: str) -> str:
+    code = _strip_comment(line).strip()
+    if not code or code.startswith(_DROPPED_LINE_PREFIXES) or _DEBUG_CALL.match(code):
+        return ""
+    return _map_unquoted(code, _normalize_code)
+
+
+def _normalize_code(code: str) -> str:
+    code = _METADATA_ATTACHMENT.sub("", code)
+    code = _ATTRIBUTE_GROUP_REF.sub("", code)
+    code = _BOILERPLATE_WORDS.sub("", code)
+    # Keep one space where the piece meets a quoted string, so `@"a b" = global` keeps its spacing.
+    leading = " " if code[:1].isspace() else ""
+    trailing = " " if code[-1:].isspace() else ""
+    return leading + " ".join(code.split()) + trailing
+
+
+def _strip_comment(line: str) -> str:
+    """The line without its `;` comment; a `;` inside a quoted string is not a comment."""
+    position = 0
+    for quoted in _QUOTED.finditer(line):
+        semicolon = line.find(";", position, quoted.start())
+        if semicolon >= 0:
+            return line[:semicolon]
+        position = quoted.end()
+    semicolon = line.find(";", position)
+    return line if semicolon < 0 else line[:semicolon]
+
+
+def _map_unquoted(line: str, transform) -> str:
+    """Apply `transform` to the parts of `line` outside quoted strings."""
+    parts, position = [], 0
+    for quoted in _QUOTED.finditer(line):
+        parts.append(transform(line[position : quoted.start()]) if quoted.start() > position else "")
+        parts.append(quoted.group())
+        position = quoted.end()
+    if position < len(line):
+        parts.append(transform(line[position:]))
+    return "".join(parts).strip()
+
+
+# --- per-function modules --------------------------------------------------------------------------------
+
+_SYMBOL_REF = re.compile(r'@("(?:[^"\\]|\\.)*"|[-a-zA-Z$._][-a-zA-Z$._0-9]*|\d+)')
+_TYPE_DEFINITION = re.compile(r"^%[-\w$.\"]+ = type ")
+_LINKAGE_TO_DROP = re.compile(
+    r"^(define)\s+(?:(?:private|internal|available_externally|linkonce_odr|linkonce|weak_odr|weak|common)\s+)?"
+)
+_COMDAT = re.compile(r"\scomdat(?:\(\$[-\w$.\"]+\))?")
+
+
+def split_functions(ir: str) -> list[tuple[str, str]]:
+    """One module per defined function: (function name, module IR), in the module's order.
+
+    Each module holds the function with external linkage (so it is not deleted as unused), declarations
+    of the functions it references, and the global variables it reaches: constants with their
+    initializers, other globals as external declarations (their contents are not known to the function in
+    the original program either). Functions whose module cannot be built (they reference aliases or
+    ifuncs, which are left out) are skipped.
+    """
+    module = parse_module(ir)
+    printed = str(module)
+    header = [line for line in printed.splitlines() if line.startswith(("target ", "source_filename"))] + [
+        line for line in printed.splitlines() if _TYPE_DEFINITION.match(line)
+    ]
+    attribute_groups = [line for line in printed.splitlines() if line.startswith("attributes #")]
+    metadata = [line for line in printed.splitlines() if line.startswith("!")]
+
+    functions = {function.name: function for function in module.functions}
+    global_variables = {variable.name: variable for variable in module.global_variables}
+    definitions = {name: str(function) for name, function in functions.items() if not function.is_declaration}
+    variable_texts = {name: str(variable) for name, variable in global_variables.items()}
+
+    result = []
+    for name, definition in definitions.items():
+        needed_functions, needed_variables = _reachable_symbols(
+            definition, name, functions, global_variables, variable_texts
+        )
+        parts = [*header]
+        for variable_name in needed_variables:
+            parts.append(_global_for_split(global_variables[variable_name], variable_texts[variable_name]))
+        for function_name in needed_functions:
+            parts.append(_declaration(functions[function_name]))
+        parts.append(_external_definition(definition))
+        parts.extend(attribute_groups)
+        parts.extend(metadata)
+        text = "\n".join(parts) + "\n"
+        try:
+            result.append((name, str(parse_module(text))))
+        except IRError:
+            continue
+    return result
+
+
+def _reachable_symbols(definition, name, functions, global_variables, variable_texts):
+    """Functions to declare and globals to include for one function, following constant initializers."""
+    needed_functions: dict[str, None] = {}
+    needed_variables: dict[str, None] = {}
+    pending = [definition]
+    while pending:
+        text = pending.pop()
+        for symbol in _symbols_in(text):
+            if symbol == name:
+                continue
+            if symbol in functions and symbol not in needed_functions:
+                needed_functions[symbol] = None
+            elif symbol in global_variables and symbol not in needed_variables:
+                needed_variables[symbol] = None
+                if _global_kind(variable_texts[symbol]) == "constant":
+                    pending.append(variable_texts[symbol])
+    return needed_functions, needed_variables
+
+
+def _symbols_in(text: str):
+    for match in _SYMBOL_REF.finditer(text):
+        token = match.group(1)
+        yield token[1:-1] if token.startswith('"') else token
+
+
+def _global_kind(variable_text: str) -> str:
+    """'constant' or 'global': the keyword after the name, linkage and other specifiers."""
+    name = _SYMBOL_REF.match(variable_text)
+    rest = _QUOTED.sub('""', variable_text[name.end() :] if name else variable_text)
+    kind = re.search(r"(?<![\w.$-])(global|constant)(?![\w.$-])", rest)
+    return kind.group(1) if kind else "global"
+
+
+def _global_for_split(variable, text: str) -> str:
+    kind = _global_kind(text)
+    if kind == "constant" and not variable.is_declaration:
+        return _COMDAT.sub("", text)
+    specifiers = text[: text.index(f" {kind} ")] if f" {kind} " in text else ""
+    thread_local = re.search(r"thread_local(?:\([a-z]+\))?", specifiers)
+    thread_local = f" {thread_local.group()}" if thread_local else ""
+    return f"{_symbol_token(variable.name)} = external{thread_local} {kind} {variable.global_value_type}"
+
+
+def _declaration(function) -> str:
+    function_type = str(function.global_value_type)
+    return_type, parameters = _split_function_type(function_type)
+    return f"declare {return_type} {_symbol_token(function.name)}({parameters})"
+
+
+def _split_function_type(function_type: str) -> tuple[str, str]:
+    """'i32 (ptr, ...)' -> ('i32', 'ptr, ...'), finding the parameter list's parenthesis from the end."""
+    depth = 0
+    for index in range(len(function_type) - 1, -1, -1):
+        char = function_type[index]
+        if char == ")":
+            depth += 1
+        elif char == "(":
+            depth -= 1
+            if depth == 0:
+                return function_type[:index].strip(), function_type[index + 1 : -1]
+    raise IRError(f"unexpected function type {function_type!r}")
+
+
+def _external_definition(definition: str) -> str:
+    lines = definition.strip("\n").split("\n")
+    for index, line in enumerate(lines):
+        if line.startswith("define "):
+            header = _LINKAGE_TO_DROP.sub(r"\1 ", line)
+            lines[index] = _COMDAT.sub("", header)
+            break
+    return "\n".join(lines)
+
+
+def _symbol_token(name: str) -> str:
+    if re.fullmatch(r"[-a-zA-Z$._][-a-zA-Z$._0-9]*", name):
+        return f"@{name}"
+    escaped = "".join(
+        char if char.isprintable() and char not in '"\\' else f"\\{ord(char):02X}" for char in name
+    )
+    return f'@"{escaped}"'

@@ -1,0 +1,267 @@
+"""Crash-isolated candidate evaluation: a pool of worker processes, each compiling one candidate at a time.
+
+LLVM aborts the whole process on some IR and pass combinations, and a pass can loop for a long time. Every
+candidate therefore runs in a worker process with a wall-clock limit. A worker that dies (abort, segfault,
+killed) or overruns the limit yields an error `Evaluation` for that candidate and is replaced by a fresh
+process; the pool keeps working. Workers are plain subprocesses talking over a socket, so the pool runs
+where Ray is absent; a Ray Serve deployment can own one.
+
+Threads and asyncio: `evaluate` is thread-safe. Concurrent callers share the workers: each call takes idle
+workers as it needs them and gives them back when its candidates are done. From asyncio, use
+`await pool.evaluate_async(...)`, which runs `evaluate` in a thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from multiprocessing.connection import Connection, wait
+
+from optserve.compiler.cost import Objective
+from optserve.compiler.pipeline import Evaluation, evaluate
+
+_START_TIMEOUT_S = 120.0
+
+
+def _worker_main(connection: Connection, memory_limit_bytes: int | None) -> None:
+    """Worker loop: answer each task (ir_key, ir or None, pass list, objective, want_ir, want_object)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    if memory_limit_bytes:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (memory_limit_bytes, memory_limit_bytes))
+    connection.send("ready")
+    current_key, current_ir = None, None
+    while True:
+        try:
+            task = connection.recv()
+        except EOFError:
+            return
+        if task is None:
+            return
+        ir_key, ir, pass_list, objective, want_ir, want_object = task
+        if ir is not None:
+            current_key, current_ir = ir_key, ir
+        assert ir_key == current_key, "the parent sends the IR whenever it changes"
+        connection.send(evaluate(current_ir, pass_list, objective, want_ir=want_ir, want_object=want_object))
+
+
+class _Worker:
+    """One worker process, started as `python -m optserve.compiler.workers FD` with a socket to talk over.
+
+    A fresh interpreter (not fork) keeps the parent's threads, locks and main module out of the worker.
+    """
+
+    def __init__(self, memory_limit_bytes: int | None):
+        parent_end, child_end = socket.socketpair()
+        command = [sys.executable, "-m", "optserve.compiler.workers", str(child_end.fileno())]
+        if memory_limit_bytes:
+            command.append(str(memory_limit_bytes))
+        self.process = subprocess.Popen(command, pass_fds=(child_end.fileno(),), stdin=subprocess.DEVNULL)
+        child_end.close()
+        self.connection = Connection(parent_end.detach())
+        self.pid = self.process.pid
+        self.ir_key: str | None = None
+        self.busy = False
+
+    def wait_ready(self) -> None:
+        try:
+            ready = self.connection.poll(_START_TIMEOUT_S) and self.connection.recv() == "ready"
+        except (EOFError, OSError):
+            ready = False
+        if not ready:
+            self.kill()
+            raise RuntimeError(f"compiler worker process did not start (exit status {self.process.poll()})")
+
+    def stop(self) -> None:
+        try:
+            self.connection.send(None)
+            self.process.wait(timeout=2)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        self.kill()
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(timeout=10)
+        self.connection.close()
+
+    def exit_description(self) -> str:
+        try:
+            code = self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            return "stopped responding"
+        if code < 0:
+            return f"was killed by {signal.Signals(-code).name}"
+        return f"exited with status {code}"
+
+
+class CompilerPool:
+    """`processes` worker processes evaluating candidates, each within `timeout_s` seconds of wall time."""
+
+    def __init__(self, processes: int, timeout_s: float, memory_limit_mb: int | None = None):
+        if processes < 1:
+            raise ValueError("a compiler pool needs at least one process")
+        if timeout_s <= 0:
+            raise ValueError("timeout_s must be positive")
+        self.processes = processes
+        self.timeout_s = timeout_s
+        self._memory_limit_bytes = memory_limit_mb * 1024 * 1024 if memory_limit_mb else None
+        self._lock = threading.Lock()
+        self._closed = False
+        self._workers: set[_Worker] = set()
+        self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
+        self.replaced_workers = 0
+        started = [self._start_worker() for _ in range(processes)]
+        for worker in started:
+            worker.wait_ready()
+            self._idle.put(worker)
+
+    def _start_worker(self) -> _Worker:
+        worker = _Worker(self._memory_limit_bytes)
+        with self._lock:
+            self._workers.add(worker)
+        return worker
+
+    def _replace(self, worker: _Worker) -> _Worker:
+        worker.kill()
+        with self._lock:
+            self._workers.discard(worker)
+            self.replaced_workers += 1
+        fresh = self._start_worker()
+        fresh.wait_ready()
+        return fresh
+
+    def worker_pids(self) -> list[int]:
+        with self._lock:
+            return sorted(worker.pid for worker in self._workers)
+
+    def busy_worker_pids(self) -> list[int]:
+        """Workers compiling a candidate right now (for monitoring, and for tests that kill one)."""
+        with self._lock:
+            return sorted(worker.pid for worker in self._workers if worker.busy)
+
+    def evaluate(
+        self,
+        ir: str,
+        pass_lists: Sequence[Sequence[str]],
+        objective: Objective | str,
+        want_ir: bool = False,
+        want_object: bool = False,
+    ) -> list[Evaluation]:
+        """Evaluate every pass list on `ir` in parallel; results in the order of `pass_lists`.
+
+        A candidate whose worker crashes or overruns `timeout_s` gets an Evaluation with `error` set.
+        """
+        if self._closed:
+            raise RuntimeError("the compiler pool is closed")
+        objective = Objective(objective)
+        ir_key = hashlib.sha256(ir.encode()).hexdigest()
+        candidates = [tuple(pass_list) for pass_list in pass_lists]
+        pending = deque(range(len(candidates)))
+        results: list[Evaluation | None] = [None] * len(candidates)
+        running: dict[Connection, tuple[_Worker, int, float]] = {}
+        spare: list[_Worker] = []  # workers this call holds but is not using right now
+
+        def dispatch(worker: _Worker) -> None:
+            if worker.process.poll() is not None:  # died while idle (e.g. killed from outside)
+                worker = self._replace(worker)
+            index = pending.popleft()
+            send_ir = ir if worker.ir_key != ir_key else None
+            worker.ir_key = ir_key
+            worker.busy = True
+            running[worker.connection] = (worker, index, time.monotonic() + self.timeout_s)
+            with contextlib.suppress(OSError):  # a dead worker's closed socket reports the crash in _collect
+                worker.connection.send((ir_key, send_ir, candidates[index], objective, want_ir, want_object))
+
+        try:
+            while pending or running:
+                while pending:
+                    worker = spare.pop() if spare else self._take_idle(block=not running)
+                    if worker is None:
+                        break
+                    dispatch(worker)
+                self._collect(running, candidates, results, spare)
+        finally:
+            for worker, _, _ in running.values():  # interrupted: those results will never be read
+                spare.append(self._replace(worker))
+            for worker in spare:
+                worker.busy = False
+                self._idle.put(worker)
+        return results  # type: ignore[return-value]
+
+    async def evaluate_async(
+        self,
+        ir: str,
+        pass_lists: Sequence[Sequence[str]],
+        objective: Objective | str,
+        want_ir: bool = False,
+        want_object: bool = False,
+    ) -> list[Evaluation]:
+        """`evaluate` without blocking the event loop."""
+        return await asyncio.to_thread(self.evaluate, ir, pass_lists, objective, want_ir, want_object)
+
+    def _take_idle(self, block: bool) -> _Worker | None:
+        try:
+            return self._idle.get(block=block)
+        except queue.Empty:
+            return None
+
+    def _collect(self, running, candidates, results, spare) -> None:
+        """Wait for the next finished, crashed or overdue candidate and record its Evaluation."""
+        deadline = min(entry[2] for entry in running.values())
+        # A worker that dies closes its socket, which makes the connection ready (and recv fail).
+        for connection in wait(list(running), timeout=max(0.0, deadline - time.monotonic())):
+            worker, index, _ = running.pop(connection)
+            try:
+                results[index] = connection.recv()
+                worker.busy = False
+                spare.append(worker)
+            except (EOFError, OSError):
+                results[index] = Evaluation(candidates[index], None, self._crash_message(worker), 0.0)
+                spare.append(self._replace(worker))
+        now = time.monotonic()
+        for connection in [c for c, (_, _, due) in running.items() if due <= now]:
+            worker, index, _ = running.pop(connection)
+            message = f"timed out: compiling took longer than {self.timeout_s:g} s"
+            results[index] = Evaluation(candidates[index], None, message, self.timeout_s)
+            spare.append(self._replace(worker))
+
+    @staticmethod
+    def _crash_message(worker: _Worker) -> str:
+        return (
+            f"compiler worker crashed: the process {worker.exit_description()} while compiling this candidate"
+        )
+
+    def close(self) -> None:
+        """Stop all workers. Calls to `evaluate` must have returned."""
+        self._closed = True
+        with self._lock:
+            workers, self._workers = list(self._workers), set()
+        for worker in workers:
+            worker.stop()
+
+    def __enter__(self) -> CompilerPool:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if not getattr(self, "_closed", True):
+            self.close()
+
+
+if __name__ == "__main__":
+    _worker_main(Connection(int(sys.argv[1])), int(sys.argv[2]) if len(sys.argv) > 2 else None)

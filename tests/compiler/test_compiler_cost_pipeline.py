@@ -1,0 +1,121 @@
+"""optserve.compiler.cost and .pipeline: objectives, applying pass lists, candidate evaluation, -Oz."""
+
+from __future__ import annotations
+
+import llvmlite.binding as llvm
+import pytest
+
+from optserve.compiler.cost import Objective, measure, text_size
+from optserve.compiler.ir import IRError, instruction_count, split_functions
+from optserve.compiler.pipeline import evaluate, optimize, oz_cost
+
+OBJECTIVES = list(Objective)
+
+
+def test_objective_names():
+    assert [str(objective) for objective in Objective] == ["instruction_count", "text_size"]
+    assert Objective("text_size") is Objective.TEXT_SIZE
+    with pytest.raises(ValueError):
+        Objective("speed")
+
+
+def test_instruction_count_objective_is_the_instruction_count(c_ir):
+    for ir in c_ir.values():
+        assert measure(ir, "instruction_count") == instruction_count(ir)
+
+
+def test_text_size_is_the_size_of_the_code_sections(c_ir):
+    ir = c_ir["switch"]
+    evaluation = evaluate(ir, (), Objective.TEXT_SIZE, want_object=True)
+    sections = {s.name(): s.size() for s in llvm.ObjectFileRef.from_data(evaluation.object_code).sections()}
+    assert (
+        evaluation.cost == sections[b".text"] == text_size(evaluation.object_code) == measure(ir, "text_size")
+    )
+    assert evaluation.cost > 0
+
+
+def test_text_size_uses_the_module_triple(c_ir):
+    for_arm = c_ir["loops"].replace(
+        'target triple = "x86_64-pc-linux-gnu"', 'target triple = "aarch64-linux-gnu"'
+    )
+    for_arm = "\n".join(line for line in for_arm.splitlines() if not line.startswith("target datalayout"))
+    for_arm = for_arm.replace('"target-cpu"="x86-64"', "").replace('"tune-cpu"="generic"', "")
+    for_arm = for_arm.replace('"target-features"="+cmov,+cx8,+fxsr,+mmx,+sse,+sse2,+x87"', "")
+    assert measure(for_arm, "text_size") != measure(c_ir["loops"], "text_size")
+    unknown = c_ir["loops"].replace('"x86_64-pc-linux-gnu"', '"nonsense-unknown-none"')
+    with pytest.raises(IRError, match="unsupported target triple 'nonsense-unknown-none'"):
+        measure(unknown, "text_size")
+
+
+def test_oz_shrinks_every_program(c_ir):
+    for name, ir in c_ir.items():
+        assert oz_cost(ir, "instruction_count") < measure(ir, "instruction_count"), name
+        if name != "floating":
+            assert oz_cost(ir, "text_size") < measure(ir, "text_size"), name
+
+
+def test_oz_can_grow_code_of_functions_without_minsize(c_ir):
+    """-O0 IR has no `minsize` attribute, so -Oz fully unrolls newton_sqrt's 20 iterations (as `opt` does)."""
+    newton_sqrt = dict(split_functions(c_ir["floating"]))["newton_sqrt"]
+    assert oz_cost(newton_sqrt, "text_size") > 2 * measure(newton_sqrt, "text_size")
+    assert oz_cost(newton_sqrt, "instruction_count") > measure(newton_sqrt, "instruction_count")
+
+
+def test_oz_cost_is_the_cost_of_the_oz_list(c_ir):
+    for objective in OBJECTIVES:
+        assert oz_cost(c_ir["structs"], objective) == evaluate(c_ir["structs"], ("-Oz",), objective).cost
+
+
+def test_typed_pointer_ir_optimizes(typed_pointer_ir):
+    assert oz_cost(typed_pointer_ir, "instruction_count") < instruction_count(typed_pointer_ir)
+    assert oz_cost(typed_pointer_ir, "text_size") > 0
+
+
+def test_optimize_is_pure_and_returns_valid_ir(c_ir):
+    ir = c_ir["loops"]
+    once = optimize(ir, ("-O2", "instcombine"))
+    assert optimize(ir, ("-O2", "instcombine")) == once
+    assert instruction_count(once) < instruction_count(ir)
+    assert optimize(ir, ()) == optimize(ir, ()) and instruction_count(optimize(ir, ())) == instruction_count(
+        ir
+    )
+
+
+def test_meta_flag_is_the_default_pipeline_applied_first(c_ir):
+    ir = c_ir["floating"]
+    in_one_run = optimize(ir, ("-Oz", "reg2mem"))
+    assert instruction_count(in_one_run) == instruction_count(optimize(optimize(ir, ("-Oz",)), ("reg2mem",)))
+    # reg2mem after -Oz puts loads and stores back.
+    assert instruction_count(optimize(ir, ("-Oz", "reg2mem"))) > instruction_count(optimize(ir, ("-Oz",)))
+
+
+def test_single_passes_compose(c_ir):
+    ir = c_ir["recursion"]
+    one_by_one = optimize(optimize(optimize(ir, ("sroa",)), ("instcombine",)), ("simplifycfg",))
+    assert instruction_count(optimize(ir, ("sroa", "instcombine", "simplifycfg"))) == instruction_count(
+        one_by_one
+    )
+
+
+def test_evaluation_reports_bad_pass_lists_and_ir_as_errors(c_ir):
+    bad_list = evaluate(c_ir["loops"], ("instcombine", "-Oz"), "instruction_count")
+    assert bad_list.cost is None and "meta flag -Oz must come first" in bad_list.error
+    bad_ir = evaluate("define i32 @f( {", ("-Oz",), "instruction_count")
+    assert bad_ir.cost is None and bad_ir.error.startswith("IRError: IR does not parse")
+    assert not bad_ir.ok and bad_ir.pass_list == ("-Oz",)
+
+
+def test_evaluation_returns_ir_and_object_code_on_request(c_ir):
+    evaluation = evaluate(c_ir["switch"], ("-Oz",), "instruction_count", want_ir=True, want_object=True)
+    assert evaluation.ok and evaluation.seconds > 0
+    assert instruction_count(evaluation.optimized_ir) == evaluation.cost
+    assert evaluation.object_code.startswith(b"\x7fELF")
+    plain = evaluate(c_ir["switch"], ("-Oz",), "instruction_count")
+    assert plain.optimized_ir is None and plain.object_code is None and plain.cost == evaluation.cost
+
+
+def test_oz_on_split_functions(c_ir):
+    for ir in c_ir.values():
+        for name, function_ir in split_functions(ir):
+            for objective in OBJECTIVES:
+                assert oz_cost(function_ir, objective) > 0, name

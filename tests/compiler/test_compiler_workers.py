@@ -1,0 +1,156 @@
+"""optserve.compiler.workers: crash-isolated, time-limited candidate evaluation in worker processes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from optserve.compiler.pipeline import evaluate
+from optserve.compiler.workers import CompilerPool
+
+CANDIDATES = [("-Oz",), ("-O2", "instcombine"), ("sroa", "simplifycfg"), (), ("-O1", "loop-rotate", "dce")]
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with CompilerPool(processes=2, timeout_s=30) as shared:
+        yield shared
+
+
+def test_pool_results_equal_in_process_evaluation_in_order(pool, c_ir):
+    for objective in ("instruction_count", "text_size"):
+        results = pool.evaluate(c_ir["structs"], CANDIDATES, objective)
+        expected = [evaluate(c_ir["structs"], candidate, objective) for candidate in CANDIDATES]
+        assert [r.pass_list for r in results] == [tuple(c) for c in CANDIDATES]
+        assert [r.cost for r in results] == [e.cost for e in expected]
+
+
+def test_pool_switches_between_modules(pool, c_ir):
+    for name in ("loops", "switch", "loops"):
+        assert (
+            pool.evaluate(c_ir[name], [("-Oz",)], "instruction_count")[0].cost
+            == evaluate(c_ir[name], ("-Oz",), "instruction_count").cost
+        )
+
+
+def test_pool_returns_ir_and_object_code_on_request(pool, c_ir):
+    (result,) = pool.evaluate(c_ir["switch"], [("-Oz",)], "text_size", want_ir=True, want_object=True)
+    assert result.optimized_ir.startswith("; ModuleID") and result.object_code.startswith(b"\x7fELF")
+
+
+def test_bad_candidates_are_errors_not_exceptions(pool, c_ir):
+    good, bad = pool.evaluate(c_ir["loops"], [("-Oz",), ("dce", "-Oz")], "instruction_count")
+    assert good.ok and bad.cost is None and "must come first" in bad.error
+
+
+def test_killing_a_worker_mid_evaluation_fails_only_that_candidate(c_ir, heavy_ir):
+    with CompilerPool(processes=1, timeout_s=120) as single:
+        before = single.worker_pids()
+        outcome = {}
+        thread = threading.Thread(
+            target=lambda: outcome.update(
+                results=single.evaluate(heavy_ir, [("-O3",), ()], "instruction_count")
+            )
+        )
+        thread.start()
+        deadline = time.monotonic() + 30
+        while not single.busy_worker_pids() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        (busy,) = single.busy_worker_pids()
+        os.kill(busy, signal.SIGKILL)
+        thread.join(timeout=120)
+        killed, after_kill = outcome["results"]
+        assert killed.cost is None and "was killed by SIGKILL" in killed.error
+        assert after_kill.ok and after_kill.cost == evaluate(heavy_ir, (), "instruction_count").cost
+        assert single.worker_pids() != before and single.replaced_workers == 1
+        # The pool keeps working for the next caller.
+        assert single.evaluate(c_ir["switch"], [("-Oz",)], "instruction_count")[0].ok
+
+
+def test_a_real_llvm_abort_fails_only_that_candidate(c_sources, compile_c):
+    ir = compile_c(c_sources["loops"].parent / "llvm_abort" / "loop_reduce_lcssa.c")
+    with CompilerPool(processes=1, timeout_s=60) as pool:
+        aborted, fine = pool.evaluate(ir, [("sroa", "loop-reduce"), ("sroa",)], "instruction_count")
+        assert aborted.cost is None and "was killed by SIGABRT" in aborted.error
+        assert fine.cost == evaluate(ir, ("sroa",), "instruction_count").cost
+        assert pool.replaced_workers == 1
+
+
+def test_a_worker_that_died_while_idle_is_replaced_before_use(c_ir):
+    with CompilerPool(processes=1, timeout_s=60) as pool:
+        (pid,) = pool.worker_pids()
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z" and time.monotonic() < deadline:
+            time.sleep(0.01)  # until it is a zombie: dead, not yet reaped by the pool
+        (result,) = pool.evaluate(c_ir["switch"], [("-Oz",)], "instruction_count")
+        assert result.ok and pool.replaced_workers == 1 and pool.worker_pids() != [pid]
+
+
+def test_a_candidate_over_the_time_limit_times_out_and_the_worker_is_replaced(c_ir, heavy_ir):
+    with CompilerPool(processes=1, timeout_s=0.3) as strict:
+        (slow,) = strict.evaluate(heavy_ir, [("-O3",)], "instruction_count")  # takes over a second
+        assert slow.cost is None and slow.error == "timed out: compiling took longer than 0.3 s"
+        assert strict.replaced_workers == 1
+        (fast,) = strict.evaluate(c_ir["switch"], [("-Oz",)], "instruction_count")
+        assert fast.cost == evaluate(c_ir["switch"], ("-Oz",), "instruction_count").cost
+
+
+def test_concurrent_callers_share_the_pool(pool, c_ir):
+    results = {}
+
+    def run(name):
+        results[name] = pool.evaluate(c_ir[name], CANDIDATES, "instruction_count")
+
+    threads = [threading.Thread(target=run, args=(name,)) for name in ("loops", "switch", "recursion")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for name, evaluations in results.items():
+        assert [e.cost for e in evaluations] == [
+            evaluate(c_ir[name], c, "instruction_count").cost for c in CANDIDATES
+        ]
+
+
+def test_async_variant(pool, c_ir):
+    async def both():
+        return await asyncio.gather(
+            pool.evaluate_async(c_ir["loops"], [("-Oz",)], "instruction_count"),
+            pool.evaluate_async(c_ir["switch"], [("-Oz",)], "text_size"),
+        )
+
+    loops, switch = asyncio.run(both())
+    assert loops[0].cost == evaluate(c_ir["loops"], ("-Oz",), "instruction_count").cost
+    assert switch[0].cost == evaluate(c_ir["switch"], ("-Oz",), "text_size").cost
+
+
+def test_closed_pool_refuses_work_and_stops_its_processes(c_ir):
+    pool = CompilerPool(processes=1, timeout_s=10)
+    (pid,) = pool.worker_pids()
+    pool.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        pool.evaluate(c_ir["loops"], [("-Oz",)], "instruction_count")
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_workers_run_under_a_memory_limit(c_ir):
+    with CompilerPool(processes=1, timeout_s=60, memory_limit_mb=2048) as limited:
+        (ok,) = limited.evaluate(c_ir["loops"], [("-O2",)], "instruction_count")
+        assert ok.cost == evaluate(c_ir["loops"], ("-O2",), "instruction_count").cost
+
+
+def test_running_out_of_memory_fails_the_candidate_not_the_pool(c_ir):
+    # The address-space limit is set once the worker has loaded LLVM, so it starts, then cannot allocate.
+    with CompilerPool(processes=1, timeout_s=60, memory_limit_mb=32) as starved:
+        first, second = starved.evaluate(c_ir["loops"], [("-O2",), ("-Oz",)], "text_size")
+        assert first.cost is None and second.cost is None
+        assert "compiler worker crashed" in first.error
+        assert starved.replaced_workers == 2
