@@ -1,0 +1,1 @@
+"""Clients of the service: optcc, the drop-in clang wrapper."""

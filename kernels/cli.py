@@ -1,0 +1,73 @@
+"""`optserve schedule-local`: search a loop schedule for a contraction on this machine and print it.
+
+(`optserve schedule` is the client of a running service, registered by serve/cli.py.)
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from typing import Any
+
+from optserve.cli import add_json_flag, emit
+
+METHODS = ("base", "greedy1", "greedy2", "beam2dfs", "beam4dfs", "beam2bfs", "beam4bfs", "random")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "schedule-local", help="search a loop schedule for a tensor contraction here (JIT + timing)"
+    )
+    parser.add_argument("--einsum", required=True, help="e.g. 'C[m,n] += A[m,k] * B[k,n]'")
+    parser.add_argument("--sizes", required=True, help="e.g. m=128,n=96,k=64")
+    parser.add_argument(
+        "--search", default="greedy2", choices=METHODS, help="search method (default greedy2)"
+    )
+    parser.add_argument("--time-limit", type=float, default=10.0, help="search seconds (default 10)")
+    parser.add_argument("--measure", action="store_true", help="also time the base schedule and the peak")
+    parser.add_argument("--emit-ir", action="store_true", help="include the kernel's optimized LLVM IR")
+    parser.add_argument("--config", default=None, help="optserve YAML config (LoopTune limits)")
+    add_json_flag(parser)
+    parser.set_defaults(handler=_schedule)
+
+
+def _schedule(args: argparse.Namespace) -> int:
+    from optserve.config import load_settings
+    from optserve.kernels.spec import LoopNestSpec, SpecError, parse_sizes
+    from optserve.policies.schedule import schedule_nest
+
+    limits = load_settings(args.config).looptune
+    try:
+        spec = LoopNestSpec.parse(args.einsum, parse_sizes(args.sizes), limits)
+        result = schedule_nest(
+            spec,
+            method=args.search,
+            time_limit_s=args.time_limit,
+            measure=args.measure,
+            emit_ir=args.emit_ir,
+            settings=limits,
+        )
+    except SpecError as err:
+        emit({"error": str(err)}, args.json)
+        return 2
+    emit(result.to_dict(), args.json, _render)
+    return 0
+
+
+def _render(result: Mapping[str, Any]) -> str:
+    def number(value: float | None, unit: str = "") -> str:
+        return "-" if value is None else f"{value:.1f}{unit}"
+
+    lines = [
+        f"{result['einsum']}   {', '.join(f'{k}={v}' for k, v in result['sizes'].items())}",
+        f"method {result['method']}: {number(result['gflops'])} GFLOPS (base {number(result['base_gflops'])},"
+        f" peak {number(result['peak_gflops'])}), searched {result['search_seconds']:.1f} s,"
+        f" {result['evaluations']} schedules measured{', time limit hit' if result['timed_out'] else ''}",
+        f"actions: {' '.join(result['actions']) or '(none)'}",
+        f"compile: {number(result['compile_ms'], ' ms')}",
+        "",
+        result["schedule"],
+    ]
+    if result.get("llvm_ir"):
+        lines += ["", result["llvm_ir"]]
+    return "\n".join(lines)

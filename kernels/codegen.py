@@ -1,0 +1,397 @@
+"""Schedule -> LLVM IR, following LoopNest's rules (thesis §3.4).
+
+- The innermost loop is vectorized when every tensor is contiguous (stride 1) or constant (stride 0) along
+  it; otherwise it runs scalar (no gathers). An output that is constant along it (a reduction innermost)
+  is kept as vector partial sums, reduced once when its register tile is written back.
+- Register tile: the outermost loop whose body touches few enough output vectors to stay in registers
+  opens a tile. Inside it, loops over output indices are unrolled, loops over reduction indices stay loops
+  (short ones are unrolled), and accumulators are SSA values carried around loops by phis: they are loaded
+  once when the tile opens and stored once when it closes, and never spill by construction.
+- Loops run in exactly the scheduled order; tails are generated as separate straight-line code, because
+  every size is a compile-time constant.
+
+The generator first builds a small plan (loops, shifts, tiles, multiply-adds), then writes IR text from it
+directly (much faster than building llvmlite.ir objects). The plan is also what bounds code size: a tile is
+opened only where its unrolled body is small enough.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from optserve.kernels.schedule import Schedule, covered_extents, iteration_extents
+from optserve.kernels.spec import LoopNestSpec, SpecError
+
+KERNEL_NAME = "kernel"
+UNROLL_TRIPS = 4  # reduction loops this short are unrolled inside a register tile
+BENCH_NAME = "bench"
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the generator needs to know about the CPU."""
+
+    vector_widths: tuple[int, ...] = (8,)  # float lanes, widest first (AVX2: 8; AVX-512: 16, 8)
+    accumulator_registers: int = 12  # vector registers an output tile may occupy (16 ymm minus operands)
+    max_statements: int = 256  # most multiply-adds unrolled inside one tile
+    max_total_statements: int = 8192  # most multiply-adds in the whole kernel (bounds compile time)
+
+
+# The plan: a tree of these nodes.
+@dataclass(frozen=True)
+class MulAdd:
+    width: int
+
+
+@dataclass(frozen=True)
+class Shift:
+    index: str
+    amount: int
+    body: object
+
+
+@dataclass(frozen=True)
+class Seq:
+    items: tuple
+
+
+@dataclass(frozen=True)
+class RuntimeLoop:
+    index: str
+    trips: int
+    step: int
+    body: object
+
+
+@dataclass(frozen=True)
+class Tile:
+    body: object
+
+
+class _Planner:
+    def __init__(self, spec: LoopNestSpec, schedule: Schedule, target: Target):
+        self.loops = schedule.compute
+        self.extents = iteration_extents(self.loops)
+        self.target = target
+        self.output_indices = set(spec.output_indices)
+        self.out_strides = spec.strides(spec.output)
+        inner = self.loops[-1].index
+        strides = [spec.strides(t)[inner] for t in spec.tensors]
+        self.vectorized = all(s in (0, 1) for s in strides)
+        self.widths = target.vector_widths if self.vectorized else ()
+        self.partial_sums = self.vectorized and self.out_strides[inner] == 0
+
+    def chunks(self, extent: int) -> list[tuple[int, int]]:
+        """(offset, width) pieces of the innermost loop: widest vectors first, scalars last."""
+        pieces, offset = [], 0
+        for width in self.widths:
+            while extent - offset >= width:
+                pieces.append((offset, width))
+                offset += width
+        pieces.extend((o, 1) for o in range(offset, extent))
+        return pieces
+
+    def plan(self) -> object:
+        return self._build(0, covered_extents(self.loops), tiled=False)
+
+    def _count(self, pos: int, avail: dict[str, int]) -> int:
+        """Multiply-adds emitted for loops pos.. inside a tile (output loops unrolled)."""
+        loop = self.loops[pos]
+        extent = avail[loop.index]
+        if pos == len(self.loops) - 1:
+            return len(self.chunks(extent))
+        full, rem = divmod(extent, self.extents[pos])
+        body = self._count(pos + 1, {**avail, loop.index: self.extents[pos]}) if full else 0
+        tail = self._count(pos + 1, {**avail, loop.index: rem}) if rem else 0
+        if self._unrolled_in_tile(loop.index, full):
+            return full * body + tail
+        return body + tail
+
+    def _unrolled_in_tile(self, index: str, trips: int) -> bool:
+        """Inside a tile, output loops are unrolled (each element its own register), short loops too."""
+        return index in self.output_indices or trips <= UNROLL_TRIPS
+
+    def _build(self, pos: int, avail: dict[str, int], tiled: bool) -> object:
+        loop = self.loops[pos]
+        innermost = pos == len(self.loops) - 1
+        if not tiled and self._count(pos, avail) <= self.target.max_statements:
+            body = self._build(pos, avail, tiled=True)
+            if len(self.accumulators_at(body, 0)) <= self.target.accumulator_registers:
+                return Tile(body)
+        extent = avail[loop.index]
+        if innermost:
+            if tiled:
+                return Seq(tuple(Shift(loop.index, o, MulAdd(w)) for o, w in self.chunks(extent)))
+            # Too wide for registers: a loop over widest vectors, each its own one-register tile.
+            width = self.widths[0] if self.widths else 1
+            trips = extent // width
+            items = []
+            if trips:
+                items.append(RuntimeLoop(loop.index, trips, width, Tile(MulAdd(width))))
+            rest = self.chunks(extent - trips * width)
+            items.extend(Shift(loop.index, trips * width + o, Tile(MulAdd(w))) for o, w in rest)
+            return Seq(tuple(items))
+        step = self.extents[pos]
+        full, rem = divmod(extent, step)
+        items = []
+        if full:
+            body = self._build(pos + 1, {**avail, loop.index: step}, tiled)
+            if tiled and self._unrolled_in_tile(loop.index, full):
+                items.extend(Shift(loop.index, j * step, body) for j in range(full))
+            elif full == 1:
+                items.append(body)
+            else:
+                items.append(RuntimeLoop(loop.index, full, step, body))
+        if rem:
+            items.append(
+                Shift(loop.index, full * step, self._build(pos + 1, {**avail, loop.index: rem}, tiled))
+            )
+        return Seq(tuple(items))
+
+    def accumulators_at(self, node: object, offset: int) -> set[tuple[str, int, int]]:
+        """Register slots (kind, output offset, width) a tile body needs, starting at output `offset`."""
+        slots: set[tuple[str, int, int]] = set()
+        self._collect(node, offset, slots)
+        return slots
+
+    def _collect(self, node: object, offset: int, slots: set) -> None:
+        if isinstance(node, MulAdd):
+            slots.add(self.slot(offset, node.width))
+        elif isinstance(node, Shift):
+            self._collect(node.body, offset + node.amount * self.out_strides[node.index], slots)
+        elif isinstance(node, Seq):
+            for item in node.items:
+                self._collect(item, offset, slots)
+        elif isinstance(node, RuntimeLoop | Tile):
+            self._collect(node.body, offset, slots)
+
+    def slot(self, offset: int, width: int) -> tuple[str, int, int]:
+        if width == 1:
+            return ("scalar", offset, 1)
+        return ("partial" if self.partial_sums else "vector", offset, width)
+
+
+def emitted_statements(node: object, memo: dict | None = None) -> int:
+    """Multiply-adds the IR of a plan will contain (copies of shared sub-plans counted each time)."""
+    memo = {} if memo is None else memo
+    if id(node) not in memo:
+        if isinstance(node, MulAdd):
+            memo[id(node)] = 1
+        elif isinstance(node, Seq):
+            memo[id(node)] = sum(emitted_statements(item, memo) for item in node.items)
+        else:
+            memo[id(node)] = emitted_statements(node.body, memo)  # type: ignore[attr-defined]
+    return memo[id(node)]
+
+
+def plan_schedule(spec: LoopNestSpec, schedule: Schedule, target: Target) -> tuple[object, bool]:
+    """The plan of a schedule and whether its innermost loop is vectorized."""
+    planner = _Planner(spec, schedule, target)
+    return planner.plan(), planner.vectorized
+
+
+class _Emitter:
+    """Lowers a plan to LLVM IR text. Accumulators are SSA values (phis across runtime loops), so the IR
+    needs no clean-up passes; addresses are one getelementptr from a per-loop base pointer."""
+
+    def __init__(self, spec: LoopNestSpec, schedule: Schedule, target: Target):
+        self.planner = _Planner(spec, schedule, target)
+        self.strides = [spec.strides(t) for t in spec.tensors]  # output, input 0, input 1
+        self.inner = schedule.compute[-1].index
+        self.lines: list[str] = []
+        self.counter = 0
+        self.block = "entry"
+        self.pointers = ["%out", "%in0", "%in1"]
+        self.offsets: list[str | None] = [None, None, None]  # runtime element offset of each pointer
+        self.consts = [0, 0, 0]
+        self.tile: dict | None = None
+        self.loads: dict = {}
+        self.fma_widths: set[int] = set()
+
+    def name(self, prefix: str = "t") -> str:
+        self.counter += 1
+        return f"%{prefix}{self.counter}"
+
+    def op(self, text: str, prefix: str = "t") -> str:
+        value = self.name(prefix)
+        self.lines.append(f"  {value} = {text}")
+        return value
+
+    def start_block(self, label: str) -> None:
+        self.lines.append(f"{label}:")
+        self.block = label
+        self.loads = {}  # loads are reused only inside one block
+
+    def emit(self, plan: object) -> str:
+        self.lines.append("entry:")
+        self._emit(plan)
+        self.lines.append("  ret void")
+        return "\n".join(self.lines)
+
+    def _emit(self, node: object) -> None:
+        if isinstance(node, Seq):
+            for item in node.items:
+                self._emit(item)
+        elif isinstance(node, Shift):
+            saved = list(self.consts)
+            for t, strides in enumerate(self.strides):
+                self.consts[t] += node.amount * strides[node.index]
+            self._emit(node.body)
+            self.consts = saved
+        elif isinstance(node, RuntimeLoop):
+            self._emit_loop(node)
+        elif isinstance(node, Tile):
+            self._emit_tile(node)
+        elif isinstance(node, MulAdd):
+            self._emit_muladd(node.width)
+        else:  # pragma: no cover - the planner makes only the nodes above
+            raise TypeError(node)
+
+    def _emit_loop(self, node: RuntimeLoop) -> None:
+        self.counter += 1
+        head, done = f"loop.{node.index}{self.counter}", f"done.{node.index}{self.counter}"
+        pre = self.block
+        self.lines.append(f"  br label %{head}")
+        self.start_block(head)
+        phi_at = len(self.lines)
+        counter = self.name("i")
+        saved = (list(self.pointers), list(self.offsets))
+        for t, strides in enumerate(self.strides):
+            stride = strides[node.index] * node.step
+            if stride:
+                moved = counter if stride == 1 else self.op(f"mul nuw nsw i64 {counter}, {stride}")
+                if self.offsets[t] is not None:
+                    moved = self.op(f"add nuw nsw i64 {self.offsets[t]}, {moved}")
+                self.offsets[t] = moved
+                arg = ("%out", "%in0", "%in1")[t]
+                self.pointers[t] = self.op(f"getelementptr inbounds float, ptr {arg}, i64 {moved}", "p")
+        carried = {}
+        if self.tile is not None:  # accumulators this loop updates travel around it as phis
+            offset = self.consts[0] - self.tile["const"]
+            for key in sorted(self.planner.accumulators_at(node.body, offset)):
+                carried[key] = (self.tile["acc"][key], self.name("acc"))
+                self.tile["acc"][key] = carried[key][1]
+        self._emit(node.body)
+        nxt = self.op(f"add nuw nsw i64 {counter}, 1")
+        more = self.op(f"icmp ult i64 {nxt}, {node.trips}")
+        latch = self.block
+        self.lines.append(f"  br i1 {more}, label %{head}, label %{done}")
+        phis = [f"  {counter} = phi i64 [ 0, %{pre} ], [ {nxt}, %{latch} ]"]
+        for key, (before, phi) in carried.items():
+            phis.append(
+                f"  {phi} = phi {_type(key[2])} [ {before}, %{pre} ], [ {self.tile['acc'][key]}, %{latch} ]"
+            )
+        self.lines[phi_at:phi_at] = phis
+        self.start_block(done)
+        self.pointers, self.offsets = saved
+
+    def _address(self, t: int, const: int) -> str:
+        if const == 0:
+            return self.pointers[t]
+        return self.op(f"getelementptr inbounds float, ptr {self.pointers[t]}, i64 {const}", "a")
+
+    def _emit_tile(self, node: Tile) -> None:
+        outer = self.tile
+        tile = {"const": self.consts[0], "acc": {}}
+        keys = sorted(self.planner.accumulators_at(node.body, 0))
+        for key in keys:
+            kind, offset, width = key
+            if kind == "partial":
+                tile["acc"][key] = "zeroinitializer"
+            else:
+                address = self._address(0, tile["const"] + offset)
+                tile["acc"][key] = self.op(f"load {_type(width)}, ptr {address}, align 4", "c")
+        self.tile = tile
+        self._emit(node.body)
+        # Partial sums add onto the output last, after the plain slots of the same elements are stored.
+        for key in sorted(keys, key=lambda k: (k[0] == "partial", k)):
+            kind, offset, width = key
+            value = tile["acc"][key]
+            address = self._address(0, tile["const"] + offset)
+            if kind == "partial":
+                total = self.op(f"load float, ptr {address}, align 4")
+                for lane in range(width):
+                    element = self.op(f"extractelement {_type(width)} {value}, i64 {lane}")
+                    total = self.op(f"fadd float {total}, {element}")
+                value, width = total, 1
+            self.lines.append(f"  store {_type(width)} {value}, ptr {address}, align 4")
+        self.tile = outer
+
+    def _load_input(self, t: int, width: int) -> str:
+        contiguous = width > 1 and self.strides[t][self.inner] == 1
+        key = (t, self.pointers[t], self.consts[t], width, contiguous)
+        if key in self.loads:
+            return self.loads[key]
+        address = self._address(t, self.consts[t])
+        if width == 1 or contiguous:
+            value = self.op(f"load {_type(width)}, ptr {address}, align 4", "x")
+        else:
+            vty = _type(width)
+            scalar = self.op(f"load float, ptr {address}, align 4", "x")
+            lane0 = self.op(f"insertelement {vty} poison, float {scalar}, i64 0")
+            value = self.op(
+                f"shufflevector {vty} {lane0}, {vty} poison, <{width} x i32> zeroinitializer", "b"
+            )
+        self.loads[key] = value
+        return value
+
+    def _emit_muladd(self, width: int) -> None:
+        key = self.planner.slot(self.consts[0] - self.tile["const"], width)
+        lhs = self._load_input(1, width)
+        rhs = self._load_input(2, width)
+        ty = _type(width)
+        self.fma_widths.add(width)
+        acc = self.tile["acc"][key]
+        self.tile["acc"][key] = self.op(f"call {ty} {_fma(width)}({ty} {lhs}, {ty} {rhs}, {ty} {acc})", "acc")
+
+
+def _type(width: int) -> str:
+    return "float" if width == 1 else f"<{width} x float>"
+
+
+def _fma(width: int) -> str:
+    return "@llvm.fma.f32" if width == 1 else f"@llvm.fma.v{width}f32"
+
+
+def generate_ir(spec: LoopNestSpec, schedule: Schedule, target: Target) -> str:
+    """LLVM IR text with `kernel(out, in0, in1)` (out += in0 * in1 as scheduled) and `bench(..., reps)`."""
+    emitter = _Emitter(spec, schedule, target)
+    plan = emitter.planner.plan()
+    statements = emitted_statements(plan)
+    if statements > target.max_total_statements:
+        raise SpecError(
+            f"schedule needs {statements} multiply-adds of straight-line code (tails of tails),"
+            f" limit {target.max_total_statements}"
+        )
+    body = emitter.emit(plan)
+    declarations = [
+        f"declare {_type(w)} {_fma(w)}({_type(w)}, {_type(w)}, {_type(w)})"
+        for w in sorted(emitter.fma_widths)
+    ]
+    return "\n".join(
+        [
+            f"; {spec.text()}  ({spec.sizes_text()})",
+            *(f"; {line}" for line in schedule.text().splitlines()),
+            f"define void @{KERNEL_NAME}(ptr noalias nocapture %out, ptr noalias nocapture readonly %in0,"
+            " ptr noalias nocapture readonly %in1) #0 {",
+            body,
+            "}",
+            "",
+            f"define void @{BENCH_NAME}(ptr %out, ptr %in0, ptr %in1, i64 %reps) {{",
+            "entry:",
+            "  br label %loop",
+            "loop:",
+            "  %i = phi i64 [ 0, %entry ], [ %next, %loop ]",
+            f"  call void @{KERNEL_NAME}(ptr %out, ptr %in0, ptr %in1)",
+            "  %next = add i64 %i, 1",
+            "  %more = icmp ult i64 %next, %reps",
+            "  br i1 %more, label %loop, label %done",
+            "done:",
+            "  ret void",
+            "}",
+            "",
+            *declarations,
+            "attributes #0 = { noinline nounwind }",
+            "",
+        ]
+    )

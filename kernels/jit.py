@@ -1,0 +1,118 @@
+"""Compile generated IR for the host CPU with llvmlite's MCJIT and call it through ctypes.
+
+No IR optimization passes run: the generator already writes register-resident accumulators and simple
+addresses, so the IR goes straight to the backend (-O3 instruction selection, register allocation and
+scheduling for the host's CPU name and features: AVX2, AVX-512, ...). Nothing can reorder the loops.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import time
+from dataclasses import dataclass
+
+import llvmlite.binding as llvm
+import numpy as np
+
+from optserve.kernels.codegen import BENCH_NAME, KERNEL_NAME, Target, generate_ir
+from optserve.kernels.schedule import Schedule
+from optserve.kernels.spec import LoopNestSpec
+
+_KERNEL_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+_BENCH_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+
+
+@functools.cache
+def _initialize() -> None:
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+
+
+def new_target_machine() -> llvm.TargetMachine:
+    """A target machine for the host; an execution engine owns (and frees) the one it is given."""
+    _initialize()
+    target = llvm.Target.from_default_triple()
+    return target.create_target_machine(
+        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3, jit=True
+    )
+
+
+@functools.cache
+def host_target(max_statements: int = 256) -> Target:
+    """Vector widths and register budget of this CPU."""
+    _initialize()
+    features = llvm.get_host_cpu_features()
+    if features.get("avx512f"):
+        return Target(vector_widths=(16, 8), accumulator_registers=28, max_statements=max_statements)
+    if features.get("avx"):
+        return Target(vector_widths=(8,), accumulator_registers=12, max_statements=max_statements)
+    return Target(vector_widths=(4,), accumulator_registers=12, max_statements=max_statements)
+
+
+def host_description() -> str:
+    _initialize()
+    features = llvm.get_host_cpu_features()
+    flags = [f for f in ("avx2", "fma", "avx512f") if features.get(f)]
+    return f"{llvm.get_host_cpu_name()} ({', '.join(flags) or 'no AVX'})"
+
+
+@dataclass
+class CompiledKernel:
+    """A JIT-compiled nest. Call it with (out, in0, in1) float32 C-contiguous arrays: out += in0 * in1."""
+
+    spec: LoopNestSpec
+    schedule: Schedule
+    compile_seconds: float
+    llvm_ir: str
+    _engine: llvm.ExecutionEngine
+    _kernel: ctypes._CFuncPtr
+    _bench: ctypes._CFuncPtr
+
+    def __call__(self, out: np.ndarray, lhs: np.ndarray, rhs: np.ndarray) -> None:
+        self._check(out, lhs, rhs)
+        self._kernel(out.ctypes.data, lhs.ctypes.data, rhs.ctypes.data)
+
+    def run_repeated(self, out: np.ndarray, lhs: np.ndarray, rhs: np.ndarray, repeats: int) -> float:
+        """Call the kernel `repeats` times back to back inside compiled code; seconds for all of them."""
+        self._check(out, lhs, rhs)
+        start = time.perf_counter()
+        self._bench(out.ctypes.data, lhs.ctypes.data, rhs.ctypes.data, repeats)
+        return time.perf_counter() - start
+
+    def _check(self, *arrays: np.ndarray) -> None:
+        for tensor, array in zip(self.spec.tensors, arrays, strict=True):
+            shape = self.spec.shape(tensor)
+            if array.dtype != np.float32 or array.shape != shape or not array.flags.c_contiguous:
+                raise ValueError(f"{tensor.name} must be a C-contiguous float32 array of shape {shape}")
+        if not arrays[0].flags.writeable:
+            raise ValueError(f"{self.spec.output.name} must be writeable")
+
+    def close(self) -> None:
+        self._engine.close()
+
+
+def compile_schedule(
+    spec: LoopNestSpec, schedule: Schedule, target: Target | None = None, keep_ir: bool = False
+) -> CompiledKernel:
+    """Generate, optimize and JIT-compile `schedule`; raises SpecError for a schedule that does not fit."""
+    schedule.check(spec)
+    start = time.perf_counter()
+    target = target or host_target()
+    text = generate_ir(spec, schedule, target)
+    parsed = llvm.parse_assembly(text)
+    parsed.verify()
+    engine = llvm.create_mcjit_compiler(parsed, new_target_machine())
+    engine.finalize_object()
+    kernel = _KERNEL_TYPE(engine.get_function_address(KERNEL_NAME))
+    bench = _BENCH_TYPE(engine.get_function_address(BENCH_NAME))
+    seconds = time.perf_counter() - start
+    return CompiledKernel(
+        spec=spec,
+        schedule=schedule,
+        compile_seconds=seconds,
+        llvm_ir=text if keep_ir else "",
+        _engine=engine,
+        _kernel=kernel,
+        _bench=bench,
+    )

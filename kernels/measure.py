@@ -1,0 +1,103 @@
+"""GFLOPS of a compiled nest (warm-up, then best of N timed runs) and the machine's empirical peak.
+
+Each timed run calls the kernel back to back inside compiled code (`bench`), enough times to last about
+`run_seconds`, so ctypes overhead and timer resolution do not count. The peak is the best GFLOPS of a
+register-only kernel with many independent multiply-add chains (thesis §3.6.3: a high arithmetic
+intensity kernel, within a few percent of the hardware peak).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import math
+import time
+from dataclasses import dataclass
+
+import llvmlite.binding as llvm
+import numpy as np
+from llvmlite import ir
+
+from optserve.kernels.jit import CompiledKernel, host_target, new_target_machine
+
+
+@dataclass(frozen=True)
+class Timing:
+    gflops: float
+    seconds: float  # best time of one kernel call
+    repeats: int  # calls per timed run
+
+
+def random_operands(kernel: CompiledKernel, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    spec = kernel.spec
+    return tuple(  # type: ignore[return-value]
+        rng.uniform(-1, 1, spec.shape(t)).astype(np.float32) for t in spec.tensors
+    )
+
+
+def measure(
+    kernel: CompiledKernel, runs: int = 10, warmup_calls: int = 20, run_seconds: float = 1e-3
+) -> Timing:
+    """Best-of-`runs` GFLOPS after `warmup_calls` untimed calls."""
+    out, lhs, rhs = random_operands(kernel)
+    first = kernel.run_repeated(out, lhs, rhs, max(1, warmup_calls))
+    per_call = first / max(1, warmup_calls)
+    repeats = max(1, math.ceil(run_seconds / max(per_call, 1e-9)))
+    best = min(kernel.run_repeated(out, lhs, rhs, repeats) for _ in range(runs)) / repeats
+    return Timing(gflops=kernel.spec.flops / best / 1e9, seconds=best, repeats=repeats)
+
+
+@functools.cache
+def peak_gflops(runs: int = 10) -> float:
+    """Empirical single-core peak: independent FMA chains on registers only, best of `runs`."""
+    target = host_target()
+    width = target.vector_widths[0]
+    chains = target.accumulator_registers
+    vty = ir.VectorType(ir.FloatType(), width)
+    i64 = ir.IntType(64)
+    module = ir.Module(name="peak")
+    fma = ir.Function(module, ir.FunctionType(vty, [vty, vty, vty]), name=f"llvm.fma.v{width}f32")
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [vty.as_pointer(), i64]), name="peak")
+    entry, loop, done = (fn.append_basic_block(n) for n in ("entry", "loop", "done"))
+    b = ir.IRBuilder(entry)
+    data = fn.args[0]
+    scale = b.load(b.gep(data, [ir.Constant(i64, 0)]), align=4)
+    shift = b.load(b.gep(data, [ir.Constant(i64, 1)]), align=4)
+    starts = [b.load(b.gep(data, [ir.Constant(i64, 2 + j)]), align=4) for j in range(chains)]
+    b.branch(loop)
+    b.position_at_end(loop)
+    counter = b.phi(i64)
+    counter.add_incoming(ir.Constant(i64, 0), entry)
+    accs = []
+    for start in starts:
+        phi = b.phi(vty)
+        phi.add_incoming(start, entry)
+        accs.append(phi)
+    values = list(accs)
+    for _ in range(8):  # 8 dependent steps per chain per iteration keep loop overhead negligible
+        values = [b.call(fma, [v, scale, shift]) for v in values]
+    for phi, value in zip(accs, values, strict=True):
+        phi.add_incoming(value, loop)
+    nxt = b.add(counter, ir.Constant(i64, 1))
+    counter.add_incoming(nxt, loop)
+    b.cbranch(b.icmp_unsigned("<", nxt, fn.args[1]), loop, done)
+    b.position_at_end(done)
+    for j, value in enumerate(values):
+        b.store(value, b.gep(data, [ir.Constant(i64, 2 + j)]), align=4)
+    b.ret_void()
+    parsed = llvm.parse_assembly(str(module))
+    engine = llvm.create_mcjit_compiler(parsed, new_target_machine())
+    engine.finalize_object()
+    call = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(engine.get_function_address("peak"))
+    buffer = np.full((2 + chains) * width, 0.5, dtype=np.float32)
+    buffer[:width] = 0.999
+    iterations = 200_000
+    call(buffer.ctypes.data, 1000)
+    best = math.inf
+    for _ in range(runs):
+        start = time.perf_counter()
+        call(buffer.ctypes.data, iterations)
+        best = min(best, time.perf_counter() - start)
+    engine.close()
+    return 2 * width * chains * 8 * iterations / best / 1e9

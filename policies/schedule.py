@@ -1,0 +1,132 @@
+"""`schedule_nest`: find a schedule for a validated nest with one of the search methods, and report it.
+
+This is the entry point the service and the CLI use. Every method starts from the base schedule; all but
+"base" search the LoopTune environment, measuring candidates with the JIT backend.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+
+from optserve.config import LoopTuneSettings
+from optserve.kernels.jit import compile_schedule, host_target
+from optserve.kernels.measure import measure, peak_gflops
+from optserve.kernels.schedule import Schedule
+from optserve.kernels.spec import LoopNestSpec, SpecError
+from optserve.policies.env import Evaluator
+from optserve.policies.search import SEARCHES, run_search
+
+METHODS = tuple(SEARCHES)
+
+
+@dataclass(frozen=True)
+class ScheduleResult:
+    einsum: str
+    sizes: dict[str, int]
+    method: str
+    schedule: str  # one loop per line (Schedule.text)
+    loop_order: list[str]  # compute nest indices, outermost first
+    loops: list[dict]  # compute nest loops: {"index", "size", "tail"}
+    writeback_loops: list[dict]
+    actions: list[str]  # the action sequence from the base schedule
+    gflops: float | None  # measured GFLOPS of the chosen schedule (None when not measured)
+    base_gflops: float | None
+    speedup: float | None  # gflops / base_gflops
+    seconds: float  # wall time of the whole call
+    search_seconds: float
+    evaluations: int  # distinct schedules compiled and measured
+    compile_ms: float | None  # JIT compile time of the chosen schedule
+    mean_compile_ms: float | None  # mean JIT compile time over every schedule the search measured
+    peak_gflops: float | None
+    timed_out: bool
+    llvm_ir: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def measure_schedule(
+    spec: LoopNestSpec,
+    schedule: Schedule,
+    settings: LoopTuneSettings | None = None,
+    compile_log: list[float] | None = None,
+) -> float:
+    """Compile, time (warm-up, best of N) and free one schedule; its GFLOPS. Compile seconds go to the log."""
+    settings = settings or LoopTuneSettings()
+    kernel = compile_schedule(spec, schedule, target=host_target(settings.max_kernel_statements))
+    if compile_log is not None:
+        compile_log.append(kernel.compile_seconds)
+    try:
+        return measure(kernel, runs=settings.timing_repeats, warmup_calls=settings.timing_warmup_calls).gflops
+    finally:
+        kernel.close()
+
+
+def schedule_nest(
+    spec: LoopNestSpec,
+    method: str = "greedy2",
+    time_limit_s: float = 10.0,
+    measure: bool = True,
+    emit_ir: bool = False,
+    settings: LoopTuneSettings | None = None,
+) -> ScheduleResult:
+    """Search a schedule for `spec` with `method` within `time_limit_s` seconds.
+
+    Searches measure every candidate as they go; `measure` additionally makes sure the chosen and the base
+    schedule are timed and the JIT compile time reported ("base" with measure=False compiles nothing unless
+    `emit_ir`). GFLOPS are noisy on a busy machine. Raises SpecError for a bad method or time limit.
+    """
+    settings = settings or LoopTuneSettings()
+    if method not in SEARCHES:
+        raise SpecError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
+    if not 0 < time_limit_s <= settings.search_time_limit_s:
+        raise SpecError(f"time limit must be in (0, {settings.search_time_limit_s}] seconds")
+    start = time.perf_counter()
+    compile_log: list[float] = []
+    evaluator = Evaluator(spec, lambda s, sch: measure_schedule(s, sch, settings, compile_log))
+    base = Schedule.base(spec)
+    if method == "base" and not measure:
+        outcome_schedule, actions, gflops, timed_out = base, (), None, False
+    else:
+        outcome = run_search(method, evaluator, time_limit_s)
+        outcome_schedule, actions, gflops, timed_out = (
+            outcome.state.schedule,
+            outcome.actions,
+            outcome.gflops,
+            outcome.timed_out,
+        )
+        if measure and gflops is None:
+            gflops = evaluator.gflops(outcome_schedule)
+    search_seconds = time.perf_counter() - start
+    base_gflops = evaluator.cache.get(base.compute_key())
+    if measure and base_gflops is None:
+        base_gflops = evaluator.gflops(base)
+    compile_ms, ir_text = None, None
+    if emit_ir or measure:
+        target = host_target(settings.max_kernel_statements)
+        kernel = compile_schedule(spec, outcome_schedule, target=target, keep_ir=emit_ir)
+        compile_ms = kernel.compile_seconds * 1e3
+        ir_text = kernel.llvm_ir if emit_ir else None
+        kernel.close()
+    return ScheduleResult(
+        einsum=spec.text(),
+        sizes=spec.size_of,
+        method=method,
+        schedule=outcome_schedule.text(),
+        loop_order=[lp.index for lp in outcome_schedule.compute],
+        loops=[asdict(lp) for lp in outcome_schedule.compute],
+        writeback_loops=[asdict(lp) for lp in outcome_schedule.writeback],
+        actions=list(actions),
+        gflops=gflops,
+        base_gflops=base_gflops,
+        speedup=gflops / base_gflops if gflops and base_gflops else None,
+        seconds=time.perf_counter() - start,
+        search_seconds=search_seconds,
+        evaluations=evaluator.evaluations,
+        compile_ms=compile_ms,
+        mean_compile_ms=1e3 * sum(compile_log) / len(compile_log) if compile_log else None,
+        peak_gflops=peak_gflops() if measure else None,
+        timed_out=timed_out,
+        llvm_ir=ir_text,
+    )
