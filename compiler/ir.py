@@ -27,10 +27,7 @@ def parse_module(ir: str) -> llvm.ModuleRef:
         module = llvm.parse_assembly(ir, context=llvm.create_context())
     except RuntimeError as err:
         raise IRError(_describe_parse_error(str(err))) from None
-    try:
-        module.verify()
-    except RuntimeError as err:
-        raise IRError(f"IR fails the LLVM verifier: {str(err).strip()}") from None
+    _verify(module)
     return module
 
 
@@ -60,11 +57,24 @@ def _parse_bitcode(data: bytes) -> llvm.ModuleRef:
         module = llvm.parse_bitcode(data, context=llvm.create_context())
     except RuntimeError as err:
         raise IRError(f"invalid bitcode: {' '.join(str(err).split())}") from None
+    _verify(module)
+    return module
+
+
+def _verify(module: llvm.ModuleRef) -> None:
     try:
         module.verify()
     except RuntimeError as err:
         raise IRError(f"IR fails the LLVM verifier: {str(err).strip()}") from None
-    return module
+    _check_target(module.triple)
+
+
+def _check_target(triple: str) -> None:
+    """Only the host's architecture: costs are measured for it, and codegen for some other targets (seen:
+    hexagon) leaves global LLVM state behind that changes later results in the same process."""
+    host = llvm.get_process_triple()
+    if triple and triple.split("-")[0] != host.split("-")[0]:
+        raise IRError(f"target triple {triple!r} is not supported: optserve compiles for {host!r}")
 
 
 def _describe_parse_error(message: str) -> str:

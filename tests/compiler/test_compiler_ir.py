@@ -141,3 +141,16 @@ def test_split_of_mutually_recursive_functions(c_ir):
     parts = dict(split_functions(c_ir["recursion"]))
     assert "declare i32 @is_odd(i32)" in parts["is_even"]
     assert "define" in parts["is_odd"] and "declare i32 @is_even(i32)" in parts["is_odd"]
+
+
+def test_a_foreign_target_is_refused_and_leaves_later_costs_unchanged(c_ir):
+    from optserve.compiler.cost import Objective, measure
+
+    before = measure(c_ir["loops"], Objective.TEXT_SIZE)
+    foreign = re.sub(r'target triple = "[^"]*"', 'target triple = "hexagon"', c_ir["loops"])
+    foreign = re.sub(r'target datalayout = "[^"]*"\n', "", foreign)
+    with pytest.raises(IRError, match="target triple 'hexagon' is not supported"):
+        parse_ir(foreign, LIMIT)
+    with pytest.raises(IRError, match="not supported"):
+        measure(foreign, Objective.TEXT_SIZE)
+    assert measure(c_ir["loops"], Objective.TEXT_SIZE) == before

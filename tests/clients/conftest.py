@@ -1,0 +1,45 @@
+"""A real optserve for optcc's tests: Ray Serve, the tiny stand-in model (torch backend), real compiler
+workers, gRPC and HTTP on ports of their own (28100/29100), so they never meet the serve tests' service.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from optserve.config import Settings
+
+PROGRAM = Path(__file__).resolve().parent.parent / "data" / "clients" / "wordstat"
+HTTP_PORT = 28100
+GRPC_PORT = 29100
+
+
+@pytest.fixture(scope="session")
+def optserve_target(tmp_path_factory) -> str:
+    """host:port of a running service's gRPC API."""
+    from optserve.serve import server
+
+    model_dir = tmp_path_factory.mktemp("tiny-model")
+    subprocess.run(
+        [sys.executable, "-m", "optserve.engine.tiny_model", str(model_dir)], check=True, capture_output=True
+    )
+    settings = Settings.model_validate(
+        {
+            "compiler": {"workers": 2},
+            "engine": {"model_dir": str(model_dir), "backend": "torch", "max_samples": 20},
+            "serve": {"http_port": HTTP_PORT, "grpc_port": GRPC_PORT, "ray_num_cpus": 4},
+        }
+    )
+    endpoints = server.start(settings)
+    yield endpoints.grpc_target
+    server.stop()
+
+
+@pytest.fixture
+def program(tmp_path) -> Path:
+    """A fresh copy of the multi-file C program (its own Makefile, sources and input)."""
+    return Path(shutil.copytree(PROGRAM, tmp_path / "wordstat"))

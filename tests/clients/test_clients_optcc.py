@@ -1,0 +1,151 @@
+"""optcc as a build uses it: `make CC=optcc` of a multi-file C program, with the service up and down."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from optserve.compiler.cost import text_size
+
+OPTCC = Path(sys.executable).with_name("optcc")
+FALLBACK_NOTICE = "compiling with clang-19 -Oz instead"
+UNITS = ["main.c", "table.c", "text.c", "checksum.c"]
+
+
+def build(program: Path, cc: str, cflags: str, *targets: str, **env: str) -> subprocess.CompletedProcess:
+    environment = os.environ | {"TMPDIR": str(program.parent)} | env
+    return subprocess.run(
+        ["make", "-s", f"CC={cc}", f"CFLAGS={cflags}", *targets],
+        cwd=program,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def run_program(program: Path) -> str:
+    with open(program / "input.txt") as stdin:
+        return subprocess.run(
+            [program / "wordstat"], stdin=stdin, capture_output=True, text=True, check=True
+        ).stdout
+
+
+@pytest.fixture
+def oz_output(tmp_path_factory) -> str:
+    """What the program prints when built with plain clang -Oz."""
+    import shutil
+
+    from conftest import PROGRAM
+
+    program = Path(shutil.copytree(PROGRAM, tmp_path_factory.mktemp("oz") / "wordstat"))
+    assert build(program, "clang-19", "-Oz").returncode == 0
+    return run_program(program)
+
+
+def log_records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def unused_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_build_with_service_behaves_like_clang_oz(program, optserve_target, oz_output):
+    log = program / "optcc.jsonl"
+    result = build(program, str(OPTCC), "-O2 -g", OPTCC_SERVER=optserve_target, OPTCC_LOG=str(log))
+    assert result.returncode == 0, result.stderr
+    assert FALLBACK_NOTICE not in result.stderr
+    assert run_program(program) == oz_output
+    records = log_records(log)
+    assert sorted(r["source"] for r in records) == sorted(UNITS)
+    assert {r["outcome"] for r in records} == {"service"}
+    assert all(r["cost"] <= r["oz_cost"] for r in records)
+
+
+@pytest.mark.slow
+def test_each_object_is_the_one_the_service_measured(program, optserve_target):
+    log = program / "optcc.jsonl"
+    env = {"OPTCC_SERVER": optserve_target, "OPTCC_LOG": str(log), "OPTCC_OBJECTIVE": "text_size"}
+    assert build(program, str(OPTCC), "-O2", **env).returncode == 0
+    for record in log_records(log):
+        assert text_size((program / record["output"]).read_bytes()) == record["cost"]
+
+
+@pytest.mark.slow
+def test_objects_are_no_larger_than_clang_oz(program, optserve_target):
+    """optcc's floor is clang's own -Oz (up to LLVM 19 vs 20 codegen differences)."""
+    env = {"OPTCC_SERVER": optserve_target, "OPTCC_OBJECTIVE": "text_size"}
+    assert build(program, "clang-19", "-Oz").returncode == 0
+    oz_text = sum(text_size((program / unit).with_suffix(".o").read_bytes()) for unit in UNITS)
+    assert build(program, "clang-19", "-Oz", "clean").returncode == 0
+    assert build(program, str(OPTCC), "-O2", **env).returncode == 0
+    optcc_text = sum(text_size((program / unit).with_suffix(".o").read_bytes()) for unit in UNITS)
+    assert optcc_text <= oz_text * 1.02
+
+
+def test_build_with_service_down_falls_back_to_clang_oz_and_says_so_once(program, oz_output):
+    log = program / "optcc.jsonl"
+    env = {"OPTCC_SERVER": f"127.0.0.1:{unused_port()}", "OPTCC_LOG": str(log)}
+    result = build(program, str(OPTCC), "-O2 -g", **env)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count(FALLBACK_NOTICE) == 1
+    assert run_program(program) == oz_output
+    assert [r["outcome"] for r in log_records(log)] == ["fallback"] * len(UNITS)
+
+
+def test_a_service_that_never_answers_costs_one_deadline_per_build(program, oz_output):
+    log = program / "optcc.jsonl"
+    with socket.socket() as silent:  # accepts connections, never speaks gRPC
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        env = {
+            "OPTCC_SERVER": f"127.0.0.1:{silent.getsockname()[1]}",
+            "OPTCC_DEADLINE": "0.5",
+            "OPTCC_LOG": str(log),
+        }
+        started = time.monotonic()
+        result = build(program, str(OPTCC), "-O2", **env)
+        elapsed = time.monotonic() - started
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count(FALLBACK_NOTICE) == 1
+    assert run_program(program) == oz_output
+    reasons = [r["reason"] for r in log_records(log)]
+    assert "DEADLINE_EXCEEDED" in reasons[0]
+    assert all("unreachable earlier in this build" in reason for reason in reasons[1:])
+    assert elapsed < 2 * (0.5 + 5.0)  # one client timeout (deadline + margin), not one per unit
+
+
+def test_compile_errors_fail_the_build_as_clang_does(program):
+    (program / "text.c").write_text("int broken(void) { return undeclared; }\n")
+    result = build(program, str(OPTCC), "-O2", "text.o", OPTCC_SERVER=f"127.0.0.1:{unused_port()}")
+    assert result.returncode != 0
+    assert "use of undeclared identifier 'undeclared'" in result.stderr
+    assert FALLBACK_NOTICE not in result.stderr
+
+
+def test_non_compile_commands_go_to_clang_unchanged(program):
+    env = os.environ | {"OPTCC_SERVER": f"127.0.0.1:{unused_port()}", "TMPDIR": str(program.parent)}
+    result = subprocess.run(
+        [OPTCC, "-E", "-dM", "-I.", "checksum.c"], cwd=program, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0
+    assert "#define WORDSTAT_H" in result.stdout
+    assert result.stderr == ""
+
+
+def test_bad_settings_fall_back_with_the_reason(program, oz_output):
+    result = build(program, str(OPTCC), "-O2", OPTCC_OBJECTIVE="speed")
+    assert result.returncode == 0
+    assert "OPTCC_OBJECTIVE='speed' is not one of text_size, instruction_count" in result.stderr
+    assert run_program(program) == oz_output
