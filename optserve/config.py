@@ -63,7 +63,7 @@ class ServeSettings(_Section):
     http_port: int = Field(8000, gt=0, lt=65536)
     grpc_port: int = Field(9000, gt=0, lt=65536)
     auth_token: str | None = Field(None, description="if set, callers must present it")
-    max_queued_requests: int = Field(64, gt=0, description="per deployment; beyond it: RESOURCE_EXHAUSTED/429")
+    max_queued_requests: int = Field(64, gt=0, description="per deployment; then RESOURCE_EXHAUSTED/429")
     max_ongoing_requests: int = Field(8, gt=0, description="concurrent requests one ingress replica runs")
     ray_address: str | None = Field(None, description="join this Ray cluster; None starts a local one")
     ray_num_cpus: int | None = Field(None, gt=0, description="CPUs of the local Ray instance")

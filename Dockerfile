@@ -1,0 +1,48 @@
+# optserve service image: Ray Serve with the gRPC API (9000) and the HTTP/JSON API (8000), CPU build.
+#
+#   docker build -t optserve .
+#   docker run --rm --shm-size=2g -p 8000:8000 -p 9000:9000 -e OPTSERVE_TOKEN=change-me optserve
+#
+# Inside a container the service must listen on 0.0.0.0 to be reachable through published ports, so set
+# OPTSERVE_TOKEN (callers then send `authorization: Bearer <token>`); publish the ports on 127.0.0.1 only
+# (`-p 127.0.0.1:9000:9000`) to keep it local. Other settings: mount an optserve YAML and set
+# OPTSERVE_CONFIG=/path/in/container.yaml (see optserve/config.py). Ray needs a large /dev/shm (--shm-size).
+# The bundled models in models/ are copied into the image; mount another model directory and point
+# engine.model_dir at it to serve a different one. On a Ray cluster, use the same image for every node and
+# `serve deploy serve/config.yaml` instead (see serve/README.md).
+FROM python:3.11-slim-bookworm
+
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONUNBUFFERED=1 \
+    RAY_USAGE_STATS_ENABLED=0
+
+# libgomp: torch's OpenMP; libnuma: vLLM's CPU worker.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends libgomp1 libnuma1 \
+    && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /opt/optserve
+
+# Dependencies first (a layer that survives code changes). torch comes from PyTorch's CPU index; PyPI's
+# torchvision/torchaudio/torchcodec do not match it and break transformers, so they are removed.
+COPY pyproject.toml ./
+RUN mkdir -p optserve/v1 compiler engine kernels policies serve corpus \
+    && touch optserve/__init__.py optserve/v1/__init__.py compiler/__init__.py engine/__init__.py \
+       kernels/__init__.py policies/__init__.py serve/__init__.py corpus/__init__.py \
+    && pip install --extra-index-url https://download.pytorch.org/whl/cpu -e . \
+    && pip uninstall -y torchvision torchaudio torchcodec || true
+
+COPY . .
+# The gRPC stubs are generated from proto/, never committed (as `make proto` does).
+RUN python -m grpc_tools.protoc -Iproto --python_out=. --grpc_python_out=. --pyi_out=. \
+       proto/optserve/v1/optserve.proto \
+    && pip install --no-deps -e . \
+    && useradd --create-home optserve && chown -R optserve /opt/optserve
+USER optserve
+
+EXPOSE 8000 9000
+HEALTHCHECK --interval=30s --timeout=5s --start-period=180s \
+    CMD python -c "import sys; from optserve.serve.client import OptserveClient; \
+sys.exit(OptserveClient('localhost:9000', timeout_s=4).health() != 'SERVING')"
+CMD ["optserve", "serve", "--host", "0.0.0.0"]

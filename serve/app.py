@@ -1,0 +1,86 @@
+"""Compose the optserve application from its deployments, with resources, scaling and queue limits.
+
+`build_app(settings)` is what `optserve serve` runs; `app_builder` is the entry for a Ray Serve config file
+(`serve run serve/config.yaml`), which names an optserve config file in its `args`.
+"""
+
+from __future__ import annotations
+
+from ray.serve import Application
+from ray.serve.config import BackpressureConfig
+
+from optserve.config import Settings, load_settings
+from optserve.serve.deployments import CompilerWorkers, LoopTuneScheduler, PassOrderingEngine
+from optserve.serve.ingress import Ingress
+
+APP_NAME = "optserve"
+# The gRPC services Ray Serve's proxy registers; each RPC is routed to the ingress method of the same name.
+GRPC_SERVICER_FUNCTIONS = [
+    "optserve.v1.optserve_pb2_grpc.add_PassOrderingServicer_to_server",
+    "optserve.v1.optserve_pb2_grpc.add_LoopTuneServicer_to_server",
+    "optserve.serve.grpc_health.add_health_check_to_server",
+]
+# Logical CPUs each replica reserves. Small fractions let the whole app fit on a 2-core machine; the real
+# CPU work runs in the compiler pool's worker processes and the engine's threads. A Serve config file can
+# override any of these per deployment (ray_actor_options).
+INGRESS_CPUS = 0.25
+ENGINE_CPUS = 0.5
+COMPILER_CPUS = 0.5
+LOOPTUNE_CPUS = 0.25
+
+
+def _engine_gpus(settings: Settings) -> float:
+    if settings.serve.engine_num_gpus >= 0:
+        return settings.serve.engine_num_gpus
+    import ray
+
+    return 1.0 if ray.is_initialized() and ray.cluster_resources().get("GPU", 0) >= 1 else 0.0
+
+
+def build_app(settings: Settings) -> Application:
+    serve_settings = settings.serve
+    config = settings.model_dump(mode="json")
+    queue_limit = serve_settings.max_queued_requests
+    # Overload is answered at once: beyond the queue limit, gRPC gets RESOURCE_EXHAUSTED and HTTP 429.
+    backpressure = BackpressureConfig(status_code=429, retry_after_s=1)
+    spread = {"max_replicas_per_node": serve_settings.max_replicas_per_node}
+    engine = PassOrderingEngine.options(
+        **spread,
+        num_replicas=serve_settings.engine_replicas,
+        ray_actor_options={"num_cpus": ENGINE_CPUS, "num_gpus": _engine_gpus(settings)},
+        max_ongoing_requests=16,  # the engine batches concurrent requests itself
+        max_queued_requests=queue_limit,
+    ).bind(config)
+    compiler = CompilerWorkers.options(
+        **spread,
+        autoscaling_config={
+            "min_replicas": serve_settings.compiler_replicas,
+            "max_replicas": 4 * serve_settings.compiler_replicas,
+            "target_ongoing_requests": 2,
+        },
+        ray_actor_options={"num_cpus": COMPILER_CPUS},
+        max_ongoing_requests=4,
+        max_queued_requests=queue_limit,
+    ).bind(config)
+    looptune = LoopTuneScheduler.options(
+        autoscaling_config={
+            "min_replicas": serve_settings.looptune_replicas,
+            "max_replicas": 2 * serve_settings.looptune_replicas,
+            "target_ongoing_requests": 1,
+        },
+        ray_actor_options={"num_cpus": LOOPTUNE_CPUS},
+        max_ongoing_requests=1,  # kernel timings must not share the CPU with each other
+        max_queued_requests=queue_limit,
+    ).bind(config)
+    return Ingress.options(
+        num_replicas=serve_settings.ingress_replicas,
+        ray_actor_options={"num_cpus": INGRESS_CPUS},
+        max_ongoing_requests=serve_settings.max_ongoing_requests,
+        max_queued_requests=queue_limit,
+        backpressure_config=backpressure,
+    ).bind(config, engine, compiler, looptune)
+
+
+def app_builder(args: dict) -> Application:
+    """For `serve run`/`serve deploy`: `args: {config: path/to/optserve.yaml}` (optional)."""
+    return build_app(load_settings(args.get("config")))

@@ -1,0 +1,68 @@
+"""The back-end Ray Serve deployments, one per resource profile. Each is a thin shell around a plain object.
+
+- `PassOrderingEngine`: one pass-ordering model (GPU when the cluster has one), around `EngineHost`.
+- `CompilerWorkers`: a crash-isolated `CompilerPool` of worker processes; autoscaled with the CPU load.
+- `LoopTuneScheduler`: LoopTune searches/policy and the kernel backend, one request at a time per replica
+  so kernel timings do not disturb each other.
+
+Settings arrive as a plain dict (what a Serve config file can hold) and are validated here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from ray import serve
+
+from optserve.config import Settings
+from optserve.engine.interface import Generation, SamplingOptions
+from optserve.serve import schemas
+from optserve.serve.engine_host import EngineHost
+from optserve.serve.schedule import schedule
+
+
+@serve.deployment(name="PassOrderingEngine")
+class PassOrderingEngine:
+    def __init__(self, settings: dict):
+        config = Settings.model_validate(settings)
+        self.host = EngineHost(config.engine, config.compiler)
+
+    async def generate(self, ir: str, options: SamplingOptions, feedback: str | None) -> Generation:
+        return await self.host.generate(ir, options, feedback)
+
+    def metadata(self) -> schemas.ModelMetadata:
+        return self.host.metadata()
+
+    async def __del__(self):
+        await self.host.close()
+
+
+@serve.deployment(name="CompilerWorkers")
+class CompilerWorkers:
+    def __init__(self, settings: dict):
+        from optserve.compiler.workers import CompilerPool
+
+        compiler = Settings.model_validate(settings).compiler
+        self.pool = CompilerPool(
+            processes=compiler.workers,
+            timeout_s=compiler.candidate_timeout_s,
+            memory_limit_mb=compiler.worker_memory_mb,
+        )
+
+    async def evaluate(
+        self, ir: str, pass_lists: Sequence[tuple[str, ...]], objective: str, want_ir: bool, want_object: bool
+    ) -> list:
+        return await self.pool.evaluate_async(ir, pass_lists, objective, want_ir, want_object)
+
+    def __del__(self):
+        self.pool.close()
+
+
+@serve.deployment(name="LoopTuneScheduler")
+class LoopTuneScheduler:
+    def __init__(self, settings: dict):
+        self.settings = Settings.model_validate(settings)
+
+    async def schedule(self, request: schemas.ScheduleRequest) -> schemas.ScheduleResponse:
+        return await asyncio.to_thread(schedule, request, self.settings)

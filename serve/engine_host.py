@@ -1,0 +1,97 @@
+"""Hosts one pass-ordering model for the service: loads it, names its version, says why it is not ready.
+
+A missing or broken model does not stop the service (LoopTune and health still answer): the host records
+the reason, reports it in the model metadata and readiness, and Optimize answers UNAVAILABLE with it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path
+
+from optserve.config import CompilerSettings, EngineSettings
+from optserve.engine.interface import Engine, Generation, SamplingOptions
+from optserve.serve import schemas
+from optserve.serve.errors import ModelInputTooLong, unavailable
+
+log = logging.getLogger(__name__)
+
+STRATEGIES = ["greedy", "priority", "nucleus"]
+
+
+def model_version(model_dir: Path) -> str:
+    """Content hash of every file in the model directory: a changed weight or tokenizer changes it."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in model_dir.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(model_dir)).encode() + b"\0")
+        with path.open("rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+    return digest.hexdigest()[:16]
+
+
+def _platform() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+class EngineHost:
+    def __init__(self, settings: EngineSettings, compiler: CompilerSettings):
+        self.settings = settings
+        self.compiler = compiler
+        self.engine: Engine | None = None
+        self.version = ""
+        self.reason = ""
+        model_dir = Path(settings.model_dir)
+        if not (model_dir / "profile.json").is_file():
+            what = "does not exist" if not model_dir.exists() else "has no profile.json"
+            self.reason = (
+                f"model directory {model_dir} {what}; set engine.model_dir in the config file to a trained "
+                "model (or build a stand-in with `python -m optserve.engine.tiny_model DIR`)"
+            )
+            log.warning("pass-ordering model not loaded: %s", self.reason)
+            return
+        try:
+            from optserve.engine.engine import ModelEngine
+
+            self.version = model_version(model_dir)
+            options = {"device": _platform()} if settings.backend == "torch" else {}
+            self.engine = ModelEngine.load(model_dir, settings.backend, **options)
+        except Exception as err:  # the service keeps answering; the reason is reported to callers
+            self.reason = f"loading {model_dir} with the {settings.backend} backend failed: {err}"
+            log.exception("pass-ordering model not loaded")
+
+    @property
+    def model_id(self) -> str:
+        return self.engine.model_id if self.engine is not None else Path(self.settings.model_dir).name
+
+    def metadata(self) -> schemas.ModelMetadata:
+        return schemas.ModelMetadata(
+            name=self.model_id,
+            version=self.version,
+            backend=self.settings.backend,
+            platform=_platform(),
+            ready=self.engine is not None,
+            reason=self.reason,
+            strategies=STRATEGIES,
+            max_samples=self.settings.max_samples,
+            max_feedback_rounds=self.settings.max_feedback_rounds,
+            max_ir_bytes=self.compiler.max_ir_bytes,
+        )
+
+    async def generate(self, ir: str, options: SamplingOptions, feedback: str | None) -> Generation:
+        """The engine's candidates; ModelInputTooLong for a module longer than the model's context."""
+        from optserve.engine.engine import PromptTooLongError
+
+        if self.engine is None:
+            raise unavailable(f"pass-ordering model {self.model_id!r} is not ready: {self.reason}")
+        try:
+            return await self.engine.generate(ir, options, feedback)
+        except PromptTooLongError as err:
+            raise ModelInputTooLong(str(err)) from None
+
+    async def close(self) -> None:
+        if self.engine is not None:
+            await self.engine.close()

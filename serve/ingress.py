@@ -1,0 +1,344 @@
+"""The ingress: the gRPC servicer methods and the HTTP/JSON API, both over one `Optimizer`.
+
+Ray Serve's proxy routes a gRPC call to the ingress method named like the RPC (`Optimize`, `Schedule`,
+`GetModelMetadata`, and `Check` of the standard `grpc.health.v1.Health` service); HTTP goes through the
+FastAPI app below. Both convert to the pydantic models of serve/schemas.py, run the same flow, and turn a
+`ServiceError` into the status it names (gRPC code, or HTTP status with a JSON error body).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from fastapi import FastAPI, Header, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from grpc_health.v1 import health_pb2
+from ray import serve
+from ray.exceptions import RayActorError, RayTaskError
+from ray.serve.exceptions import BackPressureError, DeploymentUnavailableError
+from ray.serve.handle import DeploymentHandle
+
+import optserve
+from optserve.config import Settings
+from optserve.engine.feedback import build_feedback
+from optserve.engine.interface import Generation, SamplingOptions
+from optserve.serve import codec, schemas
+from optserve.serve.access import TOKEN_HEADER, check_peer, check_token
+from optserve.serve.deployments import CompilerWorkers, LoopTuneScheduler
+from optserve.serve.errors import ErrorKind, ModelInputTooLong, ServiceError
+from optserve.serve.metrics import ServiceMetrics
+from optserve.serve.optimize import Optimizer
+from optserve.serve.result_cache import ResultCache
+from optserve.v1 import optserve_pb2 as pb
+
+log = logging.getLogger(__name__)
+
+PASS_ORDERING_SERVICE = "optserve.v1.PassOrdering"
+LOOPTUNE_SERVICE = "optserve.v1.LoopTune"
+READINESS_TIMEOUT_S = 5.0
+_READY_DEPLOYMENT_STATES = {"HEALTHY", "UPSCALING", "DOWNSCALING"}
+_SERVING = health_pb2.HealthCheckResponse.SERVING
+_NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+
+# One metrics registry per ingress process: the exception handlers below count what FastAPI rejects itself.
+METRICS = ServiceMetrics()
+
+
+def as_service_error(err: BaseException) -> ServiceError:
+    """What a failure means to the caller: a ServiceError from any layer, or the Ray failure it stands for."""
+    if isinstance(err, RayTaskError) and isinstance(err.cause, BaseException):
+        return as_service_error(err.cause)
+    if isinstance(err, ServiceError):
+        return err
+    if isinstance(err, BackPressureError):
+        return ServiceError(ErrorKind.RESOURCE_EXHAUSTED, f"the service is at capacity, retry later ({err})")
+    if isinstance(err, DeploymentUnavailableError | RayActorError):
+        return ServiceError(ErrorKind.UNAVAILABLE, f"a backend is unavailable, retry later ({err})")
+    log.exception("internal error", exc_info=err)
+    return ServiceError(ErrorKind.INTERNAL, f"internal error: {type(err).__name__}: {err}")
+
+
+class _EngineClient:
+    """The engine deployment seen through the Optimizer's `CandidateGenerator` seam."""
+
+    def __init__(self, handle: DeploymentHandle):
+        self.handle = handle
+        self._ready_metadata: schemas.ModelMetadata | None = None
+
+    async def generate(self, ir: str, options: SamplingOptions, feedback: str | None) -> Generation:
+        try:
+            return await self.handle.generate.remote(ir, options, feedback)
+        except RayTaskError as err:  # the Optimizer handles the engine's own errors by type
+            if isinstance(err.cause, ServiceError | ModelInputTooLong):
+                raise err.cause from None
+            raise
+
+    async def metadata(self) -> schemas.ModelMetadata:
+        # A loaded model does not change under a running app (a new config redeploys the ingress too).
+        if self._ready_metadata is not None:
+            return self._ready_metadata
+        metadata = await self.handle.metadata.remote()
+        if metadata.ready:
+            self._ready_metadata = metadata
+        return metadata
+
+
+class _CompilerClient:
+    def __init__(self, handle: DeploymentHandle):
+        self.handle = handle
+
+    async def evaluate(self, ir, pass_lists, objective, want_ir, want_object) -> list:
+        return await self.handle.evaluate.remote(ir, list(pass_lists), objective, want_ir, want_object)
+
+
+api = FastAPI(
+    title="optserve",
+    version=optserve.__version__,
+    description=(
+        "Pass ordering (LLVM IR -> the best pass list, checked by a real compiler, never worse than -Oz) and "
+        "LoopTune loop schedules. The same operations are served over gRPC "
+        "(proto/optserve/v1/optserve.proto). "
+        "Errors are JSON `{error: {code, message}}` with the gRPC status name as `code`."
+    ),
+)
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": schemas.ErrorResponse} for status in (400, 401, 403, 413, 429, 503, 504)
+}
+
+
+# JSON escapes text and base64 grows bitcode by 4/3: a body may be this much larger than the IR it carries.
+_BODY_BYTES_PER_IR_BYTE = 2
+_BODY_OVERHEAD_BYTES = 64 * 1024
+
+
+@api.middleware("http")
+async def _limit_body_size(request: Request, call_next):
+    """413 before reading a body larger than any acceptable request (`app.state.max_body_bytes`)."""
+    length = request.headers.get("content-length", "")
+    limit = getattr(request.app.state, "max_body_bytes", None)
+    if limit is not None and length.isdigit() and int(length) > limit:
+        error = ServiceError(ErrorKind.TOO_LARGE, f"request body is {length} bytes, more than {limit}")
+        METRICS.requests.labels(request.url.path, "http", error.kind.grpc_code.name).inc()
+        return JSONResponse(error.to_json(), status_code=error.kind.http_status)
+    return await call_next(request)
+
+
+@api.exception_handler(ServiceError)
+async def _service_error_response(request: Request, err: ServiceError) -> JSONResponse:
+    return JSONResponse(err.to_json(), status_code=err.kind.http_status)
+
+
+@api.exception_handler(RequestValidationError)
+async def _validation_error_response(request: Request, err: RequestValidationError) -> JSONResponse:
+    problems = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors()]
+    METRICS.requests.labels(request.url.path, "http", "INVALID_ARGUMENT").inc()
+    return JSONResponse(
+        ServiceError(ErrorKind.INVALID_ARGUMENT, "; ".join(problems)).to_json(), status_code=400
+    )
+
+
+@serve.deployment(name="Ingress")
+@serve.ingress(api)
+class Ingress:
+    def __init__(
+        self,
+        settings: dict,
+        engine: DeploymentHandle,
+        compiler: DeploymentHandle,
+        looptune: DeploymentHandle,
+    ):
+        self.settings = Settings.model_validate(settings)
+        self.engine = _EngineClient(engine)
+        self.looptune = looptune
+        self.optimizer = Optimizer(
+            self.settings,
+            self.engine,
+            _CompilerClient(compiler),
+            ResultCache(self.settings.serve.result_cache_entries),
+            build_feedback,
+        )
+        self.metrics = METRICS
+        self.app_name = serve.get_replica_context().app_name
+        api.state.max_body_bytes = (
+            self.settings.compiler.max_ir_bytes * _BODY_BYTES_PER_IR_BYTE + _BODY_OVERHEAD_BYTES
+        )
+
+    # --- the operations, shared by both protocols ----------------------------------------------------
+
+    async def _optimize(self, request: schemas.OptimizeRequest) -> schemas.OptimizeResponse:
+        response = await self.optimizer.optimize(request)
+        if not request.bypass_cache:
+            self.metrics.cache_lookups.labels("hit" if response.cached else "miss").inc()
+        if not response.cached:
+            self.metrics.candidates.observe(len(response.candidates))
+            self.metrics.improvement.observe(max(response.improvement_over_oz_pct, 0.0))
+        if response.deadline_hit:
+            self.metrics.deadline_hits.inc()
+        return response
+
+    async def _schedule(self, request: schemas.ScheduleRequest) -> schemas.ScheduleResponse:
+        return await self.looptune.schedule.remote(request)
+
+    async def _readiness(self) -> dict[str, str]:
+        """Per part: "ready", or why not.
+
+        The model answers its metadata (the engine takes many requests at once); the compiler and LoopTune
+        deployments are judged by Ray Serve's health checks of their replicas rather than by a call, which
+        would wait behind a long LoopTune search.
+        """
+        try:
+            model = await asyncio.wait_for(self.engine.metadata(), READINESS_TIMEOUT_S)
+            model_state = "ready" if model.ready else model.reason
+        except TimeoutError:
+            model_state = f"the engine did not answer within {READINESS_TIMEOUT_S} s"
+        except Exception as err:
+            model_state = as_service_error(err).message
+        status = await asyncio.to_thread(serve.status)
+        application = status.applications.get(self.app_name)
+        deployments = application.deployments if application is not None else {}
+
+        def state(name: str) -> str:
+            current = deployments[name].status if name in deployments else "missing"
+            return "ready" if current in _READY_DEPLOYMENT_STATES else f"deployment {name} is {current}"
+
+        return {
+            "model": model_state,
+            "compiler": state(CompilerWorkers.name),
+            "looptune": state(LoopTuneScheduler.name),
+        }
+
+    async def _record(self, operation: str, protocol: str, work: Callable[[], Awaitable[Any]]) -> Any:
+        started = time.monotonic()
+        code = "OK"
+        try:
+            return await work()
+        except Exception as err:
+            error = as_service_error(err)
+            code = error.kind.grpc_code.name
+            raise error from None
+        finally:
+            self.metrics.requests.labels(operation, protocol, code).inc()
+            self.metrics.latency.labels(operation).observe(time.monotonic() - started)
+
+    # --- gRPC ------------------------------------------------------------------------------------------
+
+    async def _grpc(self, operation: str, context, empty: Any, work: Callable[[], Awaitable[Any]]) -> Any:
+        try:
+            if context is not None:
+                check_peer(context.peer(), self.settings.serve.host)
+                metadata = dict(context.invocation_metadata())
+                check_token(metadata.get(TOKEN_HEADER), self.settings.serve.auth_token)
+            return await self._record(operation, "grpc", work)
+        except ServiceError as err:
+            if context is None:
+                raise
+            context.set_code(err.kind.grpc_code)
+            context.set_details(err.message)
+            return empty
+
+    async def Optimize(self, request: pb.OptimizeRequest, grpc_context=None) -> pb.OptimizeResponse:
+        async def work():
+            return codec.optimize_response(await self._optimize(codec.optimize_request(request)))
+
+        return await self._grpc("optimize", grpc_context, pb.OptimizeResponse(), work)
+
+    async def GetModelMetadata(self, request: pb.ModelMetadataRequest, grpc_context=None) -> pb.ModelMetadata:
+        async def work():
+            return codec.model_metadata(await self.engine.metadata())
+
+        return await self._grpc("model_metadata", grpc_context, pb.ModelMetadata(), work)
+
+    async def Schedule(self, request: pb.ScheduleRequest, grpc_context=None) -> pb.ScheduleResponse:
+        async def work():
+            return codec.schedule_response(await self._schedule(codec.schedule_request(request)))
+
+        return await self._grpc("schedule", grpc_context, pb.ScheduleResponse(), work)
+
+    async def Check(self, request: health_pb2.HealthCheckRequest, grpc_context=None):
+        """grpc.health.v1: "" = the server answers; a service name = that service can do its work now."""
+        if request.service == "":
+            return health_pb2.HealthCheckResponse(status=_SERVING)
+        parts = {PASS_ORDERING_SERVICE: ("model", "compiler"), LOOPTUNE_SERVICE: ("looptune",)}
+        if request.service not in parts:
+            grpc_context.set_code(ErrorKind.NOT_FOUND.grpc_code)
+            grpc_context.set_details(f"unknown service {request.service!r}")
+            return health_pb2.HealthCheckResponse()
+        readiness = await self._readiness()
+        ready = all(readiness[part] == "ready" for part in parts[request.service])
+        return health_pb2.HealthCheckResponse(status=_SERVING if ready else _NOT_SERVING)
+
+    # --- HTTP ------------------------------------------------------------------------------------------
+
+    async def _http(self, operation: str, authorization: str | None, work: Callable[[], Awaitable[Any]]):
+        check_token(authorization, self.settings.serve.auth_token)
+        return await self._record(operation, "http", work)
+
+    @api.post("/v1/optimize", response_model_exclude_none=True, responses=_ERRORS)
+    async def http_optimize(
+        self, body: schemas.OptimizeRequest, authorization: str | None = Header(None)
+    ) -> schemas.OptimizeResponse:
+        """The best pass list for an LLVM module: ranked candidates, -Oz cost, timings, model version."""
+        return await self._http("optimize", authorization, lambda: self._optimize(body))
+
+    @api.post("/v1/schedule", response_model_exclude_none=True, responses=_ERRORS)
+    async def http_schedule(
+        self, body: schemas.ScheduleRequest, authorization: str | None = Header(None)
+    ) -> schemas.ScheduleResponse:
+        """A loop schedule for a tensor contraction: loop order, splits, actions and GFLOPS."""
+        return await self._http("schedule", authorization, lambda: self._schedule(body))
+
+    @api.get("/v1/model", responses=_ERRORS)
+    async def http_model(self, authorization: str | None = Header(None)) -> schemas.ModelMetadata:
+        """The pass-ordering model: id, version (content hash), backend, readiness and limits."""
+        return await self._http("model_metadata", authorization, self.engine.metadata)
+
+    # KServe v2-style health and metadata (https://kserve.github.io/website/latest/modelserving/data_plane/v2_protocol/)
+    @api.get("/v2")
+    async def http_server_metadata(self) -> dict:
+        return {"name": "optserve", "version": api.version, "extensions": ["grpc", "looptune"]}
+
+    @api.get("/v2/health/live")
+    async def http_live(self) -> dict:
+        return {"live": True}
+
+    @api.get("/v2/health/ready")
+    async def http_ready(self) -> JSONResponse:
+        parts = await self._readiness()
+        ready = all(state == "ready" for state in parts.values())
+        return JSONResponse({"ready": ready, "parts": parts}, status_code=200 if ready else 503)
+
+    @api.get("/v2/models/{name}", responses=_ERRORS)
+    async def http_kserve_model(self, name: str, authorization: str | None = Header(None)) -> dict:
+        metadata = await self._named_model(name, authorization)
+        return {
+            "name": metadata.name,
+            "versions": [metadata.version] if metadata.version else [],
+            "platform": f"optserve-{metadata.backend}",
+            "inputs": [{"name": "ir", "datatype": "BYTES", "shape": [1]}],
+            "outputs": [{"name": "pass_list", "datatype": "BYTES", "shape": [-1]}],
+            "ready": metadata.ready,
+            "reason": metadata.reason,
+        }
+
+    @api.get("/v2/models/{name}/ready", responses=_ERRORS)
+    async def http_kserve_model_ready(self, name: str, authorization: str | None = Header(None)):
+        metadata = await self._named_model(name, authorization)
+        body = {"name": metadata.name, "ready": metadata.ready, "reason": metadata.reason}
+        return JSONResponse(body, status_code=200 if metadata.ready else 503)
+
+    async def _named_model(self, name: str, authorization: str | None) -> schemas.ModelMetadata:
+        metadata = await self._http("model_metadata", authorization, self.engine.metadata)
+        if name != metadata.name:
+            message = f"no model {name!r}; this service hosts {metadata.name!r}"
+            raise ServiceError(ErrorKind.NOT_FOUND, message)
+        return metadata
+
+    @api.get("/metrics")
+    async def http_metrics(self, authorization: str | None = Header(None)) -> Response:
+        check_token(authorization, self.settings.serve.auth_token)
+        return Response(self.metrics.render(), media_type=self.metrics.content_type)

@@ -1,0 +1,298 @@
+"""The Optimize flow: validate -> cache -> model candidates -> compile and measure -> rank -> response.
+
+Plain async code over two narrow backends (`CandidateGenerator`, `CandidateCompiler`), so it runs the same
+inside the Ray Serve ingress (where the backends are deployment handles) and in a test without Ray.
+
+Guarantees: -Oz is always compiled and ranked, so the best answer is never worse than -Oz; the deadline stops
+sampling and returns the best found so far; only -Oz not finishing in time is DEADLINE_EXCEEDED.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from optserve.compiler.ir import IRError, parse_ir
+from optserve.compiler.passes import to_opt_pipeline
+from optserve.config import Settings
+from optserve.engine.interface import Generation, SamplingOptions, Strategy
+from optserve.serve import schemas
+from optserve.serve.errors import ErrorKind, ModelInputTooLong, ServiceError, invalid, unavailable
+from optserve.serve.result_cache import ResultCache, cache_key, ir_digest
+
+OZ_PASS_LIST = ("-Oz",)
+# How long past the request's deadline we wait for a backend that did not stop on its own.
+BACKEND_GRACE_S = 0.25
+
+
+class CandidateGenerator(Protocol):
+    async def generate(self, ir: str, options: SamplingOptions, feedback: str | None) -> Generation: ...
+
+    async def metadata(self) -> schemas.ModelMetadata: ...
+
+
+class CandidateCompiler(Protocol):
+    async def evaluate(
+        self, ir: str, pass_lists: Sequence[tuple[str, ...]], objective: str, want_ir: bool, want_object: bool
+    ) -> list: ...  # list[optserve.compiler.pipeline.Evaluation], one per pass list, in order
+
+
+# Builds the compiler-feedback text of one round (thesis ch. 5): (ir, [(candidate, evaluation)], objective).
+FeedbackBuilder = Callable[[str, list, str], str]
+
+
+@dataclass
+class _Measured:
+    pass_list: tuple[str, ...]
+    cost: int | None
+    logprob: float
+    source: str
+    error: str
+
+
+@dataclass
+class _Sampled:
+    measured: list[_Measured] = field(default_factory=list)
+    sample_s: float = 0.0
+    compile_s: float = 0.0
+    deadline_hit: bool = False
+    warning: str = ""
+
+
+class Optimizer:
+    def __init__(
+        self,
+        settings: Settings,
+        generator: CandidateGenerator,
+        compiler: CandidateCompiler,
+        cache: ResultCache,
+        feedback_builder: FeedbackBuilder,
+    ):
+        self.settings = settings
+        self.generator = generator
+        self.compiler = compiler
+        self.cache = cache
+        self.feedback_builder = feedback_builder
+
+    def check_options(self, request: schemas.OptimizeRequest) -> float:
+        """Reject options outside the service's limits; return the deadline in seconds."""
+        engine, serve = self.settings.engine, self.settings.serve
+        if request.samples > engine.max_samples:
+            raise invalid(f"samples: {request.samples} is more than the limit of {engine.max_samples}")
+        if request.strategy == "greedy" and request.samples != 1:
+            raise invalid("samples: greedy decoding gives one candidate; use strategy priority or nucleus")
+        if request.feedback_rounds > engine.max_feedback_rounds:
+            raise invalid(
+                f"feedback_rounds: {request.feedback_rounds} is more than the limit of "
+                f"{engine.max_feedback_rounds}"
+            )
+        deadline_s = request.deadline_s or serve.default_deadline_s
+        if deadline_s > serve.max_deadline_s:
+            raise invalid(f"deadline_s: {deadline_s} is more than the limit of {serve.max_deadline_s}")
+        return deadline_s
+
+    async def optimize(self, request: schemas.OptimizeRequest) -> schemas.OptimizeResponse:
+        started = time.monotonic()
+        deadline = started + self.check_options(request)
+        try:
+            ir = await asyncio.to_thread(parse_ir, request.module_bytes, self.settings.compiler.max_ir_bytes)
+        except IRError as err:
+            raise invalid(str(err)) from None
+        validate_s = time.monotonic() - started
+
+        model = await self.generator.metadata()
+        if not model.ready:
+            raise unavailable(f"pass-ordering model {model.name!r} is not ready: {model.reason}")
+        digest = ir_digest(ir)
+        key = cache_key(digest, request, model.version)
+        if not request.bypass_cache and (hit := self.cache.get(key)) is not None:
+            return _as_cached(hit, time.monotonic() - started)
+
+        want = (request.return_ir, request.return_object)
+        # -Oz and the unoptimized input compile while the model samples.
+        baseline = asyncio.ensure_future(
+            self.compiler.evaluate(ir, [OZ_PASS_LIST, ()], request.objective, *want)
+        )
+        try:
+            sampled = await self._sample_and_measure(ir, request, deadline)
+            started_waiting = time.monotonic()
+            oz_eval, input_eval = await _until(baseline, deadline + BACKEND_GRACE_S, "the -Oz baseline")
+            sampled.compile_s += time.monotonic() - started_waiting
+        finally:
+            baseline.cancel()
+        if oz_eval.error:
+            raise ServiceError(ErrorKind.INTERNAL, f"-Oz failed to compile this module: {oz_eval.error}")
+        ranked = _rank([_Measured(OZ_PASS_LIST, oz_eval.cost, 0.0, "oz", ""), *sampled.measured])
+
+        best_ir, best_object = oz_eval.optimized_ir, oz_eval.object_code
+        if any(want) and ranked[0].source == "model":
+            started_output = time.monotonic()
+            try:
+                (best_eval,) = await _until(
+                    self.compiler.evaluate(ir, [ranked[0].pass_list], request.objective, *want),
+                    deadline + BACKEND_GRACE_S,
+                    "the best candidate's output",
+                )
+                if best_eval.error:
+                    raise ServiceError(ErrorKind.INTERNAL, best_eval.error)
+                best_ir, best_object = best_eval.optimized_ir, best_eval.object_code
+            except ServiceError as err:  # no output for the model's best: fall back to -Oz, whose we have
+                ranked = sorted(ranked, key=lambda m: m.source != "oz")
+                sampled.warning = f"-Oz returned instead of a better candidate whose output failed: {err}"
+                sampled.deadline_hit = sampled.deadline_hit or err.kind is ErrorKind.DEADLINE_EXCEEDED
+            sampled.compile_s += time.monotonic() - started_output
+
+        candidates = [_candidate(m) for m in ranked]
+        oz_cost = oz_eval.cost
+        best_cost = candidates[0].cost
+        response = schemas.OptimizeResponse(
+            ir_sha256=digest,
+            objective=request.objective,
+            input_cost=input_eval.cost if not input_eval.error else -1,
+            oz_cost=oz_cost,
+            candidates=candidates,
+            best=candidates[0],
+            improvement_over_oz_pct=100.0 * (oz_cost - best_cost) / oz_cost if oz_cost > 0 else 0.0,
+            timings=schemas.Timings(
+                total_s=time.monotonic() - started,
+                validate_s=validate_s,
+                sample_s=sampled.sample_s,
+                compile_s=sampled.compile_s,
+            ),
+            model_id=model.name,
+            model_version=model.version,
+            deadline_hit=sampled.deadline_hit,
+            optimized_ir=best_ir if request.return_ir else None,
+            object_code=best_object if request.return_object else None,
+            warning=sampled.warning,
+        )
+        if not sampled.deadline_hit and not sampled.warning:
+            self.cache.put(key, response)
+        return response
+
+    async def _sample_and_measure(
+        self, ir: str, request: schemas.OptimizeRequest, deadline: float
+    ) -> _Sampled:
+        """Model candidates of every feedback round, each compiled and measured, until the deadline."""
+        sampled = _Sampled()
+        seen = {OZ_PASS_LIST}
+        feedback = None
+        for round_index in range(request.feedback_rounds + 1):
+            if deadline - time.monotonic() <= 0:
+                sampled.deadline_hit = True
+                break
+            started = time.monotonic()
+            try:
+                generation = await _until(
+                    self.generator.generate(ir, _sampling_options(request, deadline - started), feedback),
+                    deadline + BACKEND_GRACE_S,
+                    "sampling",
+                )
+            except ModelInputTooLong as err:
+                sampled.warning = f"no model candidates, -Oz only: {err}"
+                break
+            except ServiceError as err:
+                if err.kind is not ErrorKind.DEADLINE_EXCEEDED:
+                    raise
+                sampled.deadline_hit = True
+                break
+            finally:
+                sampled.sample_s += time.monotonic() - started
+            fresh = [c for c in generation.candidates if c.pass_list not in seen]
+            seen.update(c.pass_list for c in fresh)
+            evaluations = []
+            if fresh:
+                started = time.monotonic()
+                try:
+                    evaluations = await _until(
+                        self.compiler.evaluate(
+                            ir, [c.pass_list for c in fresh], request.objective, False, False
+                        ),
+                        deadline + BACKEND_GRACE_S,
+                        "compiling candidates",
+                    )
+                except ServiceError as err:
+                    if err.kind is not ErrorKind.DEADLINE_EXCEEDED:
+                        raise
+                    sampled.deadline_hit = True
+                    break
+                finally:
+                    sampled.compile_s += time.monotonic() - started
+                sampled.measured += [
+                    _Measured(c.pass_list, e.cost, c.logprob, "model", e.error or "")
+                    for c, e in zip(fresh, evaluations, strict=True)
+                ]
+            if generation.deadline_hit:
+                sampled.deadline_hit = True
+                break
+            if not fresh or round_index == request.feedback_rounds:
+                break
+            feedback = self.feedback_builder(
+                ir, list(zip(fresh, evaluations, strict=True)), request.objective
+            )
+        return sampled
+
+
+def _sampling_options(request: schemas.OptimizeRequest, remaining_s: float) -> SamplingOptions:
+    return SamplingOptions(
+        strategy=Strategy(request.strategy),
+        samples=request.samples,
+        predict_costs=request.feedback_rounds > 0,  # feedback compares predicted and actual counts
+        temperature=request.temperature,
+        top_p=request.top_p,
+        seed=request.seed,
+        deadline_s=remaining_s,
+    )
+
+
+async def _until(awaitable, deadline: float, what: str):
+    """Await a backend call until the monotonic `deadline`; DEADLINE_EXCEEDED (and cancel it) after that."""
+    try:
+        return await asyncio.wait_for(awaitable, timeout=max(deadline - time.monotonic(), 0.0))
+    except TimeoutError:
+        raise ServiceError(
+            ErrorKind.DEADLINE_EXCEEDED, f"deadline exceeded while waiting for {what}"
+        ) from None
+
+
+_SOURCE_ORDER = {"oz": 0, "model": 1}
+
+
+def _rank(measured: list[_Measured]) -> list[_Measured]:
+    """Cheapest first; on a tie -Oz first (never replace it without a gain), then the likelier candidate.
+
+    Candidates that failed to compile go last. The order is total, so equal requests rank equally.
+    """
+
+    def order(m: _Measured):
+        failed = m.cost is None or bool(m.error)
+        return (failed, m.cost if not failed else 0, _SOURCE_ORDER[m.source], -m.logprob, m.pass_list)
+
+    return sorted(measured, key=order)
+
+
+def _candidate(m: _Measured) -> schemas.Candidate:
+    failed = m.cost is None or bool(m.error)
+    return schemas.Candidate(
+        pipeline=to_opt_pipeline(m.pass_list),
+        passes=list(m.pass_list),
+        cost=-1 if failed else m.cost,
+        logprob=m.logprob,
+        source=m.source,
+        error=m.error or ("" if not failed else "no cost"),
+    )
+
+
+def _as_cached(response: schemas.OptimizeResponse, total_s: float) -> schemas.OptimizeResponse:
+    candidates = [c.model_copy(update={"source": "cache"}) for c in response.candidates]
+    return response.model_copy(
+        update={
+            "candidates": candidates,
+            "best": candidates[0],
+            "cached": True,
+            "timings": schemas.Timings(total_s=total_s),
+        }
+    )

@@ -1,0 +1,145 @@
+"""The request and response models of the API, in pydantic: HTTP bodies and OpenAPI come from these, and
+gRPC messages are converted into the same models (serve/codec.py), so both APIs validate one way.
+
+Field meanings are documented once, in proto/optserve/v1/optserve.proto.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Annotated, Literal
+
+from pydantic import (
+    Base64Bytes,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    WithJsonSchema,
+    model_validator,
+)
+
+ObjectiveName = Literal["instruction_count", "text_size"]
+StrategyName = Literal["greedy", "priority", "nucleus"]
+SourceName = Literal["model", "oz", "cache"]
+# Raw bytes inside the service, base64 text in JSON (responses only: requests use pydantic's Base64Bytes).
+Base64Out = Annotated[
+    bytes,
+    PlainSerializer(lambda data: base64.b64encode(data).decode("ascii"), return_type=str, when_used="json"),
+    WithJsonSchema({"type": "string", "contentEncoding": "base64"}),
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class OptimizeRequest(_Model):
+    ir: str | None = Field(None, description="textual LLVM IR of one module")
+    ir_bitcode: Base64Bytes | None = Field(None, description="LLVM bitcode, base64 (instead of `ir`)")
+    objective: ObjectiveName = "instruction_count"
+    strategy: StrategyName = "greedy"
+    samples: int = Field(1, ge=1, description="unique model candidates wanted")
+    feedback_rounds: int = Field(0, ge=0, description="compiler-feedback retries")
+    deadline_s: float | None = Field(None, gt=0, description="wall-clock budget; None = server default")
+    return_ir: bool = False
+    return_object: bool = False
+    bypass_cache: bool = False
+    temperature: float = Field(1.0, gt=0, le=10, description="nucleus only")
+    top_p: float = Field(1.0, gt=0, le=1, description="nucleus only")
+    seed: int = Field(0, ge=0, description="nucleus only")
+
+    @model_validator(mode="after")
+    def _one_module(self) -> OptimizeRequest:
+        if (self.ir is None) == (self.ir_bitcode is None):
+            raise ValueError("give exactly one of `ir` (text) and `ir_bitcode` (base64 bitcode)")
+        return self
+
+    @property
+    def module_bytes(self) -> bytes:
+        return self.ir_bitcode if self.ir_bitcode is not None else self.ir.encode("utf-8")
+
+
+class Candidate(_Model):
+    pipeline: str = Field(description="pass list in `opt -passes=` syntax")
+    passes: list[str] = Field(description="pass list in optserve's list form")
+    cost: int = Field(description="objective after the pass list; -1 if it failed")
+    logprob: float = Field(0.0, description="model log-probability; 0 for -Oz")
+    source: SourceName
+    error: str = ""
+
+
+class Timings(_Model):
+    total_s: float = 0.0
+    validate_s: float = 0.0
+    sample_s: float = 0.0
+    compile_s: float = 0.0
+
+
+class OptimizeResponse(_Model):
+    ir_sha256: str
+    objective: ObjectiveName
+    input_cost: int
+    oz_cost: int
+    candidates: list[Candidate] = Field(description="ranked best first; -Oz always among them")
+    best: Candidate = Field(description="never worse than -Oz")
+    improvement_over_oz_pct: float
+    timings: Timings
+    model_id: str
+    model_version: str
+    deadline_hit: bool = False
+    cached: bool = False
+    optimized_ir: str | None = None
+    object_code: Base64Out | None = None
+    warning: str = ""
+
+
+class ModelMetadata(_Model):
+    name: str
+    version: str
+    backend: str
+    platform: str
+    ready: bool
+    reason: str = ""
+    strategies: list[StrategyName]
+    max_samples: int
+    max_feedback_rounds: int
+    max_ir_bytes: int
+
+
+class ScheduleRequest(_Model):
+    einsum: str = Field(description='tensor contraction, e.g. "C[m,n] += A[m,k] * B[k,n]"')
+    sizes: dict[str, int] = Field(description="size of every index, e.g. {m: 128, k: 64, n: 256}")
+    method: str | None = Field(None, description="search or policy; None = server default")
+    time_limit_s: float | None = Field(None, gt=0)
+    measure: bool = True
+    return_kernel: bool = False
+
+
+class Loop(_Model):
+    index: str
+    size: int
+    tail: int = 0
+
+
+class ScheduleResponse(_Model):
+    schedule: str
+    loops: list[Loop] = Field(description="the compute nest, outermost first (order and splits)")
+    actions: list[str]
+    gflops: float
+    base_gflops: float
+    measured: bool
+    seconds: float
+    method: str
+    kernel_ir: str | None = None
+    timed_out: bool = False
+    evaluations: int = 0
+
+
+class ErrorBody(_Model):
+    code: str = Field(description="gRPC status name, e.g. INVALID_ARGUMENT")
+    message: str
+
+
+class ErrorResponse(_Model):
+    error: ErrorBody

@@ -1,0 +1,306 @@
+"""The Optimize flow, the cache key, access checks and the gRPC codec as plain modules, without Ray.
+
+Candidates come from a scripted generator (the real engine behind Ray is covered in test_serve_grpc.py), so
+these tests can put a candidate that beats -Oz, ties it, or arrives after the deadline; compiling and
+measuring is real (the compiler helper's crash-isolated pool).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+
+import grpc
+import pytest
+
+from optserve.compiler.passes import to_opt_pipeline
+from optserve.compiler.workers import CompilerPool
+from optserve.config import Settings
+from optserve.engine.feedback import build_feedback
+from optserve.engine.interface import Candidate, Generation, SamplingOptions
+from optserve.serve import codec, schemas
+from optserve.serve.access import check_peer, check_token, is_loopback_host, peer_host
+from optserve.serve.engine_host import EngineHost
+from optserve.serve.errors import ErrorKind, ModelInputTooLong, ServiceError
+from optserve.serve.optimize import Optimizer
+from optserve.serve.result_cache import ResultCache, cache_key
+from optserve.v1 import optserve_pb2 as pb
+
+SETTINGS = Settings.model_validate({"engine": {"max_samples": 10, "max_feedback_rounds": 2}})
+
+
+class ScriptedGenerator:
+    """Returns the given pass lists (after `delay_s`), as a model with `version` would.
+
+    `pass_lists` is one list of pass lists for every call, or (`per_round=True`) one such list per call.
+    """
+
+    def __init__(
+        self, pass_lists, delay_s=0.0, version="v1", ready=True, error=None, per_round=False
+    ):  # fmt: skip
+        self.rounds = pass_lists if per_round else [pass_lists]
+        self.delay_s = delay_s
+        self.version = version
+        self.ready = ready
+        self.error = error
+        self.calls: list[SamplingOptions] = []
+        self.feedback: list[str | None] = []
+
+    async def generate(self, ir: str, options: SamplingOptions, feedback: str | None) -> Generation:
+        self.calls.append(options)
+        self.feedback.append(feedback)
+        if self.error is not None:
+            raise self.error
+        await asyncio.sleep(self.delay_s)
+        pass_lists = self.rounds[min(len(self.calls), len(self.rounds)) - 1]
+        candidates = tuple(Candidate(tuple(p), -float(i)) for i, p in enumerate(pass_lists))
+        return Generation(candidates, "scripted", tokens_computed=0)
+
+    async def metadata(self) -> schemas.ModelMetadata:
+        return schemas.ModelMetadata(
+            name="scripted",
+            version=self.version,
+            backend="torch",
+            platform="cpu",
+            ready=self.ready,
+            reason="" if self.ready else "weights missing",
+            strategies=["greedy", "priority", "nucleus"],
+            max_samples=10,
+            max_feedback_rounds=2,
+            max_ir_bytes=1 << 20,
+        )
+
+
+class PoolCompiler:
+    def __init__(self, pool: CompilerPool):
+        self.pool = pool
+
+    async def evaluate(self, ir, pass_lists, objective, want_ir, want_object):
+        return await self.pool.evaluate_async(ir, pass_lists, objective, want_ir, want_object)
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with CompilerPool(processes=2, timeout_s=20) as compiler_pool:
+        yield compiler_pool
+
+
+def optimize(generator, pool, request: schemas.OptimizeRequest, cache: ResultCache | None = None):
+    cache = cache if cache is not None else ResultCache(10)
+    optimizer = Optimizer(SETTINGS, generator, PoolCompiler(pool), cache, build_feedback)
+    return asyncio.run(optimizer.optimize(request))
+
+
+def test_a_candidate_that_beats_oz_is_ranked_best(pool, unrolled_loop_ir):
+    generator = ScriptedGenerator([("-O2",), ("sroa",)])
+    response = optimize(
+        generator, pool, schemas.OptimizeRequest(ir=unrolled_loop_ir, strategy="priority", samples=2)
+    )
+    assert response.best.passes == ["sroa"] and response.best.source == "model"
+    assert response.best.cost < response.oz_cost
+    assert response.improvement_over_oz_pct == pytest.approx(
+        100 * (response.oz_cost - response.best.cost) / 25
+    )
+    assert [c.cost for c in response.candidates] == sorted(c.cost for c in response.candidates)
+    assert {c.source for c in response.candidates} == {"model", "oz"}
+    assert response.best.pipeline == to_opt_pipeline(("sroa",))  # `opt -passes=` syntax
+
+
+def test_a_tie_keeps_oz_first_and_worse_candidates_follow(pool, sum_ir):
+    generator = ScriptedGenerator([("-O2",), ("-Oz", "instcombine")])
+    response = optimize(generator, pool, schemas.OptimizeRequest(ir=sum_ir, strategy="priority", samples=2))
+    assert [c.passes for c in response.candidates] == [["-Oz"], ["-Oz", "instcombine"], ["-O2"]]
+    assert response.best.source == "oz" and response.best.cost == response.oz_cost
+    assert response.input_cost == 27 and response.oz_cost == 12
+
+
+def test_the_model_repeating_oz_adds_no_duplicate(pool, add_ir):
+    response = optimize(ScriptedGenerator([("-Oz",)]), pool, schemas.OptimizeRequest(ir=add_ir))
+    assert [c.passes for c in response.candidates] == [["-Oz"]]
+
+
+def test_returned_ir_and_object_belong_to_the_best_candidate(pool, unrolled_loop_ir):
+    request = schemas.OptimizeRequest(ir=unrolled_loop_ir, return_ir=True, return_object=True)
+    response = optimize(ScriptedGenerator([("sroa",)]), pool, request)
+    assert response.best.passes == ["sroa"]
+    assert response.optimized_ir.count("\n  ") >= response.best.cost  # one line per instruction at least
+    assert "alloca" not in response.optimized_ir  # sroa promoted every stack slot
+    assert response.object_code.startswith(b"\x7fELF")
+
+
+def test_a_deadline_cuts_sampling_and_returns_oz(pool, add_ir):
+    generator = ScriptedGenerator([("sroa",)], delay_s=5.0)
+    request = schemas.OptimizeRequest(ir=add_ir, strategy="priority", samples=3, deadline_s=0.3)
+    cache = ResultCache(10)
+    response = optimize(generator, pool, request, cache)
+    assert response.deadline_hit and response.best.source == "oz"
+    assert response.timings.total_s < 2.0
+    assert generator.calls[0].deadline_s == pytest.approx(0.3, abs=0.1)  # the engine is told its budget
+    assert len(cache) == 0  # an answer cut short is never cached
+
+
+def test_identical_requests_are_answered_from_the_cache(pool, sum_ir):
+    cache = ResultCache(10)
+    generator = ScriptedGenerator([("-O2",)])
+    request = schemas.OptimizeRequest(ir=sum_ir)
+    first = optimize(generator, pool, request, cache)
+    second = optimize(generator, pool, request, cache)
+    assert not first.cached and second.cached
+    assert {c.source for c in second.candidates} == {"cache"}
+    assert [c.passes for c in second.candidates] == [c.passes for c in first.candidates]
+    assert len(generator.calls) == 1
+    optimize(generator, pool, request.model_copy(update={"bypass_cache": True}), cache)
+    assert len(generator.calls) == 2
+
+
+def test_the_cache_never_answers_for_another_model_version(pool, sum_ir):
+    cache = ResultCache(10)
+    request = schemas.OptimizeRequest(ir=sum_ir)
+    optimize(ScriptedGenerator([("-O2",)], version="v1"), pool, request, cache)
+    again = optimize(ScriptedGenerator([("-O2",)], version="v2"), pool, request, cache)
+    assert not again.cached
+
+
+def test_feedback_rounds_tell_the_model_how_its_candidates_did(pool, unrolled_loop_ir):
+    generator = ScriptedGenerator([[("-O2",)], [("sroa",)], [("sroa",)], [("-O1",)]], per_round=True)
+    request = schemas.OptimizeRequest(ir=unrolled_loop_ir, feedback_rounds=2)
+    response = optimize(generator, pool, request)
+    assert generator.feedback[0] is None
+    assert "pass list: -O2" in generator.feedback[1] and "valid: yes" in generator.feedback[1]
+    assert "pass list: sroa" in generator.feedback[2]
+    assert len(generator.calls) == 3  # 1 + 2 rounds; the last added nothing new, so no more would be asked
+    assert response.best.passes == ["sroa"]
+    assert all(options.predict_costs for options in generator.calls)  # feedback compares predicted counts
+
+
+def test_feedback_stops_when_a_round_adds_nothing(pool, sum_ir):
+    generator = ScriptedGenerator([[("-O2",)], [("-O2",)], [("sroa",)]], per_round=True)
+    optimize(generator, pool, schemas.OptimizeRequest(ir=sum_ir, feedback_rounds=2))
+    assert len(generator.calls) == 2
+
+
+def test_invalid_ir_is_invalid_argument(pool):
+    with pytest.raises(ServiceError) as caught:
+        optimize(ScriptedGenerator([]), pool, schemas.OptimizeRequest(ir="define i32 @f( {"))
+    assert caught.value.kind is ErrorKind.INVALID_ARGUMENT and "does not parse" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("fields", "complaint"),
+    [
+        ({"strategy": "priority", "samples": 11}, "samples: 11 is more than the limit of 10"),
+        ({"samples": 3}, "greedy decoding gives one candidate"),
+        ({"feedback_rounds": 3}, "feedback_rounds: 3 is more than the limit of 2"),
+        ({"deadline_s": 301.0}, "deadline_s: 301.0 is more than the limit"),
+    ],
+)
+def test_options_outside_the_limits_are_invalid_argument(pool, add_ir, fields, complaint):
+    with pytest.raises(ServiceError) as caught:
+        optimize(ScriptedGenerator([]), pool, schemas.OptimizeRequest(ir=add_ir, **fields))
+    assert caught.value.kind is ErrorKind.INVALID_ARGUMENT
+    assert complaint in caught.value.message
+
+
+def test_a_model_that_is_not_ready_is_unavailable(pool, add_ir):
+    with pytest.raises(ServiceError) as caught:
+        optimize(ScriptedGenerator([], ready=False), pool, schemas.OptimizeRequest(ir=add_ir))
+    assert caught.value.kind is ErrorKind.UNAVAILABLE and "weights missing" in caught.value.message
+
+
+def test_a_module_longer_than_the_context_gets_oz_with_a_warning(pool, add_ir):
+    generator = ScriptedGenerator([], error=ModelInputTooLong("the prompt has 9000 tokens"))
+    response = optimize(generator, pool, schemas.OptimizeRequest(ir=add_ir))
+    assert response.best.source == "oz" and "9000 tokens" in response.warning
+
+
+def test_the_cache_key_covers_ir_options_and_model_version():
+    request = schemas.OptimizeRequest(ir="x", strategy="priority", samples=5)
+    digest = hashlib.sha256(b"x").hexdigest()
+    key = cache_key(digest, request, "v1")
+    assert key != cache_key(hashlib.sha256(b"y").hexdigest(), request, "v1")
+    assert key != cache_key(digest, request, "v2")
+    assert key != cache_key(digest, request.model_copy(update={"samples": 6}), "v1")
+    assert key != cache_key(digest, request.model_copy(update={"objective": "text_size"}), "v1")
+    assert key != cache_key(digest, request.model_copy(update={"return_object": True}), "v1")
+    assert key == cache_key(digest, request.model_copy(update={"deadline_s": 3.0}), "v1")
+    assert key == cache_key(digest, request.model_copy(update={"seed": 4}), "v1")  # not nucleus
+    nucleus = request.model_copy(update={"strategy": "nucleus"})
+    assert cache_key(digest, nucleus, "v1") != cache_key(digest, nucleus.model_copy(update={"seed": 4}), "v1")
+
+
+def test_the_cache_forgets_the_least_recently_used_entry():
+    cache = ResultCache(2)
+    cache.put("a", "A")
+    cache.put("b", "B")
+    assert cache.get("a") == "A"
+    cache.put("c", "C")
+    assert cache.get("b") is None and cache.get("a") == "A" and cache.get("c") == "C"
+
+
+@pytest.mark.parametrize(
+    ("peer", "host"),
+    [("ipv4:127.0.0.1:5000", "127.0.0.1"), ("ipv6:%5B::1%5D:5000", "::1"), ("ipv4:10.1.2.3:80", "10.1.2.3")],
+)
+def test_peer_addresses_are_read_from_grpc_peer_strings(peer, host):
+    assert peer_host(peer) == host
+
+
+def test_a_loopback_service_refuses_other_hosts_only():
+    check_peer("ipv4:127.0.0.1:5000", "127.0.0.1")
+    check_peer("ipv6:%5B::1%5D:5000", "localhost")
+    check_peer("ipv4:10.1.2.3:5000", "0.0.0.0")
+    with pytest.raises(ServiceError) as caught:
+        check_peer("ipv4:10.1.2.3:5000", "127.0.0.1")
+    assert caught.value.kind is ErrorKind.PERMISSION_DENIED
+    assert is_loopback_host("::1") and not is_loopback_host("0.0.0.0")
+
+
+def test_a_token_is_required_only_when_configured():
+    check_token(None, None)
+    check_token("Bearer s3cret", "s3cret")
+    for presented in (None, "", "Bearer wrong", "s3cret", "Basic s3cret"):
+        with pytest.raises(ServiceError) as caught:
+            check_token(presented, "s3cret")
+        assert caught.value.kind is ErrorKind.UNAUTHENTICATED
+
+
+def test_proto_zeros_mean_the_documented_defaults():
+    request = codec.optimize_request(pb.OptimizeRequest(ir_text="x"))
+    assert (request.ir, request.strategy, request.objective, request.samples) == (
+        "x",
+        "greedy",
+        "instruction_count",
+        1,
+    )
+    assert request.deadline_s is None and request.temperature == 1.0
+
+
+def test_bitcode_arrives_raw_over_grpc():
+    request = codec.optimize_request(
+        pb.OptimizeRequest(ir_bitcode=b"BC\xc0\xde\x01", strategy=pb.PRIORITY, samples=4)
+    )
+    assert request.ir is None and request.module_bytes == b"BC\xc0\xde\x01" and request.samples == 4
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        pb.OptimizeRequest(),
+        pb.OptimizeRequest(ir_text="x", deadline_s=-1),
+        pb.OptimizeRequest(ir_text="x", top_p=2),
+    ],
+)
+def test_malformed_grpc_requests_are_invalid_argument(message):
+    with pytest.raises(ServiceError) as caught:
+        codec.optimize_request(message)
+    assert caught.value.kind.grpc_code is grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_a_missing_model_directory_is_reported_not_fatal(tmp_path):
+    settings = Settings.model_validate({"engine": {"model_dir": str(tmp_path / "absent")}})
+    host = EngineHost(settings.engine, settings.compiler)
+    metadata = host.metadata()
+    assert not metadata.ready and str(tmp_path / "absent") in metadata.reason
+    with pytest.raises(ServiceError) as caught:
+        asyncio.run(host.generate("", SamplingOptions(), None))
+    assert caught.value.kind is ErrorKind.UNAVAILABLE

@@ -1,0 +1,280 @@
+"""Every RPC over real gRPC against the running service: happy paths, each status code, deadlines, health,
+reflection. The model is the untrained tiny stand-in, so tests check the contract, not pass-list quality.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import socket
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import grpc
+import llvmlite.binding as llvm
+import pytest
+from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
+from serve_helpers import MAX_IR_BYTES, TOKEN, slow_module
+
+from optserve.compiler.pipeline import evaluate
+from optserve.serve.client import CallError, OptserveClient
+from optserve.v1 import optserve_pb2 as pb
+
+MATMUL = "C[m,n] += A[m,k] * B[k,n]"
+
+
+def codes(calls) -> list[str]:
+    return [c.code.name if isinstance(c, CallError) else "OK" for c in calls]
+
+
+def call(function, *args, **kwargs):
+    try:
+        return function(*args, **kwargs)
+    except CallError as err:
+        return err
+
+
+def test_health_reports_the_server_and_each_service(client):
+    assert client.health("") == "SERVING"
+    assert client.health("optserve.v1.PassOrdering") == "SERVING"
+    assert client.health("optserve.v1.LoopTune") == "SERVING"
+    with pytest.raises(CallError) as caught:
+        client.health("no.such.Service")
+    assert caught.value.code is grpc.StatusCode.NOT_FOUND
+
+
+def test_health_watch_is_not_served_and_says_so(client):
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    stream = health_pb2_grpc.HealthStub(client.channel).Watch(health_pb2.HealthCheckRequest(), timeout=10)
+    with pytest.raises(grpc.RpcError) as caught:
+        next(iter(stream))
+    assert caught.value.code() is grpc.StatusCode.UNIMPLEMENTED
+
+
+def test_health_needs_no_token(service):
+    endpoints, _ = service
+    with OptserveClient(endpoints.grpc_target, token="") as anonymous:
+        assert anonymous.health() == "SERVING"
+
+
+def test_reflection_lists_and_describes_the_services(client):
+    database = ProtoReflectionDescriptorDatabase(client.channel)
+    services = set(database.get_services())
+    assert {"optserve.v1.PassOrdering", "optserve.v1.LoopTune", "grpc.health.v1.Health"} <= services
+    described = database.FindFileContainingSymbol("optserve.v1.PassOrdering")
+    assert described.package == "optserve.v1"
+    assert "OptimizeRequest" in [message.name for message in described.message_type]
+
+
+def test_model_metadata_names_the_loaded_model(client):
+    metadata = client.model_metadata()
+    assert metadata.ready and metadata.reason == ""
+    assert metadata.name == "passformer-tiny-random"
+    assert re.fullmatch(r"[0-9a-f]{16}", metadata.version)
+    assert (metadata.backend, metadata.platform) == ("torch", "cpu")
+    assert metadata.max_ir_bytes == MAX_IR_BYTES and metadata.max_samples == 20
+
+
+def test_greedy_optimize_is_never_worse_than_oz(client, sum_ir):
+    response = client.optimize(sum_ir, bypass_cache=True)
+    assert response.oz_cost == evaluate(sum_ir, ("-Oz",), "instruction_count").cost
+    assert response.input_cost == 27
+    assert response.best == response.candidates[0]
+    assert response.best.cost <= response.oz_cost
+    assert pb.OZ in [c.source for c in response.candidates]
+    assert len(response.candidates) <= 2  # -Oz and at most one greedy candidate
+    assert response.model_id == "passformer-tiny-random" and response.model_version
+    assert re.fullmatch(r"[0-9a-f]{64}", response.ir_sha256)
+    assert response.timings.total_s >= response.timings.sample_s > 0
+    assert not response.deadline_hit and not response.cached
+
+
+def test_priority_sampling_is_deterministic(client, add_ir):
+    first = client.optimize(add_ir, strategy="priority", samples=3, bypass_cache=True)
+    second = client.optimize(add_ir, strategy="priority", samples=3, bypass_cache=True)
+    model = [c for c in first.candidates if c.source == pb.MODEL]
+    assert 1 <= len(model) <= 3
+    assert len({tuple(c.passes) for c in first.candidates}) == len(first.candidates)  # unique
+    assert [(c.pipeline, c.cost) for c in first.candidates] == [
+        (c.pipeline, c.cost) for c in second.candidates
+    ]
+    for candidate in model:
+        assert candidate.logprob < 0 and candidate.pipeline
+        assert candidate.cost == evaluate(add_ir, tuple(candidate.passes), "instruction_count").cost
+
+
+def test_feedback_rounds_ask_the_model_again(client, sum_ir):
+    response = client.optimize(sum_ir, strategy="priority", samples=2, feedback_rounds=1, bypass_cache=True)
+    model = [c for c in response.candidates if c.source == pb.MODEL]
+    assert 1 <= len(model) <= 4  # up to 2 per round, duplicates dropped
+    assert response.best.cost <= response.oz_cost
+
+
+def test_nucleus_sampling_answers(client, add_ir):
+    response = client.optimize(add_ir, strategy="nucleus", samples=3)
+    assert response.best.cost <= response.oz_cost
+
+
+def test_bitcode_and_text_of_one_module_get_the_same_costs(client, sum_ir):
+    bitcode = llvm.parse_assembly(sum_ir).as_bitcode()
+    from_bitcode = client.optimize(bitcode, bypass_cache=True)
+    from_text = client.optimize(sum_ir, bypass_cache=True)
+    assert (from_bitcode.input_cost, from_bitcode.oz_cost) == (from_text.input_cost, from_text.oz_cost)
+
+
+def test_text_size_objective_measures_the_object_file(client, sum_ir):
+    response = client.optimize(sum_ir, objective="text_size", return_object=True, bypass_cache=True)
+    assert response.objective == pb.TEXT_SIZE
+    assert response.oz_cost == evaluate(sum_ir, ("-Oz",), "text_size").cost
+    assert response.object_code.startswith(b"\x7fELF")
+
+
+def test_the_optimized_module_is_returned_on_request(client, sum_ir):
+    response = client.optimize(sum_ir, return_ir=True, bypass_cache=True)
+    module = llvm.parse_assembly(response.optimized_ir)
+    module.verify()
+    instructions = sum(len(list(b.instructions)) for f in module.functions for b in f.blocks)
+    assert instructions == response.best.cost
+
+
+def test_a_repeated_request_is_answered_from_the_cache(client, add_ir):
+    client.optimize(add_ir, strategy="priority", samples=2)
+    again = client.optimize(add_ir, strategy="priority", samples=2)
+    assert again.cached and {c.source for c in again.candidates} == {pb.CACHE}
+    assert again.timings.total_s < 0.5
+
+
+def test_a_deadline_returns_the_best_found_so_far(client, sum_ir):
+    started = time.monotonic()
+    response = client.optimize(sum_ir, strategy="priority", samples=20, deadline_s=0.5, bypass_cache=True)
+    assert time.monotonic() - started < 3.0
+    assert response.deadline_hit
+    assert response.best.cost <= response.oz_cost
+
+
+def test_oz_not_finishing_before_the_deadline_is_deadline_exceeded(client):
+    with pytest.raises(CallError) as caught:
+        client.optimize(slow_module(), deadline_s=0.01, bypass_cache=True)
+    assert caught.value.code is grpc.StatusCode.DEADLINE_EXCEEDED
+    assert "-Oz" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("ir", "options", "complaint"),
+    [
+        ("", {}, "empty IR"),
+        ("define i32 @f() { ret i64 0 }", {}, "does not parse"),
+        ("define void @f() {\nentry:\n  br label %nowhere\n}", {}, "IR"),
+        (None, {"strategy": "priority", "samples": 21}, "more than the limit of 20"),
+        (None, {"samples": 2}, "greedy decoding gives one candidate"),
+        (None, {"feedback_rounds": 9}, "feedback_rounds"),
+    ],
+)
+def test_bad_optimize_requests_are_invalid_argument(client, add_ir, ir, options, complaint):
+    with pytest.raises(CallError) as caught:
+        client.optimize(add_ir if ir is None else ir, **options)
+    assert caught.value.code is grpc.StatusCode.INVALID_ARGUMENT
+    assert complaint in caught.value.message
+
+
+def test_ir_over_the_size_limit_is_invalid_argument(client):
+    with pytest.raises(CallError) as caught:
+        client.optimize("; " + "x" * MAX_IR_BYTES)
+    assert caught.value.code is grpc.StatusCode.INVALID_ARGUMENT
+    assert "more than the limit" in caught.value.message
+
+
+def test_a_message_over_the_grpc_limit_is_resource_exhausted(client):
+    with pytest.raises(CallError) as caught:
+        client.optimize("; " + "x" * (8 * MAX_IR_BYTES))
+    assert caught.value.code is grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+def test_schedule_returns_a_measured_schedule_and_kernel(client):
+    response = client.schedule(
+        MATMUL, {"m": 32, "k": 32, "n": 32}, method="greedy1", time_limit_s=2.0, return_kernel=True
+    )
+    assert response.measured and response.gflops > 0 and response.base_gflops > 0
+    assert response.method == "greedy1"
+    covered = {}
+    for loop in response.loops:  # the split loops of an index multiply back to its size
+        covered.setdefault(loop.index, []).append(loop)
+    assert set(covered) == {"m", "k", "n"}
+    assert "define" in response.kernel_ir
+    assert response.schedule.count("for ") >= 3
+
+
+@pytest.mark.parametrize(
+    ("einsum", "sizes", "method", "complaint"),
+    [
+        (MATMUL, {"m": 8, "k": 8}, "", "no size given"),
+        (MATMUL, {"m": 8, "k": 8, "n": 8, "q": 8}, "", "unknown indices"),
+        (MATMUL, {"m": 8, "k": 8, "n": 100000}, "", "allowed"),
+        ("C[m,n] = A[m,k] + B[k,n]", {"m": 8, "k": 8, "n": 8}, "", "expected"),
+        (MATMUL, {"m": 8, "k": 8, "n": 8}, "telepathy", "unknown method"),
+    ],
+)
+def test_bad_loop_nests_are_invalid_argument(client, einsum, sizes, method, complaint):
+    with pytest.raises(CallError) as caught:
+        client.schedule(einsum, sizes, method=method, time_limit_s=1.0)
+    assert caught.value.code is grpc.StatusCode.INVALID_ARGUMENT
+    assert complaint in caught.value.message
+
+
+@pytest.mark.parametrize("token", ["", "wrong-token"])
+def test_calls_without_the_token_are_unauthenticated(service, add_ir, token):
+    endpoints, _ = service
+    with OptserveClient(endpoints.grpc_target, token=token) as stranger:
+        results = [
+            call(stranger.optimize, add_ir),
+            call(stranger.model_metadata),
+            call(stranger.schedule, MATMUL, {"m": 8, "k": 8, "n": 8}),
+        ]
+    assert codes(results) == ["UNAUTHENTICATED"] * 3
+
+
+def _non_loopback_address() -> str | None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # no packet is sent: this only picks the outgoing interface
+            address = probe.getsockname()[0]
+        except OSError:
+            return None
+    return None if address.startswith("127.") else address
+
+
+def test_a_loopback_service_refuses_callers_from_other_addresses(service, add_ir):
+    endpoints, _ = service
+    address = _non_loopback_address()
+    if address is None:
+        pytest.skip("this machine has no non-loopback IPv4 address")
+    with (
+        OptserveClient(f"{address}:{endpoints.grpc_port}", token=TOKEN) as remote,
+        pytest.raises(CallError) as caught,
+    ):
+        remote.model_metadata()
+    assert caught.value.code is grpc.StatusCode.PERMISSION_DENIED
+
+
+def test_overload_is_resource_exhausted_at_once(service):
+    endpoints, _ = service
+    started = time.monotonic()
+
+    def timed_schedule():
+        outcome = call(busy.schedule, MATMUL, {"m": 64, "k": 64, "n": 64}, "greedy2", 1.0)
+        return outcome, time.monotonic() - started
+
+    with OptserveClient(endpoints.grpc_target, token=TOKEN) as busy, ThreadPoolExecutor(16) as pool:
+        results = list(pool.map(lambda _: timed_schedule(), range(16)))
+    outcomes = codes([r for r, _ in results])
+    assert "OK" in outcomes and "RESOURCE_EXHAUSTED" in outcomes, outcomes
+    assert set(outcomes) <= {"OK", "RESOURCE_EXHAUSTED"}
+    rejected_after = [t for r, t in results if isinstance(r, CallError)]
+    assert min(rejected_after) < 1.0  # refused at once, not after waiting in a queue
+
+
+def test_the_reported_ir_hash_is_of_the_parsed_module(client, add_ir):
+    response = client.optimize(add_ir)
+    parsed = str(llvm.parse_assembly(add_ir))
+    assert response.ir_sha256 == hashlib.sha256(parsed.encode()).hexdigest()

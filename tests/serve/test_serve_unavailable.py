@@ -1,0 +1,54 @@
+"""A service whose model directory is missing still starts and says why it cannot optimize: UNAVAILABLE over
+gRPC, 503 over HTTP, NOT_SERVING in health, while LoopTune keeps working. Runs as a second application in
+the session's Ray Serve instance (gRPC callers name it with the `application` metadata key).
+"""
+
+from __future__ import annotations
+
+import grpc
+import httpx
+import pytest
+from serve_helpers import TOKEN, service_settings
+
+from optserve.serve.client import CallError, OptserveClient
+
+APP = "nomodel"
+
+
+@pytest.fixture(scope="module")
+def modelless(service, tmp_path_factory):
+    from ray import serve
+
+    from optserve.serve.app import build_app
+
+    endpoints, _ = service
+    missing = tmp_path_factory.mktemp("models") / "passformer"
+    settings = service_settings(missing)
+    settings = settings.model_copy(update={"compiler": settings.compiler.model_copy(update={"workers": 1})})
+    serve.run(build_app(settings), name=APP, route_prefix=f"/{APP}")
+    yield endpoints, missing
+    serve.delete(APP)
+
+
+def test_optimize_without_a_model_is_unavailable_and_names_the_directory(modelless, add_ir):
+    endpoints, missing = modelless
+    with OptserveClient(endpoints.grpc_target, token=TOKEN, application=APP) as client:
+        with pytest.raises(CallError) as caught:
+            client.optimize(add_ir)
+        assert caught.value.code is grpc.StatusCode.UNAVAILABLE
+        assert str(missing) in caught.value.message
+        assert client.health("optserve.v1.PassOrdering") == "NOT_SERVING"
+        assert client.health("optserve.v1.LoopTune") == "SERVING"
+        assert not client.model_metadata().ready
+
+
+def test_http_readiness_and_optimize_without_a_model_are_503(modelless, add_ir):
+    endpoints, missing = modelless
+    headers = {"authorization": f"Bearer {TOKEN}"}
+    with httpx.Client(base_url=f"{endpoints.http_url}/{APP}", headers=headers, timeout=60) as http:
+        ready = http.get("/v2/health/ready")
+        assert ready.status_code == 503 and str(missing) in ready.json()["parts"]["model"]
+        response = http.post("/v1/optimize", json={"ir": add_ir})
+        assert response.status_code == 503
+        assert response.json()["error"]["code"] == "UNAVAILABLE"
+        assert http.get("/v2/health/live").status_code == 200
