@@ -11,7 +11,18 @@ from typing import Any
 
 from optserve.cli import add_json_flag, emit
 
-METHODS = ("base", "greedy1", "greedy2", "beam2dfs", "beam4dfs", "beam2bfs", "beam4bfs", "random")
+METHODS = (
+    "base",
+    "greedy1",
+    "greedy2",
+    "beam2dfs",
+    "beam4dfs",
+    "beam2bfs",
+    "beam4bfs",
+    "random",
+    "policy",
+    "policy_polish",
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -1,7 +1,10 @@
-"""policies: the LoopTune environment, its search baselines and the entry point that schedules a nest.
+"""policies: the LoopTune environment, its search baselines, the learned policy and the entry point.
 
 - `env`: actions, availability rules, the 10 x 20 state, `Evaluator` (cached GFLOPS), `LoopTuneEnv`.
-- `search`: greedy (lookahead 1, 2), beam DFS/BFS (width 2, 4), random; `SEARCHES` maps names to them.
+- `search`: greedy (lookahead 1, 2), beam DFS/BFS (width 2, 4), random, the policy; `SEARCHES` maps names.
 - `dataset`: the 2197 matmuls (M, K, N in 64..256 step 16) and the fixed 80/20 split.
 - `schedule`: `schedule_nest(spec, method, time_limit_s, measure)` -> `ScheduleResult`.
+- `policy`: the Q-network, its input features, greedy rollout, polish, the bundle in models/looptune.
+- `train`: cost model + double DQN trainer (n-step, demonstrations).
+- `evaluate`, `cli`: `optserve eval looptune` (policy vs searches vs numpy).
 """

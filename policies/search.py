@@ -155,7 +155,16 @@ SEARCHES: dict[str, SearchFn] = {
     "beam2bfs": lambda ev, root, deadline: beam_bfs(ev, root, 2, deadline),
     "beam4bfs": lambda ev, root, deadline: beam_bfs(ev, root, 4, deadline),
     "random": lambda ev, root, deadline: random_search(ev, root, deadline),
+    "policy": lambda ev, root, deadline: _policy(ev, root, with_polish=False),
+    "policy_polish": lambda ev, root, deadline: _policy(ev, root, with_polish=True),
 }
+
+
+def _policy(evaluator: Evaluator, root: AgentState, with_polish: bool) -> SearchOutcome:
+    """The bundled LoopTune policy (policies/policy.py; torch is imported only when it is asked for)."""
+    from optserve.policies.policy import policy_search
+
+    return policy_search(evaluator, root, with_polish)
 
 
 def run_search(method: str, evaluator: Evaluator, time_limit_s: float) -> SearchOutcome:

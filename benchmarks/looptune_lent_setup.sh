@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Prepare the lent machine (no Ray, no pydantic, a different llvmlite) to run optserve.kernels/policies code:
+# our llvmlite 0.47 from .carry, an `optserve` namespace of symlinks, and a tiny stand-in for pydantic that
+# only fills defaults (config validation is not exercised there). Source it from the repository root:
+#   source benchmarks/looptune_lent_setup.sh
+set -e
+mkdir -p /tmp/site /tmp/ns/optserve /tmp/stub
+[ -d /tmp/site/llvmlite ] || tar xJf .carry/llvmlite047.tar.xz -C /tmp/site
+for f in optserve/*.py; do ln -sf "$PWD/$f" /tmp/ns/optserve/; done
+for d in kernels policies; do ln -sfn "$PWD/$d" /tmp/ns/optserve/$d; done
+cat > /tmp/stub/pydantic.py <<'PY'
+class _Field:
+    def __init__(self, default=None, default_factory=None):
+        self.default, self.default_factory = default, default_factory
+
+
+def Field(default=None, default_factory=None, **_):
+    return _Field(default, default_factory)
+
+
+def ConfigDict(**kwargs):
+    return kwargs
+
+
+class BaseModel:
+    def __init__(self, **values):
+        for cls in reversed(type(self).__mro__):
+            for name, value in vars(cls).items():
+                if isinstance(value, _Field):
+                    default = value.default_factory() if value.default_factory else value.default
+                    object.__setattr__(self, name, default)
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+PY
+export PYTHONPATH=/tmp/site:/tmp/ns:/tmp/stub
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+set +e
