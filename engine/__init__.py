@@ -1,1 +1,10 @@
-"""engine"""
+"""The inference engine: pass-ordering candidates from a causal LM (thesis ch. 5 and 6).
+
+- `interface`: the seam the service codes against (`Engine.generate`, `SamplingOptions`, `Candidate`, ...);
+- `engine.ModelEngine`: that interface for one model directory, on the torch or the vLLM backend;
+- `profile`: profile.json, the model's prompt and answer format; `pass_syntax`: how it spells pass lists;
+- `grammar`: the answer regex as a token automaton (outlines_core) over the model's tokenizer;
+- `sampling`: greedy, priority sampling (Algorithm 1) and its parallel form, nucleus sampling;
+- `backend`: the decode seam; `torch_backend` and `vllm_backend` implement it;
+- `feedback`: compiler-feedback retry; `tiny_model`: a random stand-in model directory for tests.
+"""

@@ -20,14 +20,30 @@ class Strategy(StrEnum):
 @dataclass(frozen=True)
 class SamplingOptions:
     strategy: Strategy = Strategy.GREEDY
-    samples: int = 1  # unique candidates wanted
-    top_k: int = 5  # alternatives pushed per decoding step (priority sampling)
-    max_branch: int | None = None  # branches taken per sample path; None = unlimited
-    geometric_priority: bool = False  # rank by geometric-mean token probability instead of the product
+    samples: int = 1  # unique candidates wanted (nucleus: draws, of which the unique ones are returned)
+    top_k: int = 5  # K: best allowed tokens read per step; the other K-1 are pushed (priority sampling)
+    max_branch: int | None = None  # children one tree node may get (thesis ablation: 3, 5); None = K
+    geometric_priority: bool = False  # key: geometric mean of the path's token probabilities
+    parallel: int = 1  # priority sampling: queue heads expanded together as one batch (1 = Algorithm 1)
     temperature: float = 1.0  # nucleus only
     top_p: float = 1.0  # nucleus only
     seed: int = 0  # nucleus only; priority sampling needs none
     deadline_s: float | None = None  # wall-clock budget; return what was found when it runs out
+    predict_costs: bool = True  # also decode the instruction counts the model predicts, if it writes them
+
+    def __post_init__(self) -> None:
+        checks = {
+            "samples must be >= 1": self.samples >= 1,
+            "top_k must be >= 1": self.top_k >= 1,
+            "max_branch must be >= 1": self.max_branch is None or self.max_branch >= 1,
+            "parallel must be >= 1": self.parallel >= 1,
+            "temperature must be > 0": self.temperature > 0,
+            "top_p must be in (0, 1]": 0 < self.top_p <= 1,
+            "deadline_s must be > 0": self.deadline_s is None or self.deadline_s > 0,
+        }
+        for message, ok in checks.items():
+            if not ok:
+                raise ValueError(message)
 
 
 @dataclass(frozen=True)
@@ -36,6 +52,7 @@ class Candidate:
     logprob: float  # model log-probability of the pass-list tokens
     predicted_cost_before: int | None = None  # instruction counts the model wrote, if its format has them
     predicted_cost_after: int | None = None
+    priority: float | None = None  # priority sampling: the priority it was drawn at (greedy: 1)
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """optserve: a model-serving microservice for compiler heuristics.
 
-The top-level folders of the repository are the subpackages: ``optserve.compiler`` (compiler/),
+The top-level folders of the repository are its subpackages: ``optserve.compiler`` (compiler/),
 ``optserve.engine`` (engine/), ``optserve.kernels`` (kernels/), ``optserve.policies`` (policies/),
-``optserve.serve`` (serve/) and ``optserve.corpus`` (corpus/). This package holds the glue: configuration and CLI.
+``optserve.serve`` (serve/), ``optserve.clients`` (clients/) and ``optserve.corpus`` (corpus/).
+This package holds the glue: configuration and the CLI.
 """
 
 __version__ = "0.1.0"

@@ -17,12 +17,16 @@ from typing import Any
 COMMAND_MODULES = (
     "optserve.compiler.cli",
     "optserve.kernels.cli",
+    "optserve.policies.cli",
+    "optserve.engine.cli",
     "optserve.corpus.cli",
     "optserve.serve.cli",
 )
 
 
-def emit(result: Mapping[str, Any], as_json: bool, render: Callable[[Mapping[str, Any]], str] | None = None) -> None:
+def emit(
+    result: Mapping[str, Any], as_json: bool, render: Callable[[Mapping[str, Any]], str] | None = None
+) -> None:
     """Print a command's result: JSON with --json, else the human rendering (or `key: value` lines)."""
     if as_json:
         json.dump(result, sys.stdout, indent=2, sort_keys=False, default=str)
@@ -42,13 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="optserve", description=__doc__.splitlines()[0])
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as err:
-            if err.name != name:  # a real import error inside the module, not a part that is not built yet
-                raise
-            continue
-        module.register(subparsers)
+        importlib.import_module(name).register(subparsers)
     return parser
 
 

@@ -28,7 +28,9 @@ class CompilerSettings(_Section):
     candidate_timeout_s: float = Field(20.0, gt=0, description="wall time for compiling one candidate")
     workers: int = Field(default_factory=lambda: os.cpu_count() or 1, gt=0, description="worker processes")
     cache_entries: int = Field(100_000, ge=0, description="content-addressed result cache size")
-    worker_memory_mb: int | None = Field(4096, gt=0, description="address-space limit per worker (None: none)")
+    worker_memory_mb: int | None = Field(
+        4096, gt=0, description="address-space limit per worker (None: none)"
+    )
 
 
 class EngineSettings(_Section):
@@ -47,7 +49,9 @@ class LoopTuneSettings(_Section):
     max_loops: int = Field(10, gt=0)
     max_dim: int = Field(4096, gt=0, description="largest size of one index")
     max_tensor_bytes: int = Field(64 * 1024 * 1024, gt=0)
-    max_flops: int = Field(2 * 512**3, gt=0, description="largest contraction measured (2 * product of sizes)")
+    max_flops: int = Field(
+        2 * 512**3, gt=0, description="largest contraction measured (2 * product of sizes)"
+    )
     max_kernel_statements: int = Field(
         256, gt=0, description="most unrolled multiply-adds in one register tile (bounds code size)"
     )
@@ -63,6 +67,8 @@ class ServeSettings(_Section):
     http_port: int = Field(8000, gt=0, lt=65536)
     grpc_port: int = Field(9000, gt=0, lt=65536)
     auth_token: str | None = Field(None, description="if set, callers must present it")
+    tls_certfile: Path | None = Field(None, description="PEM certificate: HTTP is served as HTTPS")
+    tls_keyfile: Path | None = Field(None, description="PEM private key of tls_certfile")
     max_queued_requests: int = Field(64, gt=0, description="per deployment; then RESOURCE_EXHAUSTED/429")
     max_ongoing_requests: int = Field(8, gt=0, description="concurrent requests one ingress replica runs")
     ray_address: str | None = Field(None, description="join this Ray cluster; None starts a local one")

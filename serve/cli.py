@@ -40,7 +40,9 @@ def register(subparsers) -> None:
     schedule = subparsers.add_parser("schedule", help="ask a running service for a loop schedule")
     schedule.add_argument("--einsum", required=True, help='e.g. "C[m,n] += A[m,k] * B[k,n]"')
     schedule.add_argument("--sizes", required=True, help="e.g. m=128,k=64,n=256")
-    schedule.add_argument("--method", default="", help="search or policy (default: the server's)")
+    schedule.add_argument(
+        "--method", "--search", dest="method", default="", help="search or policy (default: the server's)"
+    )
     schedule.add_argument("--time-limit", type=float, default=0.0, help="seconds; 0 = the server's default")
     schedule.add_argument("--no-measure", action="store_true", help="do not JIT and time the kernel")
     schedule.add_argument("--kernel", action="store_true", help="include the generated kernel's LLVM IR")

@@ -11,7 +11,7 @@ from optserve.kernels.spec import LoopNestSpec, SpecError
 from optserve.serve import schemas
 from optserve.serve.errors import invalid
 
-DEFAULT_METHOD = "greedy2"  # until a trained LoopTune policy is bundled
+DEFAULT_METHOD = "policy_polish"  # the bundled LoopTune policy, then the best of the states it visited
 DEFAULT_TIME_LIMIT_S = 10.0
 
 

@@ -1,1 +1,1 @@
-"""Generated protobuf/gRPC code for proto/optserve/v1/optserve.proto (built by `make proto`, not committed)."""
+"""Generated protobuf/gRPC code for proto/optserve/v1/optserve.proto (`make proto`; not committed)."""

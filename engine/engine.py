@@ -1,0 +1,142 @@
+"""`ModelEngine`: the `Engine` for one model directory (weights, tokenizer, profile.json), either backend.
+
+generate(): IR -> prompt (profile) -> token ids -> strategy over a decode session (grammar-constrained,
+KV-cached) -> answers -> parsed pass lists with log-probabilities and predicted instruction counts.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Hashable
+from pathlib import Path
+
+from optserve.engine.backend import Decoder, DecodeRequest
+from optserve.engine.grammar import TokenGrammar
+from optserve.engine.interface import Candidate, Generation, SamplingOptions, Strategy
+from optserve.engine.profile import ModelProfile, ParsedAnswer, encode_example
+from optserve.engine.sampling import PriorityOptions, SearchResult, nucleus_sampling, priority_sampling
+
+log = logging.getLogger(__name__)
+
+
+class PromptTooLongError(ValueError):
+    """The IR does not fit the model's context; callers fall back to a fixed pipeline (-Oz)."""
+
+
+class ModelEngine:
+    def __init__(self, model_dir: str | Path, decoder: Decoder, context_length: int | None = None):
+        from transformers import AutoTokenizer
+
+        self.model_dir = Path(model_dir)
+        self.profile = ModelProfile.load(self.model_dir)
+        self.model_id = self.profile.model_id
+        self.tokenizer = AutoTokenizer.from_pretrained(self.model_dir)
+        self.answer = self.profile.answer_format()
+        self.decoder = decoder
+        self.context_length = context_length
+        self._grammars: dict[bool, TokenGrammar] = {}
+        for with_costs in (False, True):  # built at start-up, not on a first request's clock
+            self.grammar(with_costs)
+
+    @classmethod
+    def load(cls, model_dir: str | Path, backend: str = "torch", **backend_options) -> ModelEngine:
+        """`backend` "torch" (options: device, dtype) or "vllm" (options: see VllmDecoder)."""
+        if backend == "torch":
+            from optserve.engine.torch_backend import TorchDecoder
+
+            decoder = TorchDecoder(model_dir, **backend_options)
+            return cls(model_dir, decoder, decoder.context_length)
+        if backend == "vllm":
+            from optserve.engine.vllm_backend import VllmDecoder
+
+            decoder = VllmDecoder(model_dir, **backend_options)
+            return cls(model_dir, decoder, decoder.context_length)
+        raise ValueError(f"unknown engine backend {backend!r}: use 'torch' or 'vllm'")
+
+    def grammar(self, with_costs: bool) -> TokenGrammar:
+        """The answer automaton (built once per form; a few hundred ms for a small vocabulary)."""
+        with_costs = with_costs and self.answer.has_costs
+        if with_costs not in self._grammars:
+            self._grammars[with_costs] = TokenGrammar.build(self.answer.regex(with_costs), self.tokenizer)
+        return self._grammars[with_costs]
+
+    def prompt_ids(self, ir: str, feedback: str | None = None) -> tuple[int, ...]:
+        if self.profile.normalize_ir:
+            from optserve.compiler.ir import normalize_ir
+
+            ir = normalize_ir(ir)
+        prompt_ids, _ = encode_example(self.profile, self.tokenizer, self.profile.prompt(ir, feedback))
+        limit = self.profile.max_prompt_tokens or (
+            self.context_length - self.profile.max_new_tokens if self.context_length else None
+        )
+        if limit is not None and len(prompt_ids) > limit:
+            raise PromptTooLongError(
+                f"the prompt has {len(prompt_ids)} tokens; this model takes at most {limit}"
+            )
+        return tuple(prompt_ids)
+
+    async def generate(self, ir: str, options: SamplingOptions, feedback: str | None = None) -> Generation:
+        started = time.monotonic()
+        deadline = started + options.deadline_s if options.deadline_s is not None else None
+        grammar = self.grammar(options.predict_costs)
+        branching = min(options.top_k, options.max_branch or options.top_k)
+        strategy = Strategy(options.strategy)
+        request = DecodeRequest(
+            prompt_ids=self.prompt_ids(ir, feedback),
+            grammar=grammar,
+            max_new_tokens=self.profile.max_new_tokens,
+            top_k=branching if strategy is Strategy.PRIORITY else 1,
+            deadline=deadline,
+        )
+        width = options.parallel if strategy is Strategy.PRIORITY else 1
+        if strategy is Strategy.NUCLEUS:
+            width = min(options.samples, 8)
+        session = self.decoder.session(request, width=width)
+        parsed: dict[tuple[int, ...], ParsedAnswer | None] = {}
+
+        def parse(tokens: tuple[int, ...]) -> ParsedAnswer | None:
+            if tokens not in parsed:
+                try:
+                    parsed[tokens] = self.answer.parse(grammar.decode(tokens))
+                except ValueError as err:  # the grammar guarantees a pass list: this is a bug, not bad input
+                    log.error("answer does not parse: %s", err)
+                    parsed[tokens] = None
+            return parsed[tokens]
+
+        def identity(tokens: tuple[int, ...]) -> Hashable | None:
+            answer = parse(tokens)
+            return answer.pass_list if answer is not None else None
+
+        def branchable(tokens: tuple[int, ...]) -> bool:
+            return not self.answer.pass_list_closed(grammar.decode(tokens))
+
+        try:
+            if strategy is Strategy.NUCLEUS:
+                result: SearchResult = await nucleus_sampling(
+                    session, options.samples, options.temperature, options.top_p, options.seed,
+                    identity, branchable, deadline,
+                )  # fmt: skip
+            else:
+                search = PriorityOptions(
+                    samples=options.samples if strategy is Strategy.PRIORITY else 1,
+                    branching=branching if strategy is Strategy.PRIORITY else 1,
+                    geometric=options.geometric_priority,
+                    width=width,
+                )
+                result = await priority_sampling(session, search, identity, branchable, deadline)
+            tokens_computed = session.tokens_computed
+        finally:
+            await session.close()
+        candidates = []
+        for sample in result.samples:
+            answer = parse(sample.tokens)
+            priority = None if strategy is Strategy.NUCLEUS else math.exp(sample.priority)
+            candidates.append(
+                Candidate(answer.pass_list, sample.logprob, answer.cost_before, answer.cost_after, priority)
+            )
+        return Generation(tuple(candidates), self.model_id, tokens_computed, result.deadline_hit)
+
+    async def close(self) -> None:
+        await self.decoder.close()

@@ -1,0 +1,71 @@
+"""Compiler-feedback retry with a real CompilerPool on real clang-19 IR."""
+
+from __future__ import annotations
+
+from asyncio import run
+
+import pytest
+
+from optserve.compiler.cost import Objective
+from optserve.compiler.ir import instruction_count
+from optserve.compiler.pipeline import Evaluation, evaluate
+from optserve.compiler.workers import CompilerPool
+from optserve.engine.feedback import build_feedback, generate_with_feedback
+from optserve.engine.interface import Candidate, SamplingOptions, Strategy
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with CompilerPool(processes=1, timeout_s=20.0) as compiler_pool:
+        yield compiler_pool
+
+
+def test_feedback_compares_predicted_and_actual_counts(loop_function_ir):
+    candidate = Candidate(("-Oz", "instcombine"), -1.5, predicted_cost_before=33, predicted_cost_after=10)
+    evaluation = evaluate(loop_function_ir, candidate.pass_list, Objective.INSTRUCTION_COUNT)
+    text = build_feedback(loop_function_ir, [(candidate, evaluation)])
+    actual_before = instruction_count(loop_function_ir)
+    assert "pass list: -Oz instcombine\nvalid: yes\n" in text
+    assert f"instructions before: predicted 33, actual {actual_before}" in text
+    assert f"instructions after: predicted 10, actual {evaluation.cost}" in text
+
+
+def test_feedback_reports_compile_errors(loop_function_ir):
+    candidate = Candidate(("sroa",), -0.5)
+    failed = Evaluation(("sroa",), None, "compiler worker crashed: the process was killed", 0.1)
+    text = build_feedback(loop_function_ir, [(candidate, failed)])
+    assert "valid: no (compiler worker crashed: the process was killed)" in text
+
+
+def test_feedback_rounds_compile_every_new_candidate_and_feed_it_back(torch_engine, pool, loop_function_ir):
+    options = SamplingOptions(strategy=Strategy.PRIORITY, samples=3)
+    result = run(generate_with_feedback(torch_engine, pool, loop_function_ir, options, rounds=2))
+    assert 1 <= len(result.rounds) <= 3 and result.rounds[0].feedback is None
+    lists = [candidate.pass_list for candidate, _ in result.measured]
+    assert len(lists) == len(set(lists)) == result.compilations  # no list is compiled twice
+    for earlier, later in zip(result.rounds, result.rounds[1:], strict=False):
+        assert later.feedback == build_feedback(loop_function_ir, earlier.new)
+    for candidate, evaluation in result.measured:
+        assert evaluation.ok, evaluation.error
+        assert (
+            evaluation.cost
+            == evaluate(loop_function_ir, candidate.pass_list, Objective.INSTRUCTION_COUNT).cost
+        )
+    best_candidate, best_evaluation = result.best()
+    assert best_evaluation.cost == min(e.cost for _, e in result.measured)
+
+
+class _DeafEngine:
+    """The real engine, minus the feedback: every round asks the same question."""
+
+    def __init__(self, engine):
+        self.engine, self.model_id = engine, engine.model_id
+
+    async def generate(self, ir, options, feedback=None):
+        return await self.engine.generate(ir, options, None)
+
+
+def test_feedback_stops_when_a_round_adds_nothing(torch_engine, pool, loop_function_ir):
+    options = SamplingOptions(strategy=Strategy.GREEDY)
+    result = run(generate_with_feedback(_DeafEngine(torch_engine), pool, loop_function_ir, options, rounds=5))
+    assert len(result.rounds) == 1 and result.compilations == 1  # round 2 repeated round 1: stop
