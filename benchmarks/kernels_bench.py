@@ -39,26 +39,6 @@ def sample_shapes(count: int) -> list:
     return sorted(random.Random(SAMPLE_SEED).sample(test, count), key=lambda b: (b.m, b.k, b.n))
 
 
-def numpy_gflops(m: int, k: int, n: int, runs: int = 10, run_seconds: float = 2e-3) -> float:
-    import numpy as np
-
-    rng = np.random.default_rng(0)
-    a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
-    b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
-    c = np.empty((m, n), np.float32)
-    start = time.perf_counter()
-    for _ in range(20):
-        np.matmul(a, b, out=c)
-    repeats = max(1, math.ceil(run_seconds / ((time.perf_counter() - start) / 20)))
-    best = math.inf
-    for _ in range(runs):
-        start = time.perf_counter()
-        for _ in range(repeats):
-            np.matmul(a, b, out=c)
-        best = min(best, (time.perf_counter() - start) / repeats)
-    return 2 * m * n * k / best / 1e9
-
-
 def _pin(queue) -> None:
     core = queue.get()
     if core is not None and hasattr(os, "sched_setaffinity"):
@@ -67,6 +47,7 @@ def _pin(queue) -> None:
 
 def run_item(item: tuple[str, str, float]) -> dict:
     name, method, time_limit = item
+    from optserve.kernels.measure import numpy_gflops
     from optserve.policies.dataset import Benchmark
     from optserve.policies.schedule import schedule_nest
 

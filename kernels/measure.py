@@ -101,3 +101,23 @@ def peak_gflops(runs: int = 10) -> float:
         best = min(best, time.perf_counter() - start)
     engine.close()
     return 2 * width * chains * 8 * iterations / best / 1e9
+
+
+def numpy_gflops(m: int, k: int, n: int, runs: int = 10, run_seconds: float = 2e-3) -> float:
+    """numpy's matmul GFLOPS for float32 (m x k) @ (k x n): the reference the searches and the policy are
+    compared with (set OPENBLAS_NUM_THREADS=1 before numpy loads for the single-thread figure)."""
+    rng = np.random.default_rng(0)
+    a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+    b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+    c = np.empty((m, n), np.float32)
+    start = time.perf_counter()
+    for _ in range(20):
+        np.matmul(a, b, out=c)
+    repeats = max(1, math.ceil(run_seconds / ((time.perf_counter() - start) / 20)))
+    best = math.inf
+    for _ in range(runs):
+        start = time.perf_counter()
+        for _ in range(repeats):
+            np.matmul(a, b, out=c)
+        best = min(best, (time.perf_counter() - start) / repeats)
+    return 2 * m * n * k / best / 1e9

@@ -58,29 +58,10 @@ def search_sample(split: str, count: int) -> list:
     return sorted(picked, key=lambda b: (b.m, b.k, b.n))
 
 
-def numpy_gflops(m: int, k: int, n: int, runs: int = 10, run_seconds: float = 2e-3) -> float:
-    import numpy as np
-
-    rng = np.random.default_rng(0)
-    a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
-    b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
-    c = np.empty((m, n), np.float32)
-    start = time.perf_counter()
-    for _ in range(20):
-        np.matmul(a, b, out=c)
-    repeats = max(1, math.ceil(run_seconds / ((time.perf_counter() - start) / 20)))
-    best = math.inf
-    for _ in range(runs):
-        start = time.perf_counter()
-        for _ in range(repeats):
-            np.matmul(a, b, out=c)
-        best = min(best, (time.perf_counter() - start) / repeats)
-    return 2 * m * n * k / best / 1e9
-
-
 def run_item(item: tuple[str, str, float, str | None]) -> dict:
     """One (benchmark, method) measurement; runs in a pinned worker."""
     name, method, time_limit, policy_path = item
+    from optserve.kernels.measure import numpy_gflops
     from optserve.kernels.schedule import Schedule
     from optserve.policies.dataset import Benchmark
     from optserve.policies.env import AgentState, Evaluator

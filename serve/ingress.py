@@ -24,6 +24,7 @@ from ray.serve.exceptions import BackPressureError, DeploymentUnavailableError
 from ray.serve.handle import DeploymentHandle
 
 import optserve
+from optserve.compiler.cache import ResultCache
 from optserve.config import Settings
 from optserve.engine.feedback import build_feedback
 from optserve.engine.interface import Generation, SamplingOptions
@@ -33,7 +34,6 @@ from optserve.serve.deployments import CompilerWorkers, LoopTuneScheduler
 from optserve.serve.errors import ErrorKind, ModelInputTooLong, ServiceError
 from optserve.serve.metrics import ServiceMetrics
 from optserve.serve.optimize import Optimizer
-from optserve.serve.result_cache import ResultCache
 from optserve.v1 import optserve_pb2 as pb
 
 log = logging.getLogger(__name__)

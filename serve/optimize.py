@@ -15,13 +15,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from optserve.compiler.cache import ResultCache, ir_digest
 from optserve.compiler.ir import IRError, parse_ir
 from optserve.compiler.passes import to_opt_pipeline
 from optserve.config import Settings
 from optserve.engine.interface import Generation, SamplingOptions, Strategy
 from optserve.serve import schemas
 from optserve.serve.errors import ErrorKind, ModelInputTooLong, ServiceError, invalid, unavailable
-from optserve.serve.result_cache import ResultCache, cache_key, ir_digest
+from optserve.serve.result_cache import cache_key
 
 OZ_PASS_LIST = ("-Oz",)
 # How long past the request's deadline we wait for a backend that did not stop on its own.

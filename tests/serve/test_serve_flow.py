@@ -13,6 +13,7 @@ import hashlib
 import grpc
 import pytest
 
+from optserve.compiler.cache import ResultCache
 from optserve.compiler.passes import to_opt_pipeline
 from optserve.compiler.workers import CompilerPool
 from optserve.config import Settings
@@ -23,7 +24,7 @@ from optserve.serve.access import check_peer, check_token, is_loopback_host, pee
 from optserve.serve.engine_host import EngineHost
 from optserve.serve.errors import ErrorKind, ModelInputTooLong, ServiceError
 from optserve.serve.optimize import Optimizer
-from optserve.serve.result_cache import ResultCache, cache_key
+from optserve.serve.result_cache import cache_key
 from optserve.v1 import optserve_pb2 as pb
 
 SETTINGS = Settings.model_validate({"engine": {"max_samples": 10, "max_feedback_rounds": 2}})
