@@ -15,6 +15,12 @@ import llvmlite.binding as llvm
 # Bitcode starts with 'BC' 0xC0DE, or with the wrapper magic 0x0B17C0DE (little-endian) used by Darwin.
 _BITCODE_MAGICS = (b"BC\xc0\xde", b"\xde\xc0\x17\x0b")
 _PARSE_ERROR_LOCATION = re.compile(r"<string>:(\d+):(\d+): error: (.*)")
+# LLVM's parser recurses per nesting level of types and constant expressions and overflows the stack (a
+# segfault, not an error) somewhere past 20,000 levels: refuse deep nesting before parsing. Real IR nests a
+# few dozen levels at most.
+MAX_NESTING = 1000
+_STRINGS_AND_COMMENTS = re.compile(r'"[^"\n]*"|;[^\n]*')
+_NESTING_STEP = {"(": 1, "[": 1, "{": 1, "<": 1, ")": -1, "]": -1, "}": -1, ">": -1}
 
 
 class IRError(ValueError):
@@ -23,17 +29,33 @@ class IRError(ValueError):
 
 def parse_module(ir: str) -> llvm.ModuleRef:
     """Parse and verify IR text into a module of its own context; IRError says what is wrong and where."""
+    _check_nesting(ir)
     try:
         module = llvm.parse_assembly(ir, context=llvm.create_context())
     except RuntimeError as err:
         raise IRError(_describe_parse_error(str(err))) from None
-    _verify(module)
+    _verify_or_dispose(module)
     return module
+
+
+def _check_nesting(ir: str) -> None:
+    """IRError when brackets outside strings and comments nest deeper than MAX_NESTING."""
+    code = _STRINGS_AND_COMMENTS.sub("", ir)
+    if code.count("(") + code.count("[") + code.count("{") + code.count("<") <= MAX_NESTING:
+        return
+    depth = deepest = 0
+    for step in map(_NESTING_STEP.get, filter(_NESTING_STEP.__contains__, code)):
+        depth += step
+        deepest = max(deepest, depth)
+    if deepest > MAX_NESTING:
+        raise IRError(
+            f"IR nests types or expressions {deepest} levels deep, more than the limit of {MAX_NESTING}"
+        )
 
 
 def parse_ir(data: str | bytes, max_bytes: int) -> str:
     """Accept IR text or bitcode (at most `max_bytes`), verify it, and return it as textual IR."""
-    if not data or (isinstance(data, str) and not data.strip()):
+    if not data or not data.strip():
         raise IRError("empty IR: expected LLVM IR text or bitcode")
     size = len(data.encode()) if isinstance(data, str) else len(data)
     if size > max_bytes:
@@ -57,8 +79,19 @@ def _parse_bitcode(data: bytes) -> llvm.ModuleRef:
         module = llvm.parse_bitcode(data, context=llvm.create_context())
     except RuntimeError as err:
         raise IRError(f"invalid bitcode: {' '.join(str(err).split())}") from None
-    _verify(module)
+    _verify_or_dispose(module)
     return module
+
+
+def _verify_or_dispose(module: llvm.ModuleRef) -> None:
+    """Verify; on failure dispose of the module now. Left to the garbage collector, a rejected module sits in
+    a reference cycle (exception -> traceback -> frame) with its own context, and the collector may dispose
+    of the context first: the module's disposal then crashes in LLVMContext::removeModule (a segfault)."""
+    try:
+        _verify(module)
+    except IRError:
+        module.close()
+        raise
 
 
 def _verify(module: llvm.ModuleRef) -> None:

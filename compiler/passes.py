@@ -130,6 +130,8 @@ def validate_pass_list(pass_list: Sequence[str]) -> tuple[str, ...]:
     """Check names, meta-flag placement and length; return the list as a tuple."""
     pass_list = tuple(pass_list)
     for position, name in enumerate(pass_list):
+        if not isinstance(name, str):
+            raise PassListError(f"pass names are strings, got {name!r} at position {position + 1}")
         if name in META_FLAGS:
             if position != 0:
                 raise PassListError(f"meta flag {name} must come first (found at position {position + 1})")

@@ -13,6 +13,8 @@ from optserve.v1 import optserve_pb2 as pb
 
 
 def _enum_name(enum_type, value: int, default: str) -> str:
+    if value not in enum_type.values():  # proto3 keeps unknown enum numbers: refuse them clearly
+        raise invalid(f"{enum_type.DESCRIPTOR.name.lower()}: unknown value {value}")
     name = enum_type.Name(value)
     return default if name.endswith("_UNSPECIFIED") else name.lower()
 

@@ -20,11 +20,12 @@ class Endpoints:
     host: str
     http_port: int
     grpc_port: int
+    tls: bool = False  # HTTP is HTTPS (gRPC is always plaintext: Ray Serve's gRPC proxy has no TLS)
 
     @property
     def http_url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.http_port}"
+        return f"{'https' if self.tls else 'http'}://{host}:{self.http_port}"
 
     @property
     def grpc_target(self) -> str:
@@ -63,15 +64,23 @@ def start(settings: Settings, proxy_location: str = "EveryNode") -> Endpoints:
             log_to_driver=False,
             runtime_env={"env_vars": {"RAY_SERVE_GRPC_MAX_MESSAGE_SIZE": str(message_limit)}},
         )
+    tls = {}
+    if serve_settings.tls_certfile or serve_settings.tls_keyfile:
+        if not (serve_settings.tls_certfile and serve_settings.tls_keyfile):
+            raise ValueError("serve.tls_certfile and serve.tls_keyfile must be given together")
+        tls = {
+            "ssl_certfile": str(serve_settings.tls_certfile),
+            "ssl_keyfile": str(serve_settings.tls_keyfile),
+        }
     serve.start(
         proxy_location=proxy_location,
-        http_options=HTTPOptions(host=serve_settings.host, port=serve_settings.http_port),
+        http_options=HTTPOptions(host=serve_settings.host, port=serve_settings.http_port, **tls),
         grpc_options=gRPCOptions(
             port=serve_settings.grpc_port, grpc_servicer_functions=GRPC_SERVICER_FUNCTIONS
         ),
     )
     serve.run(build_app(settings), name=APP_NAME, route_prefix="/")
-    return Endpoints(serve_settings.host, serve_settings.http_port, serve_settings.grpc_port)
+    return Endpoints(serve_settings.host, serve_settings.http_port, serve_settings.grpc_port, bool(tls))
 
 
 def stop() -> None:

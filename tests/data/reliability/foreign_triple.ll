@@ -1,0 +1,7 @@
+target triple = "hexagon-unknown-linux-musl"
+
+define i32 @f(i32 %a) {
+entry:
+  %x = add i32 %a, 1
+  ret i32 %x
+}

@@ -1,0 +1,107 @@
+"""A service instance of its own for the reliability tests (ports 38000 / 39000), with HTTPS on.
+
+It reuses the serve tests' builders (tests/serve/serve_helpers.py): the same tiny stand-in model, small
+limits and token; only the ports differ, and HTTP is served over TLS with a self-signed certificate made
+here, so every HTTP call in this folder also exercises TLS.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "serve"))
+from serve_helpers import TOKEN, build_tiny_model, service_settings  # noqa: E402
+
+HTTP_PORT = 38000
+GRPC_PORT = 39000
+CORPUS = Path(__file__).resolve().parent.parent / "data" / "reliability"
+SERVE_DATA = Path(__file__).resolve().parent.parent / "data" / "serve"
+
+
+def make_self_signed_cert(directory: Path) -> tuple[Path, Path]:
+    """A fresh key and certificate for 127.0.0.1/localhost, valid for a day."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "optserve-test")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return cert_path, key_path
+
+
+@pytest.fixture(scope="session")
+def tls_files(tmp_path_factory) -> tuple[Path, Path]:
+    return make_self_signed_cert(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture(scope="session")
+def rel_service(tmp_path_factory, tls_files):
+    """Endpoints and settings of the running service."""
+    from optserve.serve import server
+
+    model_dir = build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
+    cert, key = tls_files
+    settings = service_settings(
+        model_dir, http_port=HTTP_PORT, grpc_port=GRPC_PORT, tls_certfile=str(cert), tls_keyfile=str(key)
+    )
+    endpoints = server.start(settings)
+    yield endpoints, settings
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def grpc_client(rel_service):
+    from optserve.serve.app import APP_NAME
+    from optserve.serve.client import OptserveClient
+
+    endpoints, _ = rel_service
+    with OptserveClient(endpoints.grpc_target, token=TOKEN, timeout_s=120, application=APP_NAME) as client:
+        yield client
+
+
+@pytest.fixture(scope="session")
+def https(rel_service, tls_files):
+    endpoints, _ = rel_service
+    with httpx.Client(
+        base_url=endpoints.http_url,
+        headers={"authorization": f"Bearer {TOKEN}"},
+        timeout=120,
+        verify=str(tls_files[0]),
+    ) as client:
+        yield client
+
+
+@pytest.fixture(scope="session")
+def add_ir() -> str:
+    return (SERVE_DATA / "add.ll").read_text()

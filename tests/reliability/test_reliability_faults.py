@@ -1,0 +1,187 @@
+"""Faults through the running service: an LLVM abort, a compiler worker killed mid-request, a Serve replica
+killed mid-request. Each request fails cleanly (or is answered), nothing hangs (every wait is bounded), and
+the service recovers. And the result cache never answers for a different IR or model version.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import grpc
+import psutil
+import pytest
+import ray
+from serve_helpers import slow_module
+
+from optserve.serve.app import APP_NAME
+from optserve.serve.client import CallError
+
+LLVM_ABORT_C = Path(__file__).resolve().parent.parent / "data" / "c" / "llvm_abort" / "loop_reduce_lcssa.c"
+RECOVERY_S = 180.0
+
+
+def _replica_pids(deployment: str) -> list[int]:
+    """Live replica processes of `deployment`, from the process table: Ray names an actor's process
+    `ray::ServeReplica:<app>:<deployment>`, and this test session's Ray runs below this process."""
+    title = f"ServeReplica:{APP_NAME}:{deployment}"
+
+    def titled(process) -> bool:
+        try:
+            return process.status() != psutil.STATUS_ZOMBIE and title in " ".join(process.cmdline())
+        except psutil.Error:
+            return False
+
+    # Forked compiler workers inherit the replica's process title: keep the topmost titled processes.
+    return [p.pid for p in psutil.Process().children(recursive=True) if titled(p) and not titled(p.parent())]
+
+
+def _poll(condition, timeout_s: float, what: str):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)  # polling a condition, bounded by the deadline
+    pytest.fail(f"timed out after {timeout_s:g} s waiting for {what}")
+
+
+def _cpu(process) -> float:
+    try:
+        return process.cpu_times().user
+    except psutil.Error:
+        return 0.0
+
+
+def _compiling_worker(replica, baseline: dict[int, float]):
+    """A compiler worker of `replica` that has used CPU since `baseline` was taken (it is compiling)."""
+    for child in replica.children():
+        if _cpu(child) - baseline.get(child.pid, 0.0) > 0.2:
+            return child
+    return None
+
+
+def _recovered(grpc_client, ir: str) -> None:
+    """A fresh (uncached) valid request is answered again, within RECOVERY_S."""
+
+    def answered():
+        try:
+            answer = grpc_client.optimize(ir, bypass_cache=True, deadline_s=60)
+        except CallError as err:
+            assert err.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED), err
+            return None
+        return answer.best.cost <= answer.oz_cost
+
+    _poll(answered, RECOVERY_S, "the service to answer again")
+
+
+def test_llvm_abort_is_contained_inside_the_service(rel_service, grpc_client, add_ir):
+    """`sroa loop-reduce` aborts LLVM on this module: only that candidate fails, in the service's pool."""
+    from ray import serve
+
+    ir = subprocess.run(
+        [
+            "clang-19",
+            "-O0",
+            "-Xclang",
+            "-disable-O0-optnone",
+            "-emit-llvm",
+            "-w",
+            "-S",
+            str(LLVM_ABORT_C),
+            "-o",
+            "-",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    compiler = serve.get_deployment_handle("CompilerWorkers", APP_NAME)
+    aborted, fine = compiler.evaluate.remote(
+        ir, [("sroa", "loop-reduce"), ("sroa",)], "instruction_count", False, False
+    ).result(timeout_s=120)
+    assert aborted.cost is None and "SIGABRT" in aborted.error
+    assert fine.cost is not None
+    answer = grpc_client.optimize(ir, bypass_cache=True, deadline_s=60)  # the whole flow, same module
+    assert answer.best.cost <= answer.oz_cost
+    _recovered(grpc_client, add_ir)
+
+
+def test_compiler_worker_killed_mid_request(rel_service, grpc_client, add_ir):
+    (replica_pid,) = _replica_pids("CompilerWorkers")[:1]
+    replica = psutil.Process(replica_pid)
+    module = slow_module()  # -Oz alone takes seconds: the worker is busy long enough to be killed
+    baseline = {child.pid: _cpu(child) for child in replica.children()}
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(grpc_client.optimize, module, bypass_cache=True, deadline_s=90)
+        victim = _poll(lambda: _compiling_worker(replica, baseline), 120, "a compiler worker to compile")
+        os.kill(victim.pid, signal.SIGKILL)
+        try:
+            answer = pending.result(timeout=150)
+        except CallError as err:  # a clean, named failure is fine (e.g. -Oz itself was the victim)
+            assert err.code in (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNAVAILABLE), err
+            assert "crash" in err.message or "killed" in err.message or "unavailable" in err.message, err
+        else:
+            assert answer.best.cost <= answer.oz_cost or answer.best.error
+    assert victim.pid not in [child.pid for child in replica.children()]
+    _recovered(grpc_client, add_ir)
+
+
+@pytest.mark.slow
+def test_serve_replica_killed_mid_request(rel_service, grpc_client, add_ir):
+    """SIGKILL the CompilerWorkers replica while it serves a request: the request fails cleanly
+    (UNAVAILABLE) or is answered, Serve starts a new replica, and the service answers again."""
+    (replica_pid,) = _replica_pids("CompilerWorkers")[:1]
+    module = slow_module()
+    replica = psutil.Process(replica_pid)
+    baseline = {child.pid: _cpu(child) for child in replica.children()}
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(grpc_client.optimize, module, bypass_cache=True, deadline_s=90)
+        _poll(lambda: _compiling_worker(replica, baseline), 120, "the request to compile")
+        os.kill(replica_pid, signal.SIGKILL)
+        try:
+            answer = pending.result(timeout=150)
+        except CallError as err:
+            assert err.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL), err
+            assert err.message
+        else:
+            assert answer.best.cost <= answer.oz_cost
+    _poll(
+        lambda: [p for p in _replica_pids("CompilerWorkers") if p != replica_pid], RECOVERY_S, "a new replica"
+    )
+    _recovered(grpc_client, add_ir)
+    assert ray.is_initialized()
+
+
+def test_result_cache_never_answers_for_another_ir_or_model():
+    import hashlib
+
+    from optserve.serve.result_cache import cache_key
+    from optserve.serve.schemas import OptimizeRequest
+
+    def ir_digest(text: str) -> str:  # the key's IR part: SHA-256 of the IR the compiler sees
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    ir = "define i32 @f() {\n  ret i32 2\n}\n"
+    request = OptimizeRequest(ir=ir)
+    base = cache_key(ir_digest(ir), request, "model-aaaa")
+    assert cache_key(ir_digest(ir), request, "model-aaab") != base  # same IR, other model version
+    one_byte = ir.replace("2", "3")
+    assert cache_key(ir_digest(one_byte), request, "model-aaaa") != base  # one byte different IR
+    other_options = OptimizeRequest(ir=ir, objective="text_size")
+    assert cache_key(ir_digest(ir), other_options, "model-aaaa") != base
+
+
+def test_cache_misses_for_a_one_byte_different_module_in_the_service(grpc_client, add_ir):
+    first = grpc_client.optimize(add_ir)
+    repeat = grpc_client.optimize(add_ir)
+    assert repeat.cached and repeat.ir_sha256 == first.ir_sha256
+    assert repeat.model_version == grpc_client.model_metadata().version
+    changed = add_ir.replace("mul nsw i32 %add, 2", "mul nsw i32 %add, 3")
+    assert changed != add_ir and len(changed) == len(add_ir)
+    other = grpc_client.optimize(changed)
+    assert not other.cached and other.ir_sha256 != first.ir_sha256
