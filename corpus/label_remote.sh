@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Label corpus shards on the lent 16-core machine, which has no Ray, no optserve install and a different
+# llvmlite (LLVM 22): labels must come from OUR llvmlite 0.47 (LLVM 20.1.8), the one the service uses.
+#
+# Runs in the repository root on that machine (the `run` tool copies the working tree there):
+#   corpus/label_remote.sh BUNDLE STAGE SECONDS [more `dataset label` flags]
+#     BUNDLE   a bundle from `optserve dataset bundle` (carried, e.g. .carry/label_bundle.tar.xz)
+#     STAGE    autotune | broadcast | all
+#     SECONDS  labelling time limit; keep it ~90 s under the call's limit (unpacking and packing take time)
+# Needs .carry/llvmlite047.tar.xz (how to make it: docs/bench/corpus.md, "Labelling on the 16-core machine").
+# Writes $OUT/labels.tar.xz: unpack it into the corpus here (`tar xJf .../labels.tar.xz -C data/corpus`);
+# a run cut short leaves journals in it, and the next bundle carries them back, so nothing is redone.
+set -euo pipefail
+
+if [ $# -lt 3 ]; then
+  sed -n '2,12p' "$0" >&2
+  exit 2
+fi
+bundle=$1 stage=$2 seconds=$3
+shift 3
+out=${OUT:-/tmp/label-out}
+site=/tmp/optserve-site
+pkg=/tmp/optserve-pkg
+work=/tmp/optserve-corpus
+mkdir -p "$out" "$site" "$pkg/optserve" "$work"
+
+tar xJf .carry/llvmlite047.tar.xz -C "$site"
+# The package layout pyproject.toml declares (compiler/ -> optserve.compiler, corpus/ -> optserve.corpus),
+# without installing anything: symlinks next to a copy of optserve/.
+cp -r optserve/. "$pkg/optserve/"
+ln -sfn "$PWD/compiler" "$pkg/optserve/compiler"
+ln -sfn "$PWD/corpus" "$pkg/optserve/corpus"
+export PYTHONPATH="$pkg:$site${PYTHONPATH:+:$PYTHONPATH}"
+python3 -c 'import llvmlite, llvmlite.binding as llvm; assert llvmlite.__version__ == "0.47.0", llvmlite.__version__; print("llvmlite", llvmlite.__version__, "LLVM", llvm.llvm_version_info)'
+
+tar xJf "$bundle" -C "$work"
+# From $pkg: `python -m` puts the working directory first on sys.path, and the repository root's optserve/
+# lacks the compiler/ and corpus/ subpackages. Every flag is given, so no settings file (no pydantic) is read.
+(cd "$pkg" && python3 -m optserve.corpus.cli label --corpus "$work" --stage "$stage" --time-limit "$seconds" \
+  --workers "$(nproc)" --budget 1000 --candidate-timeout 20 --quiet --json "$@") | tee "$out/label_summary.json"
+
+# Pack back only the labels of the bundled shards: the other label files in the bundle are stale copies that
+# must not overwrite newer ones at home.
+(
+  cd "$work"
+  for shard in examples/*.jsonl; do
+    name=$(basename "$shard" .jsonl)
+    ls labels/*/"$name".jsonl labels/*/"$name".journal.jsonl 2>/dev/null || true
+  done
+  [ "$stage" = autotune ] || ls labels/broadcast/lists-*.json 2>/dev/null || true
+) > "$work/returned.txt"
+tar cJf "$out/labels.tar.xz" -C "$work" -T "$work/returned.txt"
+ls -l "$out"

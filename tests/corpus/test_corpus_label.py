@@ -1,0 +1,138 @@
+"""Labelling: autotuner labels per objective, the broadcast step, and resuming a killed run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from optserve.compiler.passes import validate_pass_list
+from optserve.compiler.pipeline import evaluate, oz_cost
+from optserve.corpus.journal import Journal, read_jsonl
+from optserve.corpus.label import LabelConfig, autotune_function, broadcast_function, broadcast_lists, label
+from optserve.corpus.layout import CorpusLayout
+from optserve.corpus.parallel import ProcessRunner
+
+
+def _examples(corpus):
+    layout = CorpusLayout(corpus)
+    return [e for shard in layout.shards() for e in read_jsonl(shard)]
+
+
+def _largest(corpus):
+    return max(_examples(corpus), key=lambda e: e["instructions"])
+
+
+def test_autotune_labels_both_objectives_reproducibly(built_corpus):
+    example = _largest(built_corpus)
+    record = autotune_function((example, LabelConfig(budget=40)))
+    assert record["key"] == example["id"] and record["split"] == example["split"]
+    for objective in ("instruction_count", "text_size"):
+        label_ = record[objective]
+        assert label_["oz"] == oz_cost(example["ir"], objective)
+        assert label_["best"] <= label_["oz"]
+        assert label_["compilations"] >= 40
+        pass_list = validate_pass_list(label_["pass_list"])
+        assert evaluate(example["ir"], pass_list, objective).cost == label_["best"]
+
+
+def test_broadcast_lists_are_unique_improving_lists_most_frequent_first():
+    def tuned(pass_list, best, oz=10):
+        return {"instruction_count": {"pass_list": pass_list, "best": best, "oz": oz}}
+
+    records = [
+        tuned(["-Oz"], 10),
+        tuned(["-O2", "instcombine"], 8),
+        tuned(["sroa"], 9),
+        tuned(["-O2", "instcombine"], 9),
+        tuned(["dce"], 10),  # no better than -Oz: not a broadcast list
+        {"error": "crash"},
+    ]
+    lists = broadcast_lists(records, ("instruction_count",))
+    assert lists == {"instruction_count": [["-O2", "instcombine"], ["sroa"]]}
+    assert broadcast_lists(records, ("instruction_count",), limit=1) == {
+        "instruction_count": [["-O2", "instcombine"]]
+    }
+
+
+def test_broadcast_keeps_a_strictly_better_list_from_another_function(built_corpus):
+    example = _largest(built_corpus)
+    unoptimized = evaluate(example["ir"], (), "instruction_count").cost
+    # Pretend the autotuner found nothing (no passes); the broadcast lists hold real improvements.
+    tuned = {"instruction_count": {"oz": unoptimized, "best": unoptimized, "pass_list": []}}
+    lists = {"instruction_count": [["dce"], ["-O1"], ["-Oz"]]}
+    record = broadcast_function((example, tuned, lists, LabelConfig(objectives=("instruction_count",))))
+    costs = {
+        tuple(p): evaluate(example["ir"], p, "instruction_count").cost for p in lists["instruction_count"]
+    }
+    label_ = record["instruction_count"]
+    assert label_["from"] == "broadcast" and label_["compilations"] == 3
+    assert label_["best"] == min(costs.values()) < unoptimized
+    assert costs[tuple(label_["pass_list"])] == label_["best"]
+
+
+def test_time_limit_stops_early_and_a_rerun_finishes_without_repeats(built_corpus):
+    layout = CorpusLayout(built_corpus)
+    config = LabelConfig(budget=20, objectives=("instruction_count",))
+    total = len(_examples(built_corpus))
+    first = label(
+        layout, layout.shards(), "autotune", config, ProcessRunner(2), time_limit_s=0.01, progress=False
+    )
+    assert first.stopped_early and 0 < first.functions < total
+    second = label(layout, layout.shards(), "autotune", config, ProcessRunner(2), progress=False)
+    assert second.skipped == first.functions and second.functions == total - first.functions
+    labelled = [
+        r["key"] for shard in layout.shards() for r in read_jsonl(layout.label_path("autotune", shard))
+    ]
+    assert sorted(labelled) == sorted(e["id"] for e in _examples(built_corpus))
+
+
+def _journaled(layout):
+    return {
+        k: r
+        for shard in layout.shards()
+        for k, r in Journal(layout.label_journal("autotune", shard)).records().items()
+    }
+
+
+@pytest.mark.slow  # ~15 s idle, longer on a busy machine
+def test_killed_labelling_run_resumes_without_losing_or_repeating_work(built_corpus):
+    layout = CorpusLayout(built_corpus)
+    command = [sys.executable, "-m", "optserve.corpus.cli", "label", "--corpus", str(built_corpus),
+               "--stage", "autotune", "--objectives", "instruction_count", "--budget", "150",
+               "--candidate-timeout", "20", "--workers", "2", "--quiet", "--json"]  # fmt: skip
+    process = subprocess.Popen(
+        command, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 120
+    while len(_journaled(layout)) < 3 and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert process.poll() is None, "the run finished before it could be killed; raise the budget"
+    os.killpg(process.pid, signal.SIGKILL)  # the driver and all its workers, mid-run
+    process.wait()
+
+    before = _journaled(layout)  # (also cuts off a record torn by the kill)
+    total = len(_examples(built_corpus))
+    assert 3 <= len(before) < total
+
+    resumed = subprocess.run(command, capture_output=True, text=True, timeout=300, check=True)
+    stage = json.loads(resumed.stdout)["stages"][0]
+    assert stage["skipped"] == len(before)  # nothing finished was redone
+    assert stage["functions"] == total - len(before)  # nothing unfinished was lost
+
+    final = [r for shard in layout.shards() for r in read_jsonl(layout.label_path("autotune", shard))]
+    assert sorted(r["key"] for r in final) == sorted(e["id"] for e in _examples(built_corpus))
+    by_key = {r["key"]: r for r in final}
+    assert all(by_key[key] == record for key, record in before.items())  # same records, timings included
+    assert not any(layout.label_journal("autotune", shard).exists() for shard in layout.shards())
+
+
+def test_unknown_stage_is_refused(built_corpus):
+    layout = CorpusLayout(built_corpus)
+    with pytest.raises(ValueError, match="unknown stage"):
+        label(layout, layout.shards(), "nonsense", LabelConfig(), ProcessRunner(1), progress=False)
