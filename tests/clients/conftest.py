@@ -10,12 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from clients_helpers import GRPC_PORT, HTTP_PORT, PROGRAM
 
 from optserve.config import Settings
-
-PROGRAM = Path(__file__).resolve().parent.parent / "data" / "clients" / "wordstat"
-HTTP_PORT = 28100
-GRPC_PORT = 29100
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import HTTP_PORT
+from clients_helpers import HTTP_PORT
 
 RUN_HEADLESS = Path(__file__).resolve().parents[2] / "loadtests" / "run_headless.py"
 

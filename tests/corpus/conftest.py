@@ -6,22 +6,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from corpus_helpers import FIXTURES, fixture_build_config
 
-from optserve.corpus.build import BuildConfig, build_corpus
-
-FIXTURES = Path(__file__).resolve().parent.parent / "data" / "corpus"
-FIXTURE_SOURCES = ("gcc-torture", "gcc-dg", "llvm-transforms")
-
-
-def fixture_build_config(data_dir: Path, out_dir: Path, **overrides) -> BuildConfig:
-    settings = {
-        "sources": FIXTURE_SOURCES,
-        "val_percent": 20,
-        "test_percent": 20,
-        "workers": 2,
-        "shard_size": 4,
-    } | overrides
-    return BuildConfig(data_dir=data_dir, out_dir=out_dir, **settings)
+from optserve.corpus.build import build_corpus
 
 
 @pytest.fixture

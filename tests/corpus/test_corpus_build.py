@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import fixture_build_config
+from corpus_helpers import fixture_build_config
 
 from optserve.corpus.build import build_corpus
 from optserve.corpus.layout import CorpusLayout

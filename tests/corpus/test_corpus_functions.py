@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import fixture_build_config
+from corpus_helpers import fixture_build_config
 
 from optserve.compiler.ir import instruction_count, normalize_ir, parse_ir
 from optserve.corpus.build import build_corpus

@@ -20,7 +20,6 @@ from serve_helpers import TOKEN, build_tiny_model, service_settings  # noqa: E40
 
 HTTP_PORT = 38000
 GRPC_PORT = 39000
-CORPUS = Path(__file__).resolve().parent.parent / "data" / "reliability"
 SERVE_DATA = Path(__file__).resolve().parent.parent / "data" / "serve"
 
 

@@ -10,16 +10,18 @@ import json
 import random
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import grpc
 import httpx
 import pytest
 import reliability_inputs as gen
-from conftest import CORPUS
 from serve_helpers import MAX_IR_BYTES, TOKEN
 
 from optserve.serve.client import CallError
 from optserve.v1 import optserve_pb2 as pb
+
+CORPUS = Path(__file__).resolve().parent.parent / "data" / "reliability"
 
 OK = "OK"
 
