@@ -14,9 +14,16 @@ APT_PACKAGES := clang-19 llvm-19 csmith libcsmith-dev
 serve: $(STAMP) $(PROTO_OUT)
 	$(VENV)/bin/optserve serve
 
+# One pytest process per test folder: the serve, clients and reliability folders each start their own Ray
+# Serve app (own ports and settings) once per session, and one process can host only one.
+TEST_DIRS := $(filter-out tests/data/,$(sort $(wildcard tests/*/)))
+
 test: $(STAMP) $(PROTO_OUT) system-deps
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -q -p no:cacheprovider
+	@failed=; for dir in $(TEST_DIRS); do \
+	  echo "== $$dir"; $(PY) -m pytest -q -p no:cacheprovider $$dir || failed="$$failed $$dir"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "test folders that failed:$$failed"; exit 1; fi
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
