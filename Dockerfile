@@ -42,6 +42,8 @@ RUN python -m grpc_tools.protoc -Iproto --python_out=. --grpc_python_out=. --pyi
 USER optserve
 
 EXPOSE 8000 9000
+# gRPC over TLS (serve.grpc_tls_port): the TLS front, started when serve.tls_certfile/tls_keyfile are set
+EXPOSE 9443
 HEALTHCHECK --interval=30s --timeout=5s --start-period=180s \
     CMD python -c "import sys; from optserve.serve.client import OptserveClient; \
 sys.exit(OptserveClient('localhost:9000', timeout_s=4).health() != 'SERVING')"

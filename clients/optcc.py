@@ -23,6 +23,7 @@ Environment (all optional):
   OPTCC_LOG        append one JSON line per unit to this file (costs, passes, model, fallbacks)
   OPTCC_VERBOSE    1: one line per unit on stderr, and every fallback, not just the first
   OPTSERVE_TOKEN   the service's auth token, if it has one
+  OPTSERVE_CA_CERT PEM CA certificate: call over TLS (OPTCC_SERVER then names the service's grpc_tls_port)
 """
 
 from __future__ import annotations

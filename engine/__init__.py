@@ -5,6 +5,8 @@
 - `profile`: profile.json, the model's prompt and answer format; `pass_syntax`: how it spells pass lists;
 - `grammar`: the answer regex as a token automaton (outlines_core) over the model's tokenizer;
 - `sampling`: greedy, priority sampling (Algorithm 1) and its parallel form, nucleus sampling;
-- `backend`: the decode seam; `torch_backend` and `vllm_backend` implement it;
-- `feedback`: compiler-feedback retry; `tiny_model`: a random stand-in model directory for tests.
+- `backend`: the decode seam; `torch_backend` and `vllm_backend` implement it; `llama_forward`: the torch
+  backend's compact Llama forward with an in-place KV cache (CPU decoding without framework overhead);
+- `feedback`: compiler-feedback retry; `tiny_model`: a random stand-in model directory for tests and
+  benchmarks (`--shape passformer`: the trained model's architecture).
 """

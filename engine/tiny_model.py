@@ -1,18 +1,22 @@
 """A tiny randomly initialized model directory in the bundled format, for tests and as a stand-in model.
 
     python -m optserve.engine.tiny_model OUT_DIR [--seed 0]
+    python -m optserve.engine.tiny_model OUT_DIR --shape passformer   # the trained model's architecture
+
 
 It writes what a trained model directory holds: a Hugging Face `LlamaForCausalLM` (config + safetensors,
-fp32), a byte-level BPE tokenizer trained with `tokenizers` on synthetic -O0-style IR (every pass name and
-meta flag an added single token), and `profile.json`. The weights are random (seeded, with a wide initializer
-so next-token distributions are peaked rather than flat): its pass lists are valid but uninformed. The
-trained model of issue 7 replaces it.
+fp32 or bf16), a byte-level BPE tokenizer trained with `tokenizers` on synthetic -O0-style IR (every pass
+name and meta flag an added single token), and `profile.json`. The weights are random (seeded, with a wide
+initializer so next-token distributions are peaked rather than flat): its pass lists are valid but
+uninformed. The trained model of issue 7 replaces it. `--shape passformer` gives the trained model's
+architecture (for latency work before the weights exist).
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from optserve.engine.profile import ModelProfile
@@ -75,6 +79,21 @@ def synthetic_function(rng: random.Random, name: str = "f") -> str:
     return "\n".join(lines) + "\n"
 
 
+_SYLLABLES = tuple(c + v for c in "bcdfghklmnprstvwz" for v in "aeiou") + ("str", "ptr", "len", "buf", "idx")
+
+
+def synthetic_identifiers(count: int, seed: int = 0) -> list[str]:
+    """Lines of C-like names as they appear in IR (`@get_buffer`, `%struct.node`): real code's variety of
+    identifiers, which a large BPE vocabulary needs to fill its merges."""
+    rng = random.Random(seed)
+    sigils = ("@", "%", "%struct.", "@.str.", "%")
+    lines = []
+    for _ in range(count):
+        words = ["".join(rng.choices(_SYLLABLES, k=rng.randint(1, 3))) for _ in range(rng.randint(1, 3))]
+        lines.append(f"{rng.choice(sigils)}{'_'.join(words)}")
+    return ["\n".join(lines[i : i + 50]) for i in range(0, len(lines), 50)]
+
+
 def synthetic_corpus(count: int, seed: int = 0) -> list[str]:
     rng = random.Random(seed)
     return [synthetic_function(rng, f"f{i}") for i in range(count)]
@@ -93,56 +112,73 @@ def _random_answers(count: int, seed: int) -> list[str]:
     return texts
 
 
-def train_tokenizer(texts: list[str], vocab_size: int = 1024, pass_tokens: bool = True):
-    """Byte-level BPE over `texts` (HF fast tokenizer); with `pass_tokens`, every pass name and meta flag is
-    an added single token, else pass names are spelled by BPE pieces like any other text."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
+@dataclass(frozen=True)
+class ModelShape:
+    """A Llama architecture and tokenizer size for a random model."""
 
-    from optserve.compiler.passes import META_FLAGS, PASS_NAMES
-
-    bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=["<s>", "</s>", "<pad>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    bpe.train_from_iterator(texts, trainer=trainer)
-    if pass_tokens:
-        bpe.add_tokens(
-            [AddedToken(name, normalized=False, special=False) for name in (*META_FLAGS, *PASS_NAMES)]
-        )
-    return PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>", eos_token="</s>", pad_token="<pad>")
+    hidden_size: int = 128
+    layers: int = 2
+    heads: int = 2
+    kv_heads: int = 2
+    intermediate_size: int | None = None  # None: 2 x hidden_size
+    vocab_size: int = 1024  # BPE vocabulary before the added pass-name tokens
+    tie_embeddings: bool = False
+    max_positions: int = 2048
+    storage_dtype: str = "float32"  # how the weights are saved (engines run fp32 on CPU either way)
+    corpus_functions: int = 400  # synthetic IR functions the tokenizer is trained on
+    corpus_identifiers: int = 0  # and lines of C-like names (variety for a large vocabulary)
 
 
-def build_tiny_model(out_dir: str | Path, seed: int = 0, hidden_size: int = 128, layers: int = 2) -> Path:
-    """Write a tiny random model directory to `out_dir` (tokenizer, weights, profile.json)."""
+SHAPES = {
+    "tiny": ModelShape(),
+    # The trained pass-ordering model's architecture (models/passformer/): a random model of this shape
+    # costs what the trained one costs per token, so latency work and benchmarks use it.
+    "passformer": ModelShape(
+        hidden_size=256,
+        layers=6,
+        heads=8,
+        kv_heads=2,
+        intermediate_size=768,
+        vocab_size=8192,
+        tie_embeddings=True,
+        max_positions=4096,
+        storage_dtype="bfloat16",
+        corpus_functions=2000,
+        corpus_identifiers=100_000,
+    ),
+}
+
+
+def build_tiny_model(out_dir: str | Path, seed: int = 0, shape: ModelShape | None = None) -> Path:
+    """Write a random model directory to `out_dir` (tokenizer, weights, profile.json)."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
+    shape = shape or SHAPES["tiny"]
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    tokenizer = train_tokenizer(synthetic_corpus(400, seed) + _random_answers(400, seed))
+    texts = synthetic_corpus(shape.corpus_functions, seed) + _random_answers(shape.corpus_functions, seed)
+    texts += synthetic_identifiers(shape.corpus_identifiers, seed)
+    from optserve.passlm.tokenizer import train_tokenizer
+
+    tokenizer = train_tokenizer(texts, vocab_size=shape.vocab_size)
     config = LlamaConfig(
         vocab_size=len(tokenizer),
-        hidden_size=hidden_size,
-        intermediate_size=2 * hidden_size,
-        num_hidden_layers=layers,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=2048,
+        hidden_size=shape.hidden_size,
+        intermediate_size=shape.intermediate_size or 2 * shape.hidden_size,
+        num_hidden_layers=shape.layers,
+        num_attention_heads=shape.heads,
+        num_key_value_heads=shape.kv_heads,
+        max_position_embeddings=shape.max_positions,
         initializer_range=0.2,  # wide: peaked next-token distributions, so greedy choices are not near-ties
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
-        tie_word_embeddings=False,
-        dtype="float32",
+        tie_word_embeddings=shape.tie_embeddings,
+        dtype=shape.storage_dtype,
     )
     torch.manual_seed(seed)
-    model = LlamaForCausalLM(config).eval()
+    model = LlamaForCausalLM(config).eval().to(getattr(torch, shape.storage_dtype))
     model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
     TINY_PROFILE.save(out_dir)
@@ -153,8 +189,19 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out_dir", type=Path)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="tiny", help="architecture preset")
+    for name, field_type in (("hidden-size", int), ("layers", int), ("heads", int), ("kv-heads", int)):
+        parser.add_argument(f"--{name}", type=field_type, help="override the preset")
+    parser.add_argument("--intermediate-size", type=int, help="override the preset")
+    parser.add_argument("--vocab-size", type=int, help="BPE vocabulary before added pass tokens")
     args = parser.parse_args(argv)
-    path = build_tiny_model(args.out_dir, seed=args.seed)
+    overrides = {
+        key: value
+        for key in ("hidden_size", "layers", "heads", "kv_heads", "intermediate_size", "vocab_size")
+        if (value := getattr(args, key)) is not None
+    }
+    shape = replace(SHAPES[args.shape], **overrides)
+    path = build_tiny_model(args.out_dir, seed=args.seed, shape=shape)
     size = sum(f.stat().st_size for f in path.iterdir())
     print(f"wrote {path} ({size / 1e6:.1f} MB)")
 

@@ -96,17 +96,18 @@ class GrammarLogitsProcessor(LogitsProcessor):
                 logits[index].fill_(float("-inf"))
                 logits[index, row.grammar.eos_token_id] = 0.0
                 continue
-            logits[index].masked_fill_(~self._mask(row.grammar, state, logits.shape[1]), float("-inf"))
+            logits[index].masked_fill_(self._disallowed(row.grammar, state, logits.shape[1]), float("-inf"))
         return logits
 
-    def _mask(self, grammar: TokenGrammar, state: int, vocab_size: int) -> torch.Tensor:
+    def _disallowed(self, grammar: TokenGrammar, state: int, vocab_size: int) -> torch.Tensor:
+        """True for every token `state` does not allow (built once per state, not per step)."""
         key = (grammar.regex, state)
         mask = self._masks.get(key)
         if mask is None:
             if len(self._masks) >= MAX_CACHED_MASKS:  # a vocabulary-sized tensor each: bound the memory
                 self._masks.clear()
-            mask = torch.zeros(vocab_size, dtype=torch.bool)
-            mask[list(grammar.allowed_tokens(state))] = True
+            mask = torch.ones(vocab_size, dtype=torch.bool)
+            mask[list(grammar.allowed_tokens(state))] = False
             mask = mask.to(self.device)
             self._masks[key] = mask
         return mask

@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "optserve.engine.cli",
     "optserve.corpus.cli",
     "optserve.serve.cli",
+    "optserve.passlm.cli",
 )
 
 
@@ -40,6 +41,16 @@ def emit(
 
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def command_group(subparsers: argparse._SubParsersAction, name: str, help: str) -> argparse._SubParsersAction:
+    """The subcommands of a group shared by several modules (`optserve eval looptune|passes`): the first
+    module to register creates the group, the others add to it."""
+    group = subparsers.choices.get(name)
+    if group is None:
+        group = subparsers.add_parser(name, help=help)
+        group.add_subparsers(dest="target", metavar="TARGET", required=True)
+    return next(a for a in group._actions if isinstance(a, argparse._SubParsersAction))
 
 
 def build_parser() -> argparse.ArgumentParser:

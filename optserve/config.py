@@ -67,8 +67,13 @@ class ServeSettings(_Section):
     http_port: int = Field(8000, gt=0, lt=65536)
     grpc_port: int = Field(9000, gt=0, lt=65536)
     auth_token: str | None = Field(None, description="if set, callers must present it")
-    tls_certfile: Path | None = Field(None, description="PEM certificate: HTTP is served as HTTPS")
+    tls_certfile: Path | None = Field(
+        None, description="PEM certificate: HTTP is served as HTTPS, gRPC with TLS on grpc_tls_port"
+    )
     tls_keyfile: Path | None = Field(None, description="PEM private key of tls_certfile")
+    grpc_tls_port: int = Field(
+        9443, gt=0, lt=65536, description="gRPC over TLS (with tls_*); grpc_port then serves loopback only"
+    )
     max_queued_requests: int = Field(64, gt=0, description="per deployment; then RESOURCE_EXHAUSTED/429")
     max_ongoing_requests: int = Field(8, gt=0, description="concurrent requests one ingress replica runs")
     ray_address: str | None = Field(None, description="join this Ray cluster; None starts a local one")

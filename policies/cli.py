@@ -7,14 +7,13 @@ import json
 import sys
 from pathlib import Path
 
-from optserve.cli import add_json_flag, emit
+from optserve.cli import add_json_flag, command_group, emit
 
 SEARCH_METHODS = ("greedy1", "greedy2", "beam2dfs", "beam4dfs", "beam2bfs", "beam4bfs", "random")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("eval", help="evaluate a learned model on its benchmark split")
-    targets = parser.add_subparsers(dest="target", metavar="TARGET", required=True)
+    targets = command_group(subparsers, "eval", help="evaluate a learned model on its benchmark split")
     looptune = targets.add_parser(
         "looptune", help="LoopTune policy vs searches and numpy (GFLOPS, time to schedule)"
     )

@@ -2,8 +2,10 @@
 
 HTTP: Ray Serve binds its HTTP proxy to `serve.host`, so a loopback host already keeps others out. gRPC:
 Ray Serve's gRPC proxy always listens on every interface, so the ingress enforces a loopback host itself
-by checking the caller's address. Tokens travel as `authorization: Bearer <token>` (gRPC metadata or HTTP
-header); health checks need none, so probes work without secrets.
+by checking the caller's address. With TLS configured, plaintext gRPC is for loopback callers only (the TLS
+front of serve/grpc_tls.py relays everyone else), whatever `serve.host` says. Tokens travel as
+`authorization: Bearer <token>` (gRPC metadata or HTTP header); health checks need none, so probes work
+without secrets.
 """
 
 from __future__ import annotations
@@ -49,6 +51,12 @@ def check_peer(peer: str, listen_host: str) -> None:
             ErrorKind.PERMISSION_DENIED,
             f"this service accepts calls from this host only (serve.host={listen_host}); caller {peer}",
         )
+
+
+def plaintext_grpc_host(serve_settings) -> str:
+    """The host plaintext gRPC callers must be on: loopback once gRPC has a TLS front, else `serve.host`."""
+    tls = serve_settings.tls_certfile is not None and serve_settings.tls_keyfile is not None
+    return "127.0.0.1" if tls else serve_settings.host
 
 
 def check_token(presented: str | None, expected: str | None) -> None:

@@ -14,10 +14,11 @@ from optserve.serve.deployments import CompilerWorkers, LoopTuneScheduler, PassO
 from optserve.serve.ingress import Ingress
 
 APP_NAME = "optserve"
-# The gRPC services Ray Serve's proxy registers; each RPC is routed to the ingress method of the same name.
+# The gRPC services Ray Serve's proxy registers; each RPC is routed to the ingress method of the same name,
+# which receives the request as bytes and parses it (serve/grpc_services.py says why).
 GRPC_SERVICER_FUNCTIONS = [
-    "optserve.v1.optserve_pb2_grpc.add_PassOrderingServicer_to_server",
-    "optserve.v1.optserve_pb2_grpc.add_LoopTuneServicer_to_server",
+    "optserve.serve.grpc_services.add_pass_ordering_to_server",
+    "optserve.serve.grpc_services.add_looptune_to_server",
     "optserve.serve.grpc_health.add_health_check_to_server",
 ]
 # Logical CPUs each replica reserves. Small fractions let the whole app fit on a 2-core machine; the real

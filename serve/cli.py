@@ -17,6 +17,7 @@ def register(subparsers) -> None:
     serve.add_argument("--host", help="listen address (default 127.0.0.1: this host only)")
     serve.add_argument("--http-port", type=int)
     serve.add_argument("--grpc-port", type=int)
+    serve.add_argument("--grpc-tls-port", type=int, help="gRPC over TLS (when serve.tls_certfile is set)")
     serve.add_argument(
         "--token", help="require this token from callers (else $OPTSERVE_TOKEN, serve.auth_token)"
     )
@@ -58,13 +59,23 @@ def _add_client_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", default=None, help="host:port of the gRPC API (default localhost:9000)")
     parser.add_argument("--token", default=None, help="auth token (default $OPTSERVE_TOKEN)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for an answer")
+    parser.add_argument("--tls", action="store_true", help="call over TLS (the service's grpc_tls_port)")
+    parser.add_argument(
+        "--ca-cert", help="PEM CA certificate to trust; implies --tls (default $OPTSERVE_CA_CERT)"
+    )
     add_json_flag(parser)
 
 
 def _client(args):
     from optserve.serve.client import DEFAULT_TARGET, OptserveClient
 
-    return OptserveClient(args.target or DEFAULT_TARGET, token=args.token, timeout_s=args.timeout)
+    return OptserveClient(
+        args.target or DEFAULT_TARGET,
+        token=args.token,
+        timeout_s=args.timeout,
+        tls=args.tls,
+        ca_cert=args.ca_cert,
+    )
 
 
 def _failed(err) -> int:
@@ -90,6 +101,7 @@ def _serve(args) -> int:
             ("host", args.host),
             ("http_port", args.http_port),
             ("grpc_port", args.grpc_port),
+            ("grpc_tls_port", args.grpc_tls_port),
             ("auth_token", token),
         )
         if value is not None

@@ -4,6 +4,9 @@
         answer = client.optimize(Path("f.ll").read_text(), strategy="priority", samples=10)
         print(answer.best.pipeline, answer.best.cost, answer.oz_cost)
 
+Over TLS (the service's gRPC TLS port, serve.grpc_tls_port): `OptserveClient("host:9443", tls=True,
+ca_cert="ca.pem")`; without `ca_cert` the system's root certificates are trusted.
+
 Calls raise `CallError` (status code name + the server's message) when the service answers an error.
 """
 
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 
 import grpc
 from google.protobuf import json_format
@@ -21,6 +25,7 @@ from optserve.v1 import optserve_pb2_grpc as pb_grpc
 
 DEFAULT_TARGET = "localhost:9000"
 TOKEN_ENV = "OPTSERVE_TOKEN"
+CA_CERT_ENV = "OPTSERVE_CA_CERT"  # a PEM file: turns TLS on and trusts this CA
 # The server answers its own deadline (best so far, -Oz at worst); the call waits this much longer for it.
 DEADLINE_MARGIN_S = 5.0
 DEFAULT_TIMEOUT_S = 120.0
@@ -50,19 +55,27 @@ class OptserveClient:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         max_message_bytes: int = 64 * 1024 * 1024,
         application: str | None = None,
+        tls: bool = False,
+        ca_cert: str | os.PathLike | None = None,
     ):
-        """`application`: the Ray Serve application to call, needed only when a cluster runs several."""
+        """`application`: the Ray Serve application to call, needed only when a cluster runs several.
+        `tls`: call over TLS; `ca_cert` (default $OPTSERVE_CA_CERT): PEM file of the CA to trust, and
+        implies `tls`."""
         self.timeout_s = timeout_s
         token = token if token is not None else os.environ.get(TOKEN_ENV)
         self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
         self._metadata += (("application", application),) if application else ()
-        self.channel = grpc.insecure_channel(
-            target,
-            options=[
-                ("grpc.max_send_message_length", max_message_bytes),
-                ("grpc.max_receive_message_length", max_message_bytes),
-            ],
-        )
+        options = [
+            ("grpc.max_send_message_length", max_message_bytes),
+            ("grpc.max_receive_message_length", max_message_bytes),
+        ]
+        ca_cert = ca_cert if ca_cert is not None else os.environ.get(CA_CERT_ENV) or None
+        if tls or ca_cert:
+            root_certificates = Path(ca_cert).read_bytes() if ca_cert else None
+            credentials = grpc.ssl_channel_credentials(root_certificates=root_certificates)
+            self.channel = grpc.secure_channel(target, credentials, options=options)
+        else:
+            self.channel = grpc.insecure_channel(target, options=options)
         self._pass_ordering = pb_grpc.PassOrderingStub(self.channel)
         self._looptune = pb_grpc.LoopTuneStub(self.channel)
         self._health = health_pb2_grpc.HealthStub(self.channel)

@@ -1,9 +1,10 @@
 """The ingress: the gRPC servicer methods and the HTTP/JSON API, both over one `Optimizer`.
 
 Ray Serve's proxy routes a gRPC call to the ingress method named like the RPC (`Optimize`, `Schedule`,
-`GetModelMetadata`, and `Check` of the standard `grpc.health.v1.Health` service); HTTP goes through the
-FastAPI app below. Both convert to the pydantic models of serve/schemas.py, run the same flow, and turn a
-`ServiceError` into the status it names (gRPC code, or HTTP status with a JSON error body).
+`GetModelMetadata`, and `Check` of the standard `grpc.health.v1.Health` service), with the request as raw
+bytes that the method parses (serve/grpc_services.py); HTTP goes through the FastAPI app below. Both
+convert to the pydantic models of serve/schemas.py, run the same flow, and turn a `ServiceError` into the
+status it names (gRPC code, or HTTP status with a JSON error body).
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ from optserve.config import Settings
 from optserve.engine.feedback import build_feedback
 from optserve.engine.interface import Generation, SamplingOptions
 from optserve.serve import codec, schemas
-from optserve.serve.access import TOKEN_HEADER, check_peer, check_token
+from optserve.serve.access import TOKEN_HEADER, check_peer, check_token, plaintext_grpc_host
 from optserve.serve.deployments import CompilerWorkers, LoopTuneScheduler
 from optserve.serve.errors import ErrorKind, ModelInputTooLong, ServiceError
+from optserve.serve.grpc_services import parse_request
 from optserve.serve.metrics import ServiceMetrics
 from optserve.serve.optimize import Optimizer
 from optserve.v1 import optserve_pb2 as pb
@@ -61,6 +63,13 @@ def as_service_error(err: BaseException) -> ServiceError:
         return ServiceError(ErrorKind.UNAVAILABLE, f"a backend is unavailable, retry later ({err})")
     log.exception("internal error", exc_info=err)
     return ServiceError(ErrorKind.INTERNAL, f"internal error: {type(err).__name__}: {err}")
+
+
+def _answer_error(context, err: ServiceError, empty: Any) -> Any:
+    """A gRPC error answer: the status and message on the call, an empty response message."""
+    context.set_code(err.kind.grpc_code)
+    context.set_details(err.message)
+    return empty
 
 
 class _EngineClient:
@@ -230,46 +239,50 @@ class Ingress:
     async def _grpc(self, operation: str, context, empty: Any, work: Callable[[], Awaitable[Any]]) -> Any:
         try:
             if context is not None:
-                check_peer(context.peer(), self.settings.serve.host)
+                check_peer(context.peer(), plaintext_grpc_host(self.settings.serve))
                 metadata = dict(context.invocation_metadata())
                 check_token(metadata.get(TOKEN_HEADER), self.settings.serve.auth_token)
             return await self._record(operation, "grpc", work)
         except ServiceError as err:
             if context is None:
                 raise
-            context.set_code(err.kind.grpc_code)
-            context.set_details(err.message)
-            return empty
+            return _answer_error(context, err, empty)
 
-    async def Optimize(self, request: pb.OptimizeRequest, grpc_context=None) -> pb.OptimizeResponse:
+    async def Optimize(self, request: bytes, grpc_context=None) -> pb.OptimizeResponse:
         async def work():
-            return codec.optimize_response(await self._optimize(codec.optimize_request(request)))
+            optimize_request = codec.optimize_request(parse_request(pb.OptimizeRequest, request))
+            return codec.optimize_response(await self._optimize(optimize_request))
 
         return await self._grpc("optimize", grpc_context, pb.OptimizeResponse(), work)
 
-    async def GetModelMetadata(self, request: pb.ModelMetadataRequest, grpc_context=None) -> pb.ModelMetadata:
+    async def GetModelMetadata(self, request: bytes, grpc_context=None) -> pb.ModelMetadata:
         async def work():
+            parse_request(pb.ModelMetadataRequest, request)  # no fields, but garbage is still refused
             return codec.model_metadata(await self.engine.metadata())
 
         return await self._grpc("model_metadata", grpc_context, pb.ModelMetadata(), work)
 
-    async def Schedule(self, request: pb.ScheduleRequest, grpc_context=None) -> pb.ScheduleResponse:
+    async def Schedule(self, request: bytes, grpc_context=None) -> pb.ScheduleResponse:
         async def work():
-            return codec.schedule_response(await self._schedule(codec.schedule_request(request)))
+            schedule_request = codec.schedule_request(parse_request(pb.ScheduleRequest, request))
+            return codec.schedule_response(await self._schedule(schedule_request))
 
         return await self._grpc("schedule", grpc_context, pb.ScheduleResponse(), work)
 
-    async def Check(self, request: health_pb2.HealthCheckRequest, grpc_context=None):
+    async def Check(self, request: bytes, grpc_context=None):
         """grpc.health.v1: "" = the server answers; a service name = that service can do its work now."""
-        if request.service == "":
+        try:
+            service = parse_request(health_pb2.HealthCheckRequest, request).service
+        except ServiceError as err:
+            return _answer_error(grpc_context, err, health_pb2.HealthCheckResponse())
+        if service == "":
             return health_pb2.HealthCheckResponse(status=_SERVING)
         parts = {PASS_ORDERING_SERVICE: ("model", "compiler"), LOOPTUNE_SERVICE: ("looptune",)}
-        if request.service not in parts:
-            grpc_context.set_code(ErrorKind.NOT_FOUND.grpc_code)
-            grpc_context.set_details(f"unknown service {request.service!r}")
-            return health_pb2.HealthCheckResponse()
+        if service not in parts:
+            unknown = ServiceError(ErrorKind.NOT_FOUND, f"unknown service {service!r}")
+            return _answer_error(grpc_context, unknown, health_pb2.HealthCheckResponse())
         readiness = await self._readiness()
-        ready = all(readiness[part] == "ready" for part in parts[request.service])
+        ready = all(readiness[part] == "ready" for part in parts[service])
         return health_pb2.HealthCheckResponse(status=_SERVING if ready else _NOT_SERVING)
 
     # --- HTTP ------------------------------------------------------------------------------------------

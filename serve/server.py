@@ -1,18 +1,22 @@
 """Start and stop the whole service in this process's Ray: local by default, or a cluster's address.
 
-`start` returns once every deployment is up and says where gRPC and HTTP listen.
+`start` returns once every deployment is up and says where gRPC and HTTP listen. With a TLS certificate
+configured, HTTP is HTTPS and a TLS front for gRPC (serve/grpc_tls.py) listens on `serve.grpc_tls_port`.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
-from optserve.config import Settings
+from optserve.config import ServeSettings, Settings
 
 # gRPC message limit of the proxy: room for the largest accepted module, its optimized form and object code.
 _MESSAGE_BYTES_PER_IR_BYTE = 4
 _MESSAGE_OVERHEAD_BYTES = 1 << 20
+_GRPC_TLS_ACTOR = "optserve-grpc-tls"
+_grpc_tls_front = None  # the running front's actor handle, for `stop`
 
 
 @dataclass(frozen=True)
@@ -20,7 +24,8 @@ class Endpoints:
     host: str
     http_port: int
     grpc_port: int
-    tls: bool = False  # HTTP is HTTPS (gRPC is always plaintext: Ray Serve's gRPC proxy has no TLS)
+    tls: bool = False  # HTTP is HTTPS, gRPC with TLS on grpc_tls_port, plaintext gRPC for loopback only
+    grpc_tls_port: int | None = None
 
     @property
     def http_url(self) -> str:
@@ -32,12 +37,22 @@ class Endpoints:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{'localhost' if host in ('0.0.0.0', '[::]') else host}:{self.grpc_port}"
 
+    @property
+    def grpc_tls_target(self) -> str | None:
+        if self.grpc_tls_port is None:
+            return None
+        return self.grpc_target.rsplit(":", 1)[0] + f":{self.grpc_tls_port}"
+
     def describe(self) -> str:
-        return (
-            f"optserve gRPC listening on {self.grpc_target} (all interfaces at the socket; "
-            f"callers outside loopback refused unless serve.host allows them)\n"
-            f"optserve HTTP listening on {self.http_url} (OpenAPI docs at {self.http_url}/docs)"
-        )
+        plain_callers = "loopback only" if self.tls else "outside loopback refused unless serve.host allows"
+        lines = [
+            f"optserve gRPC listening on {self.grpc_target} (all interfaces at the socket; callers "
+            f"{plain_callers})"
+        ]
+        if self.grpc_tls_target:
+            lines.append(f"optserve gRPC over TLS listening on {self.grpc_tls_target}")
+        lines.append(f"optserve HTTP listening on {self.http_url} (OpenAPI docs at {self.http_url}/docs)")
+        return "\n".join(lines)
 
 
 def start(settings: Settings, proxy_location: str = "EveryNode") -> Endpoints:
@@ -80,12 +95,51 @@ def start(settings: Settings, proxy_location: str = "EveryNode") -> Endpoints:
         ),
     )
     serve.run(build_app(settings), name=APP_NAME, route_prefix="/")
-    return Endpoints(serve_settings.host, serve_settings.http_port, serve_settings.grpc_port, bool(tls))
+    if not tls:
+        return Endpoints(serve_settings.host, serve_settings.http_port, serve_settings.grpc_port)
+    tls_port = _start_grpc_tls_front(serve_settings, message_limit)
+    return Endpoints(serve_settings.host, serve_settings.http_port, serve_settings.grpc_port, True, tls_port)
+
+
+def _start_grpc_tls_front(serve_settings: ServeSettings, message_limit: int) -> int:
+    """Start the gRPC TLS front as a Ray actor on this node, next to the Serve proxy it relays to.
+
+    An actor rather than a Serve deployment: a second Serve application would make every plaintext client
+    name its application in metadata. The actor is owned by this process like the app it fronts: Ray
+    restarts it if its process dies, and `stop` (or this process ending) takes it down.
+    """
+    global _grpc_tls_front
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from optserve.serve.grpc_tls import TlsFrontConfig, TlsFrontProcess
+
+    host = f"[{serve_settings.host}]" if ":" in serve_settings.host else serve_settings.host
+    config = TlsFrontConfig(
+        listen=f"{host}:{serve_settings.grpc_tls_port}",
+        upstream=f"127.0.0.1:{serve_settings.grpc_port}",
+        certificate_chain=Path(serve_settings.tls_certfile).read_bytes(),
+        private_key=Path(serve_settings.tls_keyfile).read_bytes(),
+        max_message_bytes=message_limit,
+    )
+    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+    front = (
+        ray.remote(TlsFrontProcess)
+        .options(num_cpus=0, max_restarts=-1, scheduling_strategy=here, name=_GRPC_TLS_ACTOR)
+        .remote(config)
+    )
+    port = ray.get(front.port.remote())  # raises here if the certificate or the port is unusable
+    _grpc_tls_front = front
+    return port
 
 
 def stop() -> None:
+    global _grpc_tls_front
     import ray
     from ray import serve
 
+    if _grpc_tls_front is not None:
+        ray.kill(_grpc_tls_front, no_restart=True)
+        _grpc_tls_front = None
     serve.shutdown()
     ray.shutdown()

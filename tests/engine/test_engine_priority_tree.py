@@ -21,7 +21,7 @@ import torch
 from optserve.engine.backend import DecodeRequest
 from optserve.engine.grammar import TokenGrammar, token_bytes
 from optserve.engine.sampling import PriorityOptions, priority_sampling
-from optserve.engine.torch_backend import _top_allowed
+from optserve.engine.torch_backend import _top_k
 
 NAMES = ("dce", "adce", "sroa")
 REGEX = "(dce|adce|sroa)( (dce|adce|sroa)){0,2}\n"
@@ -49,9 +49,8 @@ def _brute_force_leaves(model, prompt_ids, grammar):
             return
         with torch.inference_mode():
             logits = model(torch.tensor([[*prompt_ids, *prefix]])).logits[0, -1].float()
-        for rank, (token, token_logprob) in enumerate(
-            _top_allowed(logits, grammar.allowed_tokens(state), TOP_K)
-        ):
+        allowed = list(grammar.allowed_tokens(state))
+        for rank, (token, token_logprob) in enumerate(_top_k(allowed, logits[allowed], TOP_K)):
             child_priority = priority if rank == 0 else min(priority, token_logprob)
             if token == grammar.eos_token_id:
                 leaves.append((prefix, logprob + token_logprob, child_priority))

@@ -1,8 +1,9 @@
-"""A service instance of its own for the reliability tests (ports 38000 / 39000), with HTTPS on.
+"""A service instance of its own for the reliability tests (ports 38000 / 39000 / 39443), with TLS on.
 
 It reuses the serve tests' builders (tests/serve/serve_helpers.py): the same tiny stand-in model, small
 limits and token; only the ports differ, and HTTP is served over TLS with a self-signed certificate made
-here, so every HTTP call in this folder also exercises TLS.
+here, so every HTTP call in this folder also exercises TLS. The same certificate serves gRPC over TLS on
+GRPC_TLS_PORT (serve/grpc_tls.py); `grpc_client` talks plaintext gRPC over loopback, `grpc_tls_client` TLS.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from serve_helpers import TOKEN, build_tiny_model, service_settings  # noqa: E40
 
 HTTP_PORT = 38000
 GRPC_PORT = 39000
+GRPC_TLS_PORT = 39443
 SERVE_DATA = Path(__file__).resolve().parent.parent / "data" / "serve"
 
 
@@ -72,7 +74,12 @@ def rel_service(tmp_path_factory, tls_files):
     model_dir = build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
     cert, key = tls_files
     settings = service_settings(
-        model_dir, http_port=HTTP_PORT, grpc_port=GRPC_PORT, tls_certfile=str(cert), tls_keyfile=str(key)
+        model_dir,
+        http_port=HTTP_PORT,
+        grpc_port=GRPC_PORT,
+        grpc_tls_port=GRPC_TLS_PORT,
+        tls_certfile=str(cert),
+        tls_keyfile=str(key),
     )
     endpoints = server.start(settings)
     yield endpoints, settings
@@ -86,6 +93,17 @@ def grpc_client(rel_service):
 
     endpoints, _ = rel_service
     with OptserveClient(endpoints.grpc_target, token=TOKEN, timeout_s=120, application=APP_NAME) as client:
+        yield client
+
+
+@pytest.fixture(scope="session")
+def grpc_tls_client(rel_service, tls_files):
+    from optserve.serve.client import OptserveClient
+
+    endpoints, _ = rel_service
+    with OptserveClient(
+        endpoints.grpc_tls_target, token=TOKEN, timeout_s=120, ca_cert=tls_files[0]
+    ) as client:
         yield client
 
 

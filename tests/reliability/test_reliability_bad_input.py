@@ -310,10 +310,45 @@ def test_malformed_protobuf_bytes(seed, rel_service, grpc_client, https, add_ir,
         call = channel.unary_unary("/optserve.v1.PassOrdering/Optimize")
         with pytest.raises(grpc.RpcError) as caught:
             call(garbage, timeout=60, metadata=(("authorization", f"Bearer {TOKEN}"),))
-    # grpcio answers a request its deserializer rejects with UNKNOWN (not INVALID_ARGUMENT) before any
-    # optserve code runs; the message names the problem.
-    assert caught.value.code() is grpc.StatusCode.UNKNOWN, caught.value
-    assert "Error parsing message with type 'optserve.v1.OptimizeRequest'" in caught.value.details()
+    # Ray Serve's proxy passes the bytes on undecoded and the ingress parses them (serve/grpc_services.py),
+    # as the TLS front does (test_reliability_grpc_tls.py).
+    assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT, caught.value
+    assert "not a valid optserve.v1.OptimizeRequest message" in caught.value.details()
+    assert_still_serving(grpc_client, https, add_ir, reference)
+
+
+@pytest.mark.parametrize(
+    ("method", "message_type"),
+    [
+        ("/optserve.v1.LoopTune/Schedule", "optserve.v1.ScheduleRequest"),
+        ("/optserve.v1.PassOrdering/GetModelMetadata", "optserve.v1.ModelMetadataRequest"),
+        ("/grpc.health.v1.Health/Check", "grpc.health.v1.HealthCheckRequest"),
+    ],
+)
+def test_malformed_protobuf_bytes_for_every_method(
+    method, message_type, rel_service, grpc_client, https, add_ir, reference
+):
+    """A field 1 whose length is cut off: not a valid message of any type."""
+    endpoints, _ = rel_service
+    with grpc.insecure_channel(endpoints.grpc_target) as channel:
+        call = channel.unary_unary(method)
+        with pytest.raises(grpc.RpcError) as caught:
+            call(b"\x0a\xff", timeout=60, metadata=(("authorization", f"Bearer {TOKEN}"),))
+    assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT, caught.value
+    assert f"not a valid {message_type} message" in caught.value.details()
+    assert_still_serving(grpc_client, https, add_ir, reference)
+
+
+def test_malformed_protobuf_bytes_without_token_is_unauthenticated(
+    rel_service, grpc_client, https, add_ir, reference
+):
+    """The token is checked before the request is parsed: a caller without it learns nothing more."""
+    endpoints, _ = rel_service
+    with grpc.insecure_channel(endpoints.grpc_target) as channel:
+        call = channel.unary_unary("/optserve.v1.PassOrdering/Optimize")
+        with pytest.raises(grpc.RpcError) as caught:
+            call(b"\x0a\xff", timeout=60)
+    assert caught.value.code() is grpc.StatusCode.UNAUTHENTICATED, caught.value
     assert_still_serving(grpc_client, https, add_ir, reference)
 
 
@@ -325,7 +360,7 @@ def test_invalid_utf8_in_a_proto_string_field(rel_service, grpc_client, https, a
         call = channel.unary_unary("/optserve.v1.PassOrdering/Optimize")
         with pytest.raises(grpc.RpcError) as caught:
             call(payload, timeout=60, metadata=(("authorization", f"Bearer {TOKEN}"),))
-    assert caught.value.code() is grpc.StatusCode.UNKNOWN, caught.value
+    assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT, caught.value
     assert "bad UTF-8" in caught.value.details()
     assert_still_serving(grpc_client, https, add_ir, reference)
 

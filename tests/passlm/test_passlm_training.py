@@ -1,0 +1,159 @@
+"""Training pipeline of the pass-ordering model: examples, tokenizer, a short real training run, packaging."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from optserve.engine.profile import encode_example
+from optserve.engine.tiny_model import synthetic_function
+from optserve.passlm.examples import (
+    NO_PASSES,
+    PASSFORMER_PROFILE,
+    read_records,
+    training_texts,
+    write_records,
+)
+from optserve.passlm.tokenizer import chars_per_token, train_tokenizer
+
+TINY_ARCH = json.dumps(
+    {
+        "hidden_size": 32,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "intermediate_size": 64,
+        "max_position_embeddings": 512,
+    }
+)
+
+
+def _example(ir: str, pass_list: list[str], unoptimized: int, best: int) -> dict:
+    label = {"pass_list": pass_list, "unoptimized": unoptimized, "best": best, "oz": best}
+    return {"id": str(hash(ir)), "ir": ir, "labels": {"instruction_count": label}}
+
+
+def test_training_text_is_the_profile_format_and_parses_back():
+    ir = synthetic_function(random.Random(1))
+    prompt, answer = training_texts(_example(ir, ["-Oz", "sroa"], 30, 12))
+    assert prompt == PASSFORMER_PROFILE.prompt(ir)
+    assert answer == "-Oz sroa\n30 -> 12"
+    parsed = PASSFORMER_PROFILE.answer_format().parse(answer)
+    assert (parsed.pass_list, parsed.cost_before, parsed.cost_after) == (("-Oz", "sroa"), 30, 12)
+
+
+def test_an_empty_best_list_is_written_as_o0_which_the_grammar_accepts():
+    import re
+
+    _, answer = training_texts(_example(synthetic_function(random.Random(2)), [], 8, 8))
+    assert answer.startswith(" ".join(NO_PASSES) + "\n")
+    assert re.fullmatch(PASSFORMER_PROFILE.answer_format().regex(), answer)
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+    rng = random.Random(0)
+    lists = [["-Oz"], ["-O1", "newgvn"], [], ["sroa", "instcombine"]]
+    out = []
+    for i in range(60):
+        ir = synthetic_function(rng, f"f{i}")
+        prompt, answer = training_texts(_example(ir, lists[i % len(lists)], 20 + i, 10 + i % 7))
+        out.append(
+            {
+                "id": f"{i:04d}",
+                "source": "synthetic",
+                "oz": 10,
+                "best": 10,
+                "prompt": prompt,
+                "answer": answer,
+            }
+        )
+    path = tmp_path_factory.mktemp("records") / "train.jsonl.xz"
+    counts = write_records(iter(out), path)
+    assert counts == {"synthetic": 60} and read_records(path) == out
+    return path
+
+
+@pytest.fixture(scope="module")
+def tokenizer_dir(records, tmp_path_factory):
+    texts = [r["prompt"] + r["answer"] for r in read_records(records)]
+    directory = tmp_path_factory.mktemp("tokenizer")
+    train_tokenizer(texts, vocab_size=400).save_pretrained(directory)
+    return directory
+
+
+def test_tokenizer_spells_every_pass_as_one_token_and_compresses_ir(tokenizer_dir, records):
+    from transformers import AutoTokenizer
+
+    from optserve.compiler.passes import META_FLAGS, PASS_NAMES
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    for name in (*META_FLAGS, *PASS_NAMES):
+        assert len(tokenizer.encode(name, add_special_tokens=False)) == 1, name
+    prompts = [r["prompt"] for r in read_records(records)]
+    assert chars_per_token(tokenizer, prompts) > 1.5  # BPE merges, not one token per byte
+    prompt_ids, answer_ids = encode_example(PASSFORMER_PROFILE, tokenizer, prompts[0], "-Oz sroa\n3 -> 2")
+    assert prompt_ids[0] == tokenizer.bos_token_id and answer_ids[-1] == tokenizer.eos_token_id
+
+
+def test_training_run_resumes_and_packages_a_loadable_model(records, tokenizer_dir, tmp_path):
+    import torch
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    from optserve.engine.profile import ModelProfile
+    from optserve.passlm import train
+    from optserve.passlm.package import SUMMARY_FILE, package
+
+    run = tmp_path / "run"
+    common = [
+        "--data",
+        str(records),
+        "--tokenizer",
+        str(tokenizer_dir),
+        "--out",
+        str(run),
+        "--batch-tokens",
+        "4096",
+        "--arch",
+        TINY_ARCH,
+        "--eval-every",
+        "4",
+        "--warmup",
+        "2",
+    ]
+    # A run stopped at once (time limit) leaves a checkpoint and a usable final/; --resume finishes it.
+    assert train.main([*common, "--steps", "8", "--time-limit", "0"]) == 0
+    stopped = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
+    assert stopped[-1]["event"] == "stopped" and stopped[-1]["step"] == 1
+    assert train.main([*common, "--resume"]) == 0
+    log = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
+    assert log[-1]["event"] == "end" and log[-1]["step"] == 8
+    assert any(entry.get("resumed_at_step") == 1 for entry in log)
+    start = next(e for e in log if e.get("event") == "start")
+    assert start["train_examples"] + start["val_examples"] == 60
+
+    # --init-from: a second run starts from these weights
+    assert (
+        train.main(
+            [
+                *common[:5],
+                str(tmp_path / "run2"),
+                *common[6:],
+                "--steps",
+                "1",
+                "--init-from",
+                str(run / "final"),
+            ]
+        )
+        == 0
+    )
+
+    model_dir = package(run, tmp_path / "model")
+    assert ModelProfile.load(model_dir) == PASSFORMER_PROFILE
+    assert json.loads((model_dir / SUMMARY_FILE).read_text())["evaluations"]
+    model = LlamaForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    ids = torch.tensor([tokenizer.encode("<ir>\n", add_special_tokens=False)])
+    assert model(input_ids=ids).logits.shape[-1] == len(tokenizer)
