@@ -1,0 +1,184 @@
+"""Report the pass-ordering model's training: data, tokenizer, runs and curves, from the files they wrote.
+
+    python benchmarks/passlm_training_report.py --runs runs/passlm/run2 runs/passlm/run3 \
+        --tokenizer runs/passlm/tokenizer --train runs/passlm/train.jsonl.xz --test runs/passlm/test.jsonl.xz
+
+Writes docs/bench/passlm_training.md and docs/bench/passlm_training.svg (training loss and validation
+curves over the runs, which continue each other when a run was started with --init-from).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "bench"
+
+
+def read_log(run: Path) -> list[dict]:
+    """The entries of the run's last start (a reused output directory appends to its log)."""
+    entries = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines() if line.strip()]
+    starts = [i for i, e in enumerate(entries) if e.get("event") == "start"]
+    return entries[starts[-1] :] if starts else entries
+
+
+def data_stats(train: Path, test: Path, tokenizer_dir: Path) -> dict:
+    from transformers import AutoTokenizer
+
+    from optserve.passlm.examples import read_records
+    from optserve.passlm.tokenizer import chars_per_token
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    train_records, test_records = read_records(train), read_records(test)
+    answers = Counter(r["answer"].split("\n")[0] for r in train_records)
+
+    def saved(records):
+        oz = sum(r["oz"] for r in records)
+        return 100 * (oz - sum(r["best"] for r in records)) / oz
+
+    return {
+        "train": len(train_records),
+        "test": len(test_records),
+        "train_by_source": Counter(r["source"] for r in train_records),
+        "label_saved_train": saved(train_records),
+        "label_saved_test": saved(test_records),
+        "label_improved_train": sum(r["best"] < r["oz"] for r in train_records) / len(train_records),
+        "top_lists": answers.most_common(8),
+        "unique_lists": len(answers),
+        "vocab": len(tokenizer),
+        "chars_per_token_test_ir": chars_per_token(tokenizer, [r["prompt"] for r in test_records]),
+    }
+
+
+def plot(runs: list[tuple[str, list[dict]]], out: Path) -> None:
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    offset = 0
+    for name, log in runs:
+        steps = [offset + e["step"] for e in log if "loss" in e]
+        left.plot(steps, [e["loss"] for e in log if "loss" in e], label=f"{name} train (weighted)")
+        evals = [e for e in log if "val_answer_loss" in e and e.get("event") != "end"]
+        left.plot(
+            [offset + e["step"] for e in evals],
+            [e["val_answer_loss"] for e in evals],
+            "o-",
+            label=f"{name} val answer loss",
+        )
+        right.plot(
+            [offset + e["step"] for e in evals],
+            [100 * e["val_exact_answers"] for e in evals],
+            "o-",
+            label=name,
+        )
+        offset = max([offset, *steps])
+    left.set_xlabel("optimizer step")
+    left.set_ylabel("loss (nats/token)")
+    left.set_yscale("log")
+    left.legend(fontsize=7)
+    right.set_xlabel("optimizer step")
+    right.set_ylabel("validation answers exact (%)")
+    right.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=Path, nargs="+", required=True)
+    parser.add_argument("--tokenizer", type=Path, required=True)
+    parser.add_argument("--train", type=Path, required=True)
+    parser.add_argument("--test", type=Path, required=True)
+    args = parser.parse_args()
+    runs = [(run.name, read_log(run)) for run in args.runs]
+    stats = data_stats(args.train, args.test, args.tokenizer)
+    plot(runs, DOCS / "passlm_training.svg")
+    rows = []
+    for name, log in runs:
+        start = next(e for e in log if e.get("event") == "start")
+        end = next((e for e in log if e.get("event") == "end"), {})
+        last = [e for e in log if "tokens_per_s" in e]
+        rows.append(
+            f"| {name} | {start['gpu'] or start['device']} | {start['args'].get('init_from')} | "
+            f"{end.get('step', '?')} | {start['args']['lr']} | {last[-1]['elapsed_s']:.0f} | "
+            f"{sum(e['tokens_per_s'] for e in last) / len(last) / 1e3:.0f}k | "
+            f"{end.get('val_answer_loss', 0):.3f} | "
+            f"{100 * end.get('val_exact_answers', 0):.1f}% |"
+        )
+    start = next(e for e in runs[-1][1] if e.get("event") == "start")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout
+    text = f"""# Pass-ordering model: data, tokenizer, training (issue 7)
+
+Generated by `python benchmarks/passlm_training_report.py --runs {" ".join(map(str, args.runs))} --tokenizer
+{args.tokenizer} --train {args.train} --test {args.test}` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC (commit
+{commit.strip()}), from the files the runs wrote.
+
+## Data
+
+- Training examples: {stats["train"]} labelled training functions ({
+        ", ".join(f"{k} {v}" for k, v in stats["train_by_source"].most_common())
+    }); test split: {stats["test"]} labelled functions.
+- Labels: autotuner (random search + minimization, -Oz floor), budget 100 compilations per function,
+  instruction count; labelled on the lent 16-core machine (`corpus/label_remote.sh`, two 500 s calls).
+  Labels save {stats["label_saved_train"]:.2f}% of the -Oz instruction count on the
+  training functions ({100 * stats["label_improved_train"]:.1f}% of them improved), {
+        stats["label_saved_test"]:.2f}% on
+  the test split.
+- Answers: {stats["unique_lists"]} distinct pass lists; most frequent: {
+        ", ".join(f"`{k}` {v}" for k, v in stats["top_lists"])
+    }. (`-O0` stands for "no passes": the grammar has no empty list.)
+
+## Tokenizer
+
+Byte-level BPE (`tokenizers`) trained on the training prompts and answers, vocabulary {
+        stats["vocab"]
+    } (8192 BPE
++ special tokens + one added token per pass name and meta flag). **{stats["chars_per_token_test_ir"]:.2f}
+characters per token** on the test split's IR (thesis: 2.02 with Llama 2's tokenizer).
+
+## Model and runs
+
+`LlamaForCausalLM` from scratch: {json.dumps(start["arch"])}, tied embeddings, {start["params"] / 1e6:.2f}M
+parameters, bf16 weights (13 MB). Why this size: it decodes a pass list in ~80 ms greedy on one CPU core
+(docs/bench/engine.md), and the data (~21M tokens) is too small for a bigger model to pay off in one GPU
+session. Examples longer than 2048 tokens (~2%) are dropped; 2% of the training functions (by id) are the
+validation set.
+
+| run | device | init from | steps | peak lr | seconds | tokens/s | val answer loss | val exact answers |
+|---|---|---|---:|---:|---:|---:|---:|---:|
+{chr(10).join(rows)}
+
+![training curves](passlm_training.svg)
+
+Commands (the lent GPU, `run` tool, carrying `runs/passlm/train.jsonl.xz` and `runs/passlm/tokenizer`):
+
+```
+python -m optserve.passlm.examples --splits train --out runs/passlm/train.jsonl.xz
+python -m optserve.passlm.examples --splits test --out runs/passlm/test.jsonl.xz
+python -m optserve.passlm.tokenizer --data runs/passlm/train.jsonl.xz --vocab-size 8192 \\
+    --out runs/passlm/tokenizer --eval runs/passlm/test.jsonl.xz
+python3 passlm/train.py --data runs/passlm/train.jsonl.xz --tokenizer runs/passlm/tokenizer \\
+    --out /tmp/run --steps 3300 --time-limit 470 --eval-every 1000                          # run2
+python3 passlm/train.py --data runs/passlm/train.jsonl.xz --tokenizer runs/passlm/tokenizer \\
+    --out /tmp/run --init-from runs/passlm/run2/final --steps 3300 --lr 1e-3 --warmup 100 \\
+    --seed 1 --time-limit 455 --eval-every 1100                                              # run3
+python -m optserve.passlm.package runs/passlm/run3 --out models/passformer
+```
+
+The validation answer loss includes the two predicted instruction counts; it rises in run3 while the share
+of exactly reproduced answers (pass list and counts) still grows: the counts overfit first. The bundled model
+is run3's final weights (`models/passformer/training_summary.json` keeps its log summary).
+"""
+    (DOCS / "passlm_training.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
