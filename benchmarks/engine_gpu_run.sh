@@ -118,7 +118,7 @@ for dtype_name in ("float32", "bfloat16"):
     print(f"{device} {dtype_name}:", flush=True)
     report["results"][dtype_name] = asyncio.run(one(dtype_name))
     Path(json_out).write_text(json.dumps(report, indent=1))
-print(json.dumps({d: {k: round(v["p50_s"] * 1000, 1) for k, v in r.items() if "p50_s" in v}
+print(json.dumps({d: {k: round(v["p50_s"] * 1000, 1) for k, v in r.items() if isinstance(v, dict) and "p50_s" in v}
                   for d, r in report["results"].items()}))
 EOF
   ;;

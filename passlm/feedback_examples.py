@@ -1,7 +1,9 @@
 """Feedback training examples (thesis ch. 5, "Fast Feedback"): the model's own answers, compiled, fed back.
 
-    python -m optserve.passlm.feedback_examples --corpus data/corpus --splits train \
-        --limit 3000 --time-limit 1200 --out runs/passlm/feedback.jsonl.xz
+    python -m optserve.passlm.feedback_examples generate --corpus data/corpus --splits train \
+        --every 12 --limit 5000 --time-limit 960 --out runs/passlm/feedback/feedback.jsonl.xz
+    python -m optserve.passlm.feedback_examples mix --original runs/passlm/train.jsonl.xz \
+        --feedback runs/passlm/feedback/feedback.jsonl.xz --repeat 4 --out runs/passlm/feedback/mix.jsonl.xz
 
 For each labelled function: ask the model (greedy, torch backend, instruction counts decoded) for a pass list,
 compile it, and turn the outcome into the feedback text the engine appends in a retry round
@@ -13,7 +15,8 @@ list the model wrote and its actual cost), so `passlm/train.py` takes them mixed
 Records keep the function's id, so a function the trainer holds out for validation is held out in both forms.
 
 `--every K` takes every K-th labelled function in shard order (spread over all sources); `--limit` and
-`--time-limit` bound the run.
+`--time-limit` bound the run. `mix` writes the fine-tuning data: the original records, then the feedback
+records `--repeat` times (a few thousand feedback records would otherwise be a few percent of the batches).
 """
 
 from __future__ import annotations
@@ -30,7 +33,13 @@ from optserve.compiler.cost import Objective
 from optserve.compiler.pipeline import evaluate
 from optserve.engine.feedback import build_feedback
 from optserve.engine.interface import Candidate, Engine, SamplingOptions
-from optserve.passlm.examples import OBJECTIVE, PASSFORMER_PROFILE, training_texts, write_records
+from optserve.passlm.examples import (
+    OBJECTIVE,
+    PASSFORMER_PROFILE,
+    read_records,
+    training_texts,
+    write_records,
+)
 
 FIRST_TRY = SamplingOptions(predict_costs=True)  # greedy; the counts are what the feedback checks
 
@@ -100,16 +109,37 @@ def generate_records(
             yield record
 
 
+def mix_records(original: list[dict], feedback: list[dict], repeat: int) -> Iterator[dict]:
+    """The original records, then the feedback records `repeat` times (without their `first_try`)."""
+    yield from original
+    for _ in range(repeat):
+        for record in feedback:
+            yield {k: v for k, v in record.items() if k != "first_try"}
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", type=Path, default=Path("data/corpus"))
-    parser.add_argument("--splits", default="train", help="comma-separated")
-    parser.add_argument("--model-dir", type=Path, default=Path("models/passformer"))
-    parser.add_argument("--every", type=int, default=15, help="take every K-th labelled function")
-    parser.add_argument("--limit", type=int, help="at most this many records")
-    parser.add_argument("--time-limit", type=float, help="stop after this many seconds")
-    parser.add_argument("--out", type=Path, required=True, help=".jsonl or .jsonl.xz")
-    args = parser.parse_args(argv)
+    main_parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = main_parser.add_subparsers(dest="command", required=True)
+    mix = commands.add_parser("mix", help="original + feedback records for fine-tuning")
+    mix.add_argument("--original", type=Path, required=True)
+    mix.add_argument("--feedback", type=Path, required=True)
+    mix.add_argument("--repeat", type=int, default=1)
+    mix.add_argument("--out", type=Path, required=True)
+    gen = commands.add_parser("generate", help="feedback records from the model's own first tries")
+    gen.add_argument("--corpus", type=Path, default=Path("data/corpus"))
+    gen.add_argument("--splits", default="train", help="comma-separated")
+    gen.add_argument("--model-dir", type=Path, default=Path("models/passformer"))
+    gen.add_argument("--every", type=int, default=15, help="take every K-th labelled function")
+    gen.add_argument("--limit", type=int, help="at most this many records")
+    gen.add_argument("--time-limit", type=float, help="stop after this many seconds")
+    gen.add_argument("--out", type=Path, required=True, help=".jsonl or .jsonl.xz")
+    args = main_parser.parse_args(argv)
+    if args.command == "mix":
+        counts = write_records(
+            mix_records(read_records(args.original), read_records(args.feedback), args.repeat), args.out
+        )
+        print(json.dumps({"out": str(args.out), "records": sum(counts.values())}))
+        return 0
     from optserve.engine.engine import ModelEngine
 
     engine = ModelEngine.load(args.model_dir, backend="torch")
@@ -122,9 +152,15 @@ def main(argv: list[str] | None = None) -> int:
 
     def counted(stream: Iterator[dict]) -> Iterator[dict]:
         for record in stream:
-            improved.append(record["first_try"]["cost"] is not None and record["first_try"]["cost"] < record["oz"])
+            improved.append(
+                record["first_try"]["cost"] is not None and record["first_try"]["cost"] < record["oz"]
+            )
             if len(improved) % 200 == 0:
-                print(f"{len(improved)} records, {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+                print(
+                    f"{len(improved)} records, {time.monotonic() - started:.0f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
             yield record
 
     counts = write_records(counted(records), args.out)
