@@ -19,17 +19,11 @@ import random
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from optserve.engine.profile import ModelProfile
+from optserve.passlm.examples import PASSFORMER_PROFILE
 
-TINY_PROFILE = ModelProfile(
-    model_id="passformer-tiny-random",
-    prompt_template="<ir>\n{ir}</ir>\n{feedback}<answer>\n",
-    feedback_template="<feedback>\n{feedback}</feedback>\n",
-    answer_template="{pass_list}\n{cost_before} -> {cost_after}",
-    pass_syntax="optserve",
-    normalize_ir=True,
-    add_bos=True,
-    max_new_tokens=128,
+# The trained model's format, so the stand-in exercises exactly what the bundled model does.
+TINY_PROFILE = PASSFORMER_PROFILE.model_copy(
+    update={"model_id": "passformer-tiny-random", "max_new_tokens": 128}
 )
 
 _OPS = ("add nsw", "sub nsw", "mul nsw", "xor", "and", "or", "shl")

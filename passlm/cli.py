@@ -144,15 +144,3 @@ def _dumps(data) -> str:
     import json
 
     return json.dumps(data, indent=1) + "\n"
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run without the other areas' commands (e.g. on the lent machine, which has no Ray)."""
-    parser = argparse.ArgumentParser(prog="optserve")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return int(args.handler(args) or 0)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
