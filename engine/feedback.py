@@ -7,8 +7,9 @@ appended to the prompt (the profile's `feedback_template` says where) for the ne
 `rounds` retries or as soon as a round adds no new pass list.
 
 The thesis fine-tuned its model on feedback examples before it could use them; a model that never saw
-feedback in training treats the text as extra prompt. Fine-tuning on feedback needs the trained model of
-issue 7 and is not done here.
+feedback in training treats the text as extra prompt. `optserve.passlm.feedback_examples` builds such
+examples from a model's own outputs; docs/bench/engine.md compares feedback with priority sampling at an
+equal compile budget, for the bundled model and a feedback fine-tune.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
     python -m optserve.passlm.feedback_examples generate --corpus data/corpus --splits train \
         --every 12 --limit 5000 --time-limit 960 --out runs/passlm/feedback/feedback.jsonl.xz
     python -m optserve.passlm.feedback_examples mix --original runs/passlm/train.jsonl.xz \
-        --feedback runs/passlm/feedback/feedback.jsonl.xz --repeat 4 --out runs/passlm/feedback/mix.jsonl.xz
+        --feedback runs/passlm/feedback/feedback.jsonl.xz --repeat 3 --out runs/passlm/feedback/mix.jsonl.xz
 
 For each labelled function: ask the model (greedy, torch backend, instruction counts decoded) for a pass list,
 compile it, and turn the outcome into the feedback text the engine appends in a retry round
