@@ -147,7 +147,8 @@ def test_a_repeated_request_is_answered_from_the_cache(client, add_ir):
 
 def test_a_deadline_returns_the_best_found_so_far(client, sum_ir):
     started = time.monotonic()
-    response = client.optimize(sum_ir, strategy="priority", samples=20, deadline_s=0.5, bypass_cache=True)
+    # PS@20 on the stand-in takes ~0.4 s on a quiet machine; -Oz of this function takes milliseconds
+    response = client.optimize(sum_ir, strategy="priority", samples=20, deadline_s=0.15, bypass_cache=True)
     assert time.monotonic() - started < 3.0
     assert response.deadline_hit
     assert response.best.cost <= response.oz_cost
