@@ -27,9 +27,10 @@ WORKDIR /opt/optserve
 # Dependencies first (a layer that survives code changes). torch comes from PyTorch's CPU index; PyPI's
 # torchvision/torchaudio/torchcodec do not match it and break transformers, so they are removed.
 COPY pyproject.toml ./
-RUN mkdir -p optserve/v1 compiler engine kernels policies serve corpus \
+RUN mkdir -p optserve/v1 compiler engine kernels policies serve corpus clients passlm \
     && touch optserve/__init__.py optserve/v1/__init__.py compiler/__init__.py engine/__init__.py \
-       kernels/__init__.py policies/__init__.py serve/__init__.py corpus/__init__.py \
+       kernels/__init__.py policies/__init__.py serve/__init__.py corpus/__init__.py clients/__init__.py \
+       passlm/__init__.py \
     && pip install --extra-index-url https://download.pytorch.org/whl/cpu -e . \
     && pip uninstall -y torchvision torchaudio torchcodec || true
 

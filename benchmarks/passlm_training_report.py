@@ -146,10 +146,11 @@ characters per token** on the test split's IR (thesis: 2.02 with Llama 2's token
 ## Model and runs
 
 `LlamaForCausalLM` from scratch: {json.dumps(start["arch"])}, tied embeddings, {start["params"] / 1e6:.2f}M
-parameters, bf16 weights (13 MB). Why this size: it decodes a pass list in ~80 ms greedy on one CPU core
-(docs/bench/engine.md), and the data (~21M tokens) is too small for a bigger model to pay off in one GPU
-session. Examples longer than 2048 tokens (~2%) are dropped; 2% of the training functions (by id) are the
-validation set.
+parameters, bf16 weights. Why this size: it decodes a pass list within the engine's CPU latency
+goals (greedy < 100 ms on 2 cores, measured in docs/bench/engine.md), and the data
+({start["train_tokens"] / 1e6:.0f}M tokens) is too small for a bigger model to pay off in one GPU session.
+Examples longer than 2048 tokens ({start["dropped_too_long"]}) are dropped; 2% of the training functions
+(by id) are the validation set.
 
 | run | device | init from | steps | peak lr | seconds | tokens/s | val answer loss | val exact answers |
 |---|---|---|---:|---:|---:|---:|---:|---:|

@@ -2,7 +2,8 @@
 
 The top-level folders of the repository are its subpackages: ``optserve.compiler`` (compiler/),
 ``optserve.engine`` (engine/), ``optserve.kernels`` (kernels/), ``optserve.policies`` (policies/),
-``optserve.serve`` (serve/), ``optserve.clients`` (clients/) and ``optserve.corpus`` (corpus/).
+``optserve.serve`` (serve/), ``optserve.clients`` (clients/), ``optserve.corpus`` (corpus/) and
+``optserve.passlm`` (passlm/).
 This package holds the glue: configuration and the CLI.
 """
 
