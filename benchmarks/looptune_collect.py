@@ -22,7 +22,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import argparse  # noqa: E402
 import gzip  # noqa: E402
 import json  # noqa: E402
-import multiprocessing as mp  # noqa: E402
 import random  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -30,16 +29,6 @@ import zlib  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 ORDER_SEED = 7
-
-
-def nest_text(schedule) -> str:
-    return ";".join(f"{lp.index}:{lp.size}:{lp.tail}" for lp in schedule.compute)
-
-
-def _pin(queue) -> None:
-    core = queue.get()
-    if core is not None:
-        os.sched_setaffinity(0, {core})
 
 
 def collect_shape(item: tuple[str, float, float, float]) -> dict | None:
@@ -51,6 +40,7 @@ def collect_shape(item: tuple[str, float, float, float]) -> dict | None:
     from optserve.policies.env import AgentState, Evaluator
     from optserve.policies.schedule import measure_schedule
     from optserve.policies.search import beam_bfs, random_search
+    from optserve.policies.templates import nest_text
 
     m, k, n = (int(x) for x in name.removeprefix("mm").split("_"))
     spec = Benchmark(name, m, k, n).spec()
@@ -84,9 +74,8 @@ def main() -> int:
     parser.add_argument("--out", default="data/looptune/measured.json.gz")
     args = parser.parse_args()
 
-    from optserve.kernels.jit import host_description
-    from optserve.kernels.measure import peak_gflops
     from optserve.policies.dataset import train_test_split
+    from optserve.policies.evaluate import pinned_pool, run_meta
 
     start = time.time()
     train, _ = train_test_split()
@@ -94,13 +83,8 @@ def main() -> int:
     random.Random(ORDER_SEED).shuffle(order)
     stop_at = start + args.budget_s
     items = [(name, args.beam_s, args.random_s, stop_at) for name in order]
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    cores = sorted(os.sched_getaffinity(0))
-    for j in range(args.jobs):
-        queue.put(cores[(args.first_core + j) % len(cores)])
     shapes = []
-    with ctx.Pool(args.jobs, initializer=_pin, initargs=(queue,)) as pool:
+    with pinned_pool(args.jobs, args.first_core) as pool:
         for result in pool.imap_unordered(collect_shape, items, chunksize=1):
             if result is None:
                 continue
@@ -108,14 +92,7 @@ def main() -> int:
             if len(shapes) % 25 == 0:
                 measured = sum(len(s["nests"]) for s in shapes)
                 print(f"[{time.time() - start:.0f}s] {len(shapes)} shapes, {measured} nests", flush=True)
-    meta = {
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "host_target": host_description(),
-        "peak_gflops": peak_gflops(),
-        "command": "python " + " ".join(sys.argv),
-        "workers": args.jobs,
-        "seconds": time.time() - start,
-    }
+    meta = {**run_meta(args.jobs, start), "command": "python " + " ".join(sys.argv)}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(args.out, "wt") as f:
         json.dump({"meta": meta, "shapes": shapes}, f)

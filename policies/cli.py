@@ -28,7 +28,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     looptune.add_argument("--policy", default=None, help="policy.pt (default: the bundled models/looptune)")
     looptune.add_argument(
-        "--parts", default="searches,policy,numpy", help="what to run (merge separate runs with --from-json)"
+        "--parts", default="searches,policy", help="what to run (merge separate runs with --from-json)"
+    )
+    looptune.add_argument(
+        "--rounds", type=int, default=5, help="interleaved timing rounds for what is compared (default 5)"
     )
     looptune.add_argument("--jobs", type=int, default=1, help="worker processes, each pinned to one core")
     looptune.add_argument("--first-core", type=int, default=0, help="pin workers to cores first-core..")
@@ -58,6 +61,7 @@ def _eval_looptune(args: argparse.Namespace) -> int:
             policy_shapes=args.policy_shapes,
             policy_path=args.policy,
             parts=tuple(p for p in args.parts.split(",") if p),
+            rounds=args.rounds,
             jobs=args.jobs,
             first_core=args.first_core,
         )
@@ -85,7 +89,12 @@ def _eval_looptune(args: argparse.Namespace) -> int:
 
 
 def _progress(done: int, total: int, result: dict) -> None:
-    print(f"[{done}/{total}] {result['shape']} {result['method']}: {result['gflops']:.1f} GFLOPS", flush=True)
+    gflops = result["gflops"]
+    if isinstance(gflops, dict):  # a compare item: every method's result, re-timed together
+        shown = ", ".join(f"{k} {v:.1f}" for k, v in gflops.items())
+    else:
+        shown = f"{gflops:.1f}"
+    print(f"[{done}/{total}] {result['shape']} {result['method']}: {shown} GFLOPS", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

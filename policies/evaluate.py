@@ -2,12 +2,15 @@
 
 Work items run in worker processes, each pinned to its own core (no Ray: this also runs on the lent machine):
 - policy: on every benchmark of the split (or `policy_shapes` of them): inference time of the 10 greedy steps
-  (no measuring), then GFLOPS of the base schedule, the policy's final schedule, and the polish (fastest
-  schedule the rollout visited);
-- numpy: `np.matmul(a, b, out=c)` single-thread GFLOPS on the same benchmarks;
-- each search at `search_time_s` on a fixed-seed sample of `search_shapes` benchmarks.
-GFLOPS are best of 10 timed runs after 20 warm-up calls (kernels/measure.py). `report` renders the markdown
-table and the plot from the JSON results.
+  (no measuring), then the base schedule, every schedule the rollout visited and numpy's matmul, timed in
+  `rounds` interleaved rounds (kernels on shared hosts drift in speed over seconds; timing what is compared
+  alternately keeps the drift out of the ratios): the policy's final schedule, the polish (fastest visited
+  schedule), base and numpy GFLOPS all come from those rounds;
+- searches: each at `search_time_s` on a fixed-seed sample of `search_shapes` benchmarks (ranked by their
+  own measurements, as a search does); then one `compare` item per sample benchmark times the base schedule,
+  every search's result, the policy's visited schedules and numpy in interleaved rounds the same way.
+A timing is best of 10 timed runs after 20 warm-up calls (kernels/measure.py); interleaved GFLOPS are the best
+over the rounds. `report` renders the markdown table and the plot from the JSON results.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from dataclasses import dataclass
 SEARCH_METHODS = ("greedy1", "greedy2", "beam2dfs", "beam4dfs", "beam2bfs", "beam4bfs", "random")
 LONG_SEARCHES = ("beam4dfs", "beam4bfs", "random")  # these use their whole time limit: start them first
 SAMPLE_SEED = 1  # the kernels benchmark's sample seed: the 20-shape sample is a prefix of its 24
-PARTS = ("searches", "policy", "numpy")  # run separately (e.g. searches while the policy trains), then merge
+PARTS = ("searches", "policy")  # run separately (e.g. searches while the policy trains), then merge
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,7 @@ class EvalConfig:
     policy_shapes: int | None = None  # None: every benchmark of the split
     policy_path: str | None = None
     parts: tuple[str, ...] = PARTS
+    rounds: int = 5  # interleaved timing rounds for what is compared
     jobs: int = 1
     first_core: int = 0
 
@@ -58,52 +62,68 @@ def search_sample(split: str, count: int) -> list:
     return sorted(picked, key=lambda b: (b.m, b.k, b.n))
 
 
-def run_item(item: tuple[str, str, float, str | None]) -> dict:
-    """One (benchmark, method) measurement; runs in a pinned worker."""
-    name, method, time_limit, policy_path = item
-    from optserve.kernels.measure import numpy_gflops
+def run_item(item: dict) -> dict:
+    """One work item ({"shape", "method", ...}); runs in a pinned worker."""
+    import torch
+
     from optserve.kernels.schedule import Schedule
-    from optserve.policies.dataset import Benchmark
     from optserve.policies.env import AgentState, Evaluator
-    from optserve.policies.schedule import measure_schedule
+    from optserve.policies.policy import default_policy_path, load_bundle, rollout
+    from optserve.policies.schedule import measure_interleaved, measure_schedule
     from optserve.policies.search import run_search
+    from optserve.policies.templates import play
+    from optserve.policies.train import benchmark
 
-    m, k, n = (int(x) for x in name.removeprefix("mm").split("_"))
+    name, method = item["shape"], item["method"]
+    bench = benchmark(name)
+    spec = bench.spec()
+    sizes = (bench.m, bench.k, bench.n)
     row: dict = {"shape": name, "method": method, "core": sorted(os.sched_getaffinity(0))[0]}
-    if method == "numpy":
-        return {**row, "gflops": numpy_gflops(m, k, n)}
-    spec = Benchmark(name, m, k, n).spec()
-    evaluator = Evaluator(spec, measure_schedule)
-    if method == "policy":
-        import torch
-
-        from optserve.policies.policy import default_policy_path, load_bundle, polish, rollout
-
+    if method in ("policy", "compare"):
         torch.set_num_threads(1)
-        bundle = load_bundle(str(policy_path or default_policy_path()))
+        bundle = load_bundle(str(item.get("policy") or default_policy_path()))
         rollout(bundle.network, spec)  # warm-up: first torch call in this process
         start = time.perf_counter()
         visited = rollout(bundle.network, spec)
         inference_s = time.perf_counter() - start
-        base = evaluator.gflops(Schedule.base(spec))
-        final = evaluator.gflops(visited.final.schedule)
+        schedules = [s.schedule for s in visited.states]
+    if method == "policy":
         start = time.perf_counter()
-        step, best = polish(evaluator, visited)
+        gflops, numpy = measure_interleaved(spec, schedules, item["rounds"], numpy_sizes=sizes)
+        step = max(range(len(gflops)), key=lambda i: (gflops[i], -i))
         return {
             **row,
-            "gflops": final,
-            "polish_gflops": best,
-            "base_gflops": base,
+            "gflops": gflops[-1],
+            "polish_gflops": gflops[step],
+            "base_gflops": gflops[0],
+            "numpy_gflops": numpy,
             "inference_ms": inference_s * 1e3,
-            "polish_s": time.perf_counter() - start,
+            "polish_s": (time.perf_counter() - start) / item["rounds"],
             "polish_step": step,
             "predicted_gflops": bundle.predicted_gflops(spec, visited.final.schedule),
             "actions": visited.actions,
             "schedule": visited.final.schedule.text(),
-            "distinct_schedules": len({s.schedule.compute_key() for s in visited.states}),
+            "distinct_schedules": len({s.compute_key() for s in schedules}),
         }
+    if method == "compare":
+        found = {m: play(spec, actions)[-1].schedule for m, actions in item["searches"].items()}
+        gflops, numpy = measure_interleaved(
+            spec, [*schedules, *found.values()], item["rounds"], numpy_sizes=sizes
+        )
+        visited_gflops = gflops[: len(schedules)]
+        return {
+            **row,
+            "gflops": {
+                "base": visited_gflops[0],
+                "numpy": numpy,
+                "policy": visited_gflops[-1],
+                "polish": max(visited_gflops),
+                **dict(zip(found, gflops[len(schedules) :], strict=True)),
+            },
+        }
+    evaluator = Evaluator(spec, measure_schedule)
     start = time.perf_counter()
-    outcome = run_search(method, evaluator, time_limit)
+    outcome = run_search(method, evaluator, item["time_s"])
     seconds = time.perf_counter() - start
     root = AgentState(Schedule.base(spec))
     return {
@@ -123,12 +143,20 @@ def _pin(queue) -> None:
         os.sched_setaffinity(0, {core})
 
 
-def evaluate(cfg: EvalConfig, progress: Callable[[int, int, dict], None] | None = None) -> dict:
-    """Run every work item on `cfg.jobs` pinned workers; the raw results and what describes the run."""
+def pinned_pool(jobs: int, first_core: int = 0):
+    """A spawn pool of `jobs` workers, each pinned to its own core (first_core, first_core + 1, ...)."""
     import multiprocessing as mp
 
-    from optserve.kernels.jit import host_description
-    from optserve.kernels.measure import peak_gflops
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else [None]
+    for j in range(jobs):
+        queue.put(cores[(first_core + j) % len(cores)])
+    return ctx.Pool(jobs, initializer=_pin, initargs=(queue,))
+
+
+def evaluate(cfg: EvalConfig, progress: Callable[[int, int, dict], None] | None = None) -> dict:
+    """Run every work item on `cfg.jobs` pinned workers; the raw results and what describes the run."""
 
     os.environ["OPENBLAS_NUM_THREADS"] = "1"  # inherited by the spawned workers before numpy loads
     unknown = [m for m in cfg.methods if m not in SEARCH_METHODS]
@@ -142,38 +170,54 @@ def evaluate(cfg: EvalConfig, progress: Callable[[int, int, dict], None] | None 
         raise ValueError(f"unknown parts {unknown}; choose from {', '.join(PARTS)}")
     sample = search_sample(cfg.split, cfg.search_shapes)
     methods = cfg.methods if "searches" in cfg.parts else ()
-    searches = [(b.name, m, cfg.search_time_s, None) for m in methods for b in sample]
-    searches.sort(key=lambda item: item[1] not in LONG_SEARCHES)
-    names = sorted({b.name for b in benchmarks} | {b.name for b in sample})
-    items = searches
+    items = [{"shape": b.name, "method": m, "time_s": cfg.search_time_s} for m in methods for b in sample]
+    items.sort(key=lambda item: item["method"] not in LONG_SEARCHES)
     if "policy" in cfg.parts:
-        items += [(name, "policy", 0.0, cfg.policy_path) for name in names]
-    if "numpy" in cfg.parts:
-        items += [(name, "numpy", 0.0, None) for name in names]
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else [None]
-    for j in range(cfg.jobs):
-        queue.put(cores[(cfg.first_core + j) % len(cores)])
-    results = []
+        items += [
+            {"shape": b.name, "method": "policy", "policy": cfg.policy_path, "rounds": cfg.rounds}
+            for b in benchmarks
+        ]
+    results: list[dict] = []
     start = time.time()
-    with ctx.Pool(cfg.jobs, initializer=_pin, initargs=(queue,)) as pool:
+    with pinned_pool(cfg.jobs, cfg.first_core) as pool:
         for result in pool.imap_unordered(run_item, items, chunksize=1):
             results.append(result)
             if progress:
                 progress(len(results), len(items), result)
+        found: dict[str, dict[str, list[str]]] = {}
+        for r in results:
+            if r["method"] in SEARCH_METHODS:
+                found.setdefault(r["shape"], {})[r["method"]] = r["actions"]
+        compare = [
+            {"shape": s, "method": "compare", "searches": f, "policy": cfg.policy_path, "rounds": cfg.rounds}
+            for s, f in sorted(found.items())
+        ]
+        for result in pool.imap_unordered(run_item, compare, chunksize=1):
+            results.append(result)
+            if progress:
+                progress(len(results), len(items) + len(compare), result)
     return {
         "meta": {
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            "cpu": cpu_model(),
-            "host_target": host_description(),
-            "peak_gflops": peak_gflops(),
-            "workers": cfg.jobs,
-            "seconds": time.time() - start,
+            **run_meta(cfg.jobs, start),
             "config": {**cfg.__dict__, "methods": list(cfg.methods), "parts": list(cfg.parts)},
             "search_sample": [b.name for b in sample],
         },
         "results": results,
+    }
+
+
+def run_meta(workers: int, start: float) -> dict:
+    """Where and when a measuring run ran: date, CPU, LLVM target, empirical peak, workers, wall seconds."""
+    from optserve.kernels.jit import host_description
+    from optserve.kernels.measure import peak_gflops
+
+    return {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "cpu": cpu_model(),
+        "host_target": host_description(),
+        "peak_gflops": peak_gflops(),
+        "workers": workers,
+        "seconds": time.time() - start,
     }
 
 
@@ -193,26 +237,39 @@ def geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
-def summary(results: list[dict], shapes: list[str], searches: bool = True) -> list[dict]:
-    """Per method on `shapes`: mean and geomean GFLOPS, mean speedup over base, geomean ratio to numpy."""
+def method_gflops(
+    results: list[dict], shapes: list[str], searches: bool = True
+) -> dict[str, dict[str, float]]:
+    """GFLOPS per method and shape. On the search sample (`searches`): the interleaved re-measurement of every
+    method's result; otherwise the policy items' own interleaved timings."""
     by = {(r["shape"], r["method"]): r for r in results}
-    numpy = {s: by[(s, "numpy")]["gflops"] for s in shapes if (s, "numpy") in by}
+    if searches:
+        compared = {s: by[(s, "compare")]["gflops"] for s in shapes if (s, "compare") in by}
+        keys = [("numpy (1 thread)", "numpy"), ("base schedule", "base"), *((m, m) for m in SEARCH_METHODS)]
+        keys += [("policy (10 steps)", "policy"), ("policy + polish", "polish")]
+        return {label: {s: c[key] for s, c in compared.items() if key in c} for label, key in keys}
     policy = {s: by[(s, "policy")] for s in shapes if (s, "policy") in by}
-    columns: dict[str, dict[str, float]] = {
-        "numpy (1 thread)": numpy,
-        "base schedule": _base_gflops(by, shapes),
-    }
-    methods = [m for m in SEARCH_METHODS if searches and any((s, m) in by for s in shapes)]
-    for method in methods:
-        columns[f"{method}"] = {s: by[(s, method)]["gflops"] for s in shapes if (s, method) in by}
-    columns["policy (10 steps)"] = {s: r["gflops"] for s, r in policy.items()}
-    columns["policy + polish"] = {s: r["polish_gflops"] for s, r in policy.items()}
-    base = columns["base schedule"]
+    fields = [
+        ("numpy (1 thread)", "numpy_gflops"),
+        ("base schedule", "base_gflops"),
+        ("policy (10 steps)", "gflops"),
+        ("policy + polish", "polish_gflops"),
+    ]
+    return {label: {s: r[field] for s, r in policy.items()} for label, field in fields}
+
+
+def summary(results: list[dict], shapes: list[str], searches: bool = True) -> list[dict]:
+    """Per method on `shapes`: mean and geomean GFLOPS, mean speedup over base, geomean ratio to numpy (for
+    searches also their time and the geomean of the GFLOPS they measured for themselves while searching)."""
+    by = {(r["shape"], r["method"]): r for r in results}
+    columns = method_gflops(results, shapes, searches)
+    base, numpy = columns["base schedule"], columns["numpy (1 thread)"]
     rows = []
     for name, values in columns.items():
         if not values:
             continue
         g = list(values.values())
+        own = [by[(s, name)] for s in values if (s, name) in by]
         rows.append(
             {
                 "method": name,
@@ -220,20 +277,12 @@ def summary(results: list[dict], shapes: list[str], searches: bool = True) -> li
                 "mean": sum(g) / len(g),
                 "geomean": geomean(g),
                 "mean_speedup_over_base": sum(values[s] / base[s] for s in values if base.get(s)) / len(g),
-                "geomean_vs_numpy": geomean([values[s] / numpy[s] for s in values if s in numpy]),
-                "seconds": _mean([by[(s, name)].get("seconds") for s in values if (s, name) in by]),
+                "geomean_vs_numpy": geomean([values[s] / numpy[s] for s in values if numpy.get(s)]),
+                "seconds": _mean([r.get("seconds") for r in own]),
+                "own_geomean": geomean([r["gflops"] for r in own]) if own else None,
             }
         )
     return rows
-
-
-def _base_gflops(by: dict, shapes: list[str]) -> dict[str, float]:
-    """Base schedule GFLOPS per shape: as measured in the policy run, else in a search run."""
-    base = {}
-    for (shape, _method), r in by.items():
-        if shape in shapes and r.get("base_gflops") and (shape not in base or _method == "policy"):
-            base[shape] = r["base_gflops"]
-    return base
 
 
 def _mean(values: list) -> float | None:
@@ -259,11 +308,14 @@ def report(data: dict, command: str, plot_path: str | None = None) -> str:
         f"- Command: `{command}`",
         f"- Policy: {len(all_shapes)} benchmarks of the {cfg['split']} split; searches: {len(sample)} of them"
         f" (fixed-seed sample), {cfg['search_time_s']:g} s per search, every search from the base schedule.",
-        "- GFLOPS: best of 10 timed runs after 20 warm-up calls; numpy: `np.matmul(a, b, out=c)`,"
+        "- GFLOPS: a timing is best of 10 timed runs after 20 warm-up calls; what is compared on one"
+        f" benchmark (base, every result, numpy) is timed in {cfg['rounds']} interleaved rounds and keeps its"
+        " best, because core speed drifts on the lent machine. numpy: `np.matmul(a, b, out=c)`,"
         " OPENBLAS_NUM_THREADS=1. Policy = 10 greedy steps, no measuring; policy + polish = fastest of the"
-        " (at most 11) schedules the rollout visited, measured.",
+        " (at most 11) schedules the rollout visited, measured. Searches rank candidates by their own"
+        " timings (the 'own' column), then their result is re-timed with the others.",
         f"- Policy inference (10 steps, CPU, one core): median {inference[len(inference) // 2]:.1f} ms,"
-        f" max {inference[-1]:.1f} ms; polish adds {polish_s:.2f} s mean.",
+        f" max {inference[-1]:.1f} ms; polish (one round) adds {polish_s:.2f} s mean.",
         "",
         *acceptance(results, all_shapes, sample, inference[-1]),
         "",
@@ -279,21 +331,17 @@ def report(data: dict, command: str, plot_path: str | None = None) -> str:
         "",
     ]
     by = {(r["shape"], r["method"]): r for r in results}
-    base = _base_gflops(by, sample)
-    methods = [m for m in SEARCH_METHODS if any((s, m) in by for s in sample)]
+    columns = method_gflops(results, sample)
+    methods = [m for m in SEARCH_METHODS if columns[m]]
     lines.append(
         "| shape | numpy | base | " + " | ".join(methods) + " | policy | policy + polish | actions |"
     )
     lines.append("|---|---|---|" + "---|" * len(methods) + "---|---|---|")
     for s in sample:
-        p = by.get((s, "policy"), {})
-        cells = [f"{by[(s, m)]['gflops']:.1f}" if (s, m) in by else "-" for m in methods]
-        lines.append(
-            f"| {s} | {by.get((s, 'numpy'), {}).get('gflops', math.nan):.1f} | {base.get(s, math.nan):.1f} | "
-            + " | ".join(cells)
-            + f" | {p.get('gflops', float('nan')):.1f} | {p.get('polish_gflops', float('nan')):.1f}"
-            f" | `{' '.join(p.get('actions', []))}` |"
-        )
+        cells = [columns[c].get(s, math.nan) for c in ("numpy (1 thread)", "base schedule", *methods)]
+        cells += [columns[c].get(s, math.nan) for c in ("policy (10 steps)", "policy + polish")]
+        actions = " ".join(by.get((s, "policy"), {}).get("actions", []))
+        lines.append(f"| {s} | " + " | ".join(f"{v:.1f}" for v in cells) + f" | `{actions}` |")
     if plot_path:
         lines += ["", f"![LoopTune evaluation]({os.path.basename(plot_path)})"]
     return "\n".join(lines) + "\n"
@@ -308,7 +356,7 @@ def acceptance(results: list[dict], all_shapes: list[str], sample: list[str], ma
         return []
     searches = {m: r for m, r in on_sample.items() if m in SEARCH_METHODS}
     best = max(searches.values(), key=lambda r: r["geomean"]) if searches else None
-    sample_policy = on_sample["policy + polish"]
+    sample_policy = on_sample.get("policy + polish")
     lines = [
         "### Acceptance (policy + polish)",
         "",
@@ -321,7 +369,7 @@ def acceptance(results: list[dict], all_shapes: list[str], sample: list[str], ma
         f"- Policy inference: max {max_ms:.1f} ms per 10-step rollout (goal < 50 ms)"
         f" {'MET' if max_ms < 50 else 'NOT MET'}",
     ]
-    if best is not None:
+    if best is not None and sample_policy is not None:
         lines.append(
             f"- Against the best search on the {len(sample)}-benchmark sample ({best['method']}, geomean"
             f" {best['geomean']:.1f} GFLOPS): policy + polish {sample_policy['geomean']:.1f}"
@@ -333,14 +381,15 @@ def acceptance(results: list[dict], all_shapes: list[str], sample: list[str], ma
 def _summary_table(rows: list[dict]) -> list[str]:
     out = [
         "| method | benchmarks | mean GFLOPS | geomean GFLOPS | mean speedup over base | geomean vs numpy"
-        " | mean search s |",
-        "|---|---|---|---|---|---|---|",
+        " | mean search s | own geomean |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         secs = "" if r["seconds"] is None else f"{r['seconds']:.1f}"
+        own = "" if r["own_geomean"] is None else f"{r['own_geomean']:.1f}"
         out.append(
             f"| {r['method']} | {r['shapes']} | {r['mean']:.1f} | {r['geomean']:.1f} |"
-            f" {r['mean_speedup_over_base']:.2f} | {r['geomean_vs_numpy']:.2f} | {secs} |"
+            f" {r['mean_speedup_over_base']:.2f} | {r['geomean_vs_numpy']:.2f} | {secs} | {own} |"
         )
     return out
 
@@ -364,16 +413,15 @@ def plot(data: dict, path: str) -> None:
     left.set_title(
         f"{len(meta['search_sample'])} test benchmarks, searches at {meta['config']['search_time_s']:g} s"
     )
-    by = {(r["shape"], r["method"]): r for r in results}
-    shapes = [r["shape"] for r in results if r["method"] == "policy" and (r["shape"], "numpy") in by]
-    numpy = [by[(s, "numpy")]["gflops"] for s in shapes]
-    right.scatter(numpy, [by[(s, "policy")]["polish_gflops"] for s in shapes], s=8, label="policy + polish")
-    right.scatter(numpy, [by[(s, "policy")]["base_gflops"] for s in shapes], s=8, alpha=0.5, label="base")
-    top = max(numpy + [by[(s, "policy")]["polish_gflops"] for s in shapes]) * 1.05
+    policy_rows = [r for r in results if r["method"] == "policy"]
+    numpy = [r["numpy_gflops"] for r in policy_rows]
+    right.scatter(numpy, [r["polish_gflops"] for r in policy_rows], s=8, label="policy + polish")
+    right.scatter(numpy, [r["base_gflops"] for r in policy_rows], s=8, alpha=0.5, label="base")
+    top = max(numpy + [r["polish_gflops"] for r in policy_rows]) * 1.05
     right.plot([0, top], [0, top], "k--", lw=0.8, label="= numpy")
     right.set_xlabel("numpy 1-thread GFLOPS")
     right.set_ylabel("GFLOPS")
-    right.set_title(f"all {len(shapes)} test benchmarks ({meta['host_target']})")
+    right.set_title(f"all {len(policy_rows)} test benchmarks ({meta['host_target']})")
     right.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 
 from optserve.config import LoopTuneSettings
 from optserve.kernels.jit import compile_schedule, host_target
-from optserve.kernels.measure import measure, peak_gflops
+from optserve.kernels.measure import measure, numpy_gflops, peak_gflops
 from optserve.kernels.schedule import Schedule
 from optserve.kernels.spec import LoopNestSpec, SpecError
 from optserve.policies.env import Evaluator
@@ -61,6 +61,45 @@ def measure_schedule(
         return measure(kernel, runs=settings.timing_repeats, warmup_calls=settings.timing_warmup_calls).gflops
     finally:
         kernel.close()
+
+
+def measure_interleaved(
+    spec: LoopNestSpec,
+    schedules: list[Schedule],
+    rounds: int,
+    settings: LoopTuneSettings | None = None,
+    numpy_sizes: tuple[int, int, int] | None = None,
+) -> tuple[list[float], float | None]:
+    """GFLOPS of schedules that are compared with each other (and of numpy's matmul of `numpy_sizes`), best
+    of `rounds` rounds that each time every one of them once: on shared hosts a core's speed drifts over
+    seconds, so timing them alternately keeps the drift out of their ratios. Refused schedules score 0."""
+    settings = settings or LoopTuneSettings()
+    target = host_target(settings.max_kernel_statements)
+    kernels = {}
+    for schedule in schedules:
+        key = schedule.compute_key()
+        if key not in kernels:
+            try:
+                kernels[key] = compile_schedule(spec, schedule, target=target)
+            except SpecError:
+                kernels[key] = None
+    best = dict.fromkeys(kernels, 0.0)
+    best_numpy = 0.0
+    try:
+        for _ in range(rounds):
+            for key, kernel in kernels.items():
+                if kernel is not None:
+                    timing = measure(
+                        kernel, runs=settings.timing_repeats, warmup_calls=settings.timing_warmup_calls
+                    )
+                    best[key] = max(best[key], timing.gflops)
+            if numpy_sizes:
+                best_numpy = max(best_numpy, numpy_gflops(*numpy_sizes))
+    finally:
+        for kernel in kernels.values():
+            if kernel is not None:
+                kernel.close()
+    return [best[s.compute_key()] for s in schedules], best_numpy if numpy_sizes else None
 
 
 def schedule_nest(

@@ -1,17 +1,20 @@
-"""Train the LoopTune policy: a learned GFLOPS cost model, then double DQN (n-step, demonstrations) on it.
+"""Train the LoopTune policy: Q-learning from measured returns on the template tree, plus a cost model.
 
-Measuring a schedule costs ~30 ms, so rewards come from a cost model (thesis §3.10.2) fitted to GFLOPS
-measured on the target CPU (`benchmarks/looptune_collect.py`: beam and random searches on training shapes).
-The agent is a DQN-family learner run here on CPU without Ray: double DQN with n-step returns, a replay
-buffer, epsilon-greedy exploration over available actions and a soft-updated target network, with the best
-measured search trajectories in a demonstration buffer (DQfD: large-margin loss on demonstrated actions).
-Reward = (GFLOPS(s') - GFLOPS(s)) / peak with GFLOPS predicted by the cost model, 10-step episodes from the
-base schedule of a random training shape, as in the published environment.
+Measuring a schedule costs ~40 ms and the lent machine's cores drift in speed, so the policy learns from
+templates measured on every training shape (`benchmarks/looptune_templates.py`, policies/tree_q.py): exact,
+measured Bellman targets for the episodes the templates span, with a DQfD margin on the best measured action.
+A GFLOPS cost model (thesis §3.10.2) is fitted to every measured nest (looptune_collect.py and the
+template passes): it gives the service's predicted GFLOPS and the rewards of the optional DQN fine-tuning
+phase (`--iterations`, a DQN-family learner run here on CPU without Ray: double DQN with n-step returns,
+replay, epsilon-greedy exploration, a soft-updated target network and the best measured template of each shape
+as DQfD demonstrations; reward = (GFLOPS(s') - GFLOPS(s)) / peak, predicted; 10-step episodes).
 
-    python -m optserve.policies.train --data data/looptune/measured.json.gz --run runs/looptune \
-        --bundle models/looptune
+    python -m optserve.policies.train --data data/looptune/measured.json.gz \
+        --templates data/looptune/templates.json.gz data/looptune/templates_pass2.json.gz \
+        --run runs/looptune --bundle models/looptune
 
-Writes runs/<run>/learning_curve.csv, cost_model.csv, checkpoint.pt (resume with --resume) and the bundle.
+Writes runs/<run>/tree_curve.csv, cost_model.csv, tree_policy/ (and learning_curve.csv, checkpoint.pt for the
+DQN phase; resume with --resume) and the bundle.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch import nn
+from tqdm import tqdm
 
 from optserve.kernels.schedule import Loop, Schedule
 from optserve.kernels.spec import LoopNestSpec
@@ -44,6 +48,8 @@ from optserve.policies.policy import (
     network_input,
     save_bundle,
 )
+from optserve.policies.templates import padded, play
+from optserve.policies.tree_q import TemplateData, concat, fit, load_templates, offline_score, tree_rows
 
 N_ACTIONS = len(ACTIONS)
 MIN_GFLOPS = 1.0  # refused schedules (0 GFLOPS) are fitted as 1 GFLOPS: very bad, still finite in log space
@@ -59,7 +65,7 @@ class TrainConfig:
     lr: float = 3e-4
     batch: int = 256
     envs: int = 128
-    iterations: int = 120  # each: one 10-step episode in every env, then updates
+    iterations: int = 0  # DQN fine-tuning; each: one 10-step episode in every env, then updates
     updates_per_step: int = 2
     replay: int = 200_000
     demo_fraction: float = 0.25
@@ -70,6 +76,10 @@ class TrainConfig:
     tau: float = 0.01
     eval_every: int = 10
     eval_shapes: int = 128
+    tree_epochs: int = 30
+    tree_lr: float = 1e-3
+    tree_batch: int = 512
+    holdout_shapes: int = 0  # training shapes kept out of the tree phase, to score it on unseen shapes
     seed: int = 0
     device: str = "cpu"
     time_budget_s: float | None = None  # stop the DQN phase early (with a final evaluation) after this
@@ -102,7 +112,7 @@ def spec_of(bench: Benchmark) -> LoopNestSpec:
 
 
 def cost_dataset(data: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(features, log GFLOPS, shape id) of every measured nest."""
+    """(features, log GFLOPS, record id) of every measured nest (a record: one shape timed by one run)."""
     features, targets, groups = [], [], []
     for gid, record in enumerate(data["shapes"]):
         spec = benchmark(record["shape"]).spec()
@@ -121,11 +131,14 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def train_cost_model(data: dict, cfg: TrainConfig, run: Path) -> tuple[CostModel, dict]:
-    """Fit log GFLOPS on 90% of the measured shapes; report error and rank correlation on the rest."""
+    """Fit log GFLOPS on 90% of the measured shapes; report error and rank correlation (within each record of
+    a held-out shape) on the rest. Every record of a shape falls on the same side."""
     x, y, groups = cost_dataset(data)
-    n_shapes = len(data["shapes"])
+    names = sorted({r["shape"] for r in data["shapes"]})
+    n_shapes = len(names)
     rng = np.random.default_rng(cfg.seed)
-    held_out = set(rng.permutation(n_shapes)[: max(1, n_shapes // 10)].tolist())
+    held_names = {names[i] for i in rng.permutation(n_shapes)[: max(1, n_shapes // 10)]}
+    held_out = {gid for gid, r in enumerate(data["shapes"]) if r["shape"] in held_names}
     val = np.array([g in held_out for g in groups])
     dev = torch.device(cfg.device)
     xt, yt = torch.from_numpy(x[~val]).to(dev), torch.from_numpy(y[~val]).to(dev)
@@ -167,7 +180,8 @@ def train_cost_model(data: dict, cfg: TrainConfig, run: Path) -> tuple[CostModel
     meta = {
         "samples": int(len(x)),
         "shapes": n_shapes,
-        "held_out_shapes": len(held_out),
+        "held_out_shapes": len(held_names),
+        "records": len(data["shapes"]),
         "val_rmse_log": rows[-1]["val_rmse_log"],
         "val_spearman_per_shape": float(np.nanmean(rhos)),
         "val_top1_within_10pct": float(np.mean(top_hits)),
@@ -246,6 +260,18 @@ def n_step_transitions(obs, actions, rewards, masks, gamma: float, n: int) -> tu
         discount = np.full(len(ret), gamma**horizon if end < steps else 0.0, np.float32)
         out.append((obs[t], actions[t], ret, obs[end], masks[end], discount))
     return tuple(np.concatenate([o[i] for o in out]) for i in range(6))
+
+
+def template_demos(templates: TemplateData, shape_ids: list[int]) -> list[tuple[Benchmark, list[str]]]:
+    """The best measured template of each shape, padded to a full episode."""
+    demos = []
+    for s in shape_ids:
+        bench = benchmark(templates.shapes[s])
+        actions = templates.templates[int(np.nanargmax(templates.value[s]))]
+        states = play(spec_of(bench), actions)
+        if states is not None:
+            demos.append((bench, padded(actions, states[-1])))
+    return demos
 
 
 def demo_episodes(data: dict) -> list[tuple[Benchmark, list[str]]]:
@@ -329,8 +355,16 @@ def write_csv(path: Path, rows: list[dict]) -> None:
 
 
 def train_dqn(
-    data: dict, cost_model: CostModel, cfg: TrainConfig, run: Path, resume: bool
+    data: dict,
+    cost_model: CostModel,
+    cfg: TrainConfig,
+    run: Path,
+    resume: bool,
+    demos: list[tuple[Benchmark, list[str]]] | None = None,
+    init: QNetwork | None = None,
 ) -> tuple[QNetwork, dict]:
+    """DQN on cost-model rewards, with `demos` (default: the collection's best search trajectories) as DQfD
+    demonstrations; starts from `init` (skipping demonstration pretraining) when given."""
     random.seed(cfg.seed)
     np_rng = np.random.default_rng(cfg.seed)
     torch.manual_seed(cfg.seed)
@@ -339,8 +373,10 @@ def train_dqn(
     train, _ = train_test_split()
     eval_shapes = random.Random(cfg.seed + 1).sample(train, cfg.eval_shapes)
     q, target = QNetwork(list(cfg.q_hidden)).to(cfg.device), QNetwork(list(cfg.q_hidden)).to(cfg.device)
+    if init is not None:
+        q.load_state_dict(init.state_dict())
     opt = torch.optim.Adam(q.parameters(), lr=cfg.lr)
-    demos = replay_demos(demo_episodes(data), predicted, peak, cfg)
+    demo_buffer = replay_demos(demos if demos is not None else demo_episodes(data), predicted, peak, cfg)
     replay = Replay(cfg.replay)
     curve: list[dict] = []
     start_iteration, start = 0, time.time()
@@ -355,8 +391,9 @@ def train_dqn(
         print(f"resumed at iteration {start_iteration} (replay refills from new episodes)")
     else:
         target.load_state_dict(q.state_dict())
-        for i in range(cfg.pretrain_updates):
-            loss = td_loss(q, target, demos.sample(np_rng, cfg.batch, cfg.device), cfg.margin)
+        loss = torch.zeros(())
+        for i in range(0 if init is not None else cfg.pretrain_updates):
+            loss = td_loss(q, target, demo_buffer.sample(np_rng, cfg.batch, cfg.device), cfg.margin)
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -374,8 +411,8 @@ def train_dqn(
             }
         )
         print(curve[-1])
-        # the imitation-only network, kept to compare with the DQN-trained one on held-out shapes
-        save_bundle(run / "pretrained_policy", q, {"algorithm": "DQfD demonstration pretraining only"})
+        # the network before the DQN phase, kept to compare with the DQN-trained one on held-out shapes
+        save_bundle(run / "pretrained_policy", q, {"algorithm": "before the DQN phase"})
     loss_value = float("nan")
     for iteration in range(start_iteration, cfg.iterations):
         frac = iteration / max(1, cfg.iterations - 1)
@@ -420,7 +457,7 @@ def train_dqn(
             loss = td_loss(q, target, replay.sample(np_rng, cfg.batch - n_demo, cfg.device))
             loss = (
                 loss
-                + td_loss(q, target, demos.sample(np_rng, n_demo, cfg.device), cfg.margin)
+                + td_loss(q, target, demo_buffer.sample(np_rng, n_demo, cfg.device), cfg.margin)
                 * n_demo
                 / cfg.batch
             )
@@ -467,6 +504,55 @@ def train_dqn(
     return q.cpu(), meta
 
 
+# ---- Q-learning on the measured template tree ---------------------------------------------------------
+
+
+def train_tree(templates: TemplateData, cfg: TrainConfig, run: Path) -> tuple[QNetwork, dict]:
+    """Fit the Q-network to the measured tree (policies/tree_q.py); score it on fitted and held-out shapes."""
+    test_names = {b.name for b in train_test_split()[1]}
+    leaked = test_names.intersection(templates.shapes)
+    if leaked:
+        raise ValueError(f"template data holds {len(leaked)} test-split shapes (e.g. {sorted(leaked)[0]})")
+    ids = list(range(len(templates.shapes)))
+    random.Random(cfg.seed).shuffle(ids)
+    held_out, fitted = ids[: cfg.holdout_shapes], ids[cfg.holdout_shapes :]
+    start = time.time()
+    rows = concat(
+        [
+            tree_rows(spec_of(benchmark(templates.shapes[s])), templates.templates, templates.value[s])
+            for s in tqdm(fitted, desc="template trees", unit="shape", disable=None)
+        ]
+    )
+    torch.manual_seed(cfg.seed)
+    q = QNetwork(list(cfg.q_hidden)).to(cfg.device)
+    curve: list[dict] = []
+
+    def logged(epoch: int, loss: float) -> None:
+        curve.append({"epoch": epoch + 1, "loss": loss, "seconds": time.time() - start})
+        print(json.dumps(curve[-1]), flush=True)
+
+    fit(q, rows, cfg.tree_epochs, cfg.tree_lr, cfg.tree_batch, cfg.margin, cfg.seed, cfg.device, logged)
+    write_csv(run / "tree_curve.csv", curve)
+    q = q.cpu()
+
+    def spec_by_name(name: str) -> LoopNestSpec:
+        return spec_of(benchmark(name))
+
+    meta = {
+        "algorithm": "Q-learning from measured returns on the template tree, DQfD margin",
+        "templates": len(templates.templates),
+        "template_passes": templates.passes,
+        "shapes_fitted": len(fitted),
+        "tree_rows": int(len(rows.obs)),
+        "score_fitted_shapes": offline_score(q, templates, fitted[:300], spec_by_name),
+        "score_held_out_shapes": offline_score(q, templates, held_out, spec_by_name) if held_out else None,
+        "config": vars(cfg),
+    }
+    print(json.dumps({k: meta[k] for k in ("score_fitted_shapes", "score_held_out_shapes")}))
+    save_bundle(run / "tree_policy", q, meta)
+    return q, meta
+
+
 @torch.no_grad()
 def greedy_choices(q: QNetwork, obs: np.ndarray, masks: np.ndarray, device: str) -> np.ndarray:
     values = q(torch.from_numpy(obs).to(device)).cpu()
@@ -481,10 +567,16 @@ def soft_update(target: nn.Module, source: nn.Module, tau: float) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default="data/looptune/measured.json.gz", help="looptune_collect.py output")
+    parser.add_argument(
+        "--data", nargs="*", default=["data/looptune/measured.json.gz"], help="looptune_collect.py outputs"
+    )
+    parser.add_argument("--templates", nargs="*", default=[], help="looptune_templates.py passes")
     parser.add_argument("--run", default="runs/looptune", help="folder for curves and checkpoints")
     parser.add_argument("--bundle", default="models/looptune", help="where to write the served policy")
-    parser.add_argument("--iterations", type=int, default=TrainConfig.iterations)
+    parser.add_argument("--tree-epochs", type=int, default=TrainConfig.tree_epochs)
+    parser.add_argument("--margin", type=float, default=TrainConfig.margin, help="DQfD large-margin")
+    parser.add_argument("--holdout-shapes", type=int, default=0, help="training shapes kept out of the tree")
+    parser.add_argument("--iterations", type=int, default=0, help="DQN fine-tuning iterations (0: none)")
     parser.add_argument("--envs", type=int, default=TrainConfig.envs)
     parser.add_argument("--cost-epochs", type=int, default=TrainConfig.cost_epochs)
     parser.add_argument("--pretrain-updates", type=int, default=TrainConfig.pretrain_updates)
@@ -492,13 +584,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu", help="torch device for the updates (cpu, cuda)")
     parser.add_argument("--time-budget-s", type=float, default=None, help="end the DQN phase after this")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
-    parser.add_argument("--resume", action="store_true", help="continue from <run>/checkpoint.pt")
+    parser.add_argument(
+        "--resume", action="store_true", help="continue the DQN phase from <run>/checkpoint.pt"
+    )
     args = parser.parse_args(argv)
+    if not args.templates and args.iterations <= 0:
+        parser.error("nothing to train: give --templates, or --iterations for the DQN phase")
     cfg = TrainConfig(
         iterations=args.iterations,
         envs=args.envs,
         cost_epochs=args.cost_epochs,
         pretrain_updates=args.pretrain_updates,
+        tree_epochs=args.tree_epochs,
+        margin=args.margin,
+        holdout_shapes=args.holdout_shapes,
         seed=args.seed,
         device=args.device,
         time_budget_s=args.time_budget_s,
@@ -506,7 +605,13 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     run = Path(args.run)
     run.mkdir(parents=True, exist_ok=True)
-    data = load_measured(Path(args.data))
+    collections = [load_measured(Path(p)) for p in args.data]
+    passes = [load_measured(Path(p)) for p in args.templates]
+    meta_source = (collections or passes)[0]["meta"]
+    data = {
+        "meta": meta_source,
+        "shapes": [r for c in collections for r in c["shapes"]] + [r for p in passes for r in p["shapes"]],
+    }
     cost_path = run / "cost_model.pt"
     if args.resume and cost_path.is_file():
         saved = torch.load(cost_path, weights_only=False)
@@ -516,16 +621,23 @@ def main(argv: list[str] | None = None) -> int:
     else:
         cost_model, cost_meta = train_cost_model(data, cfg, run)
         torch.save({"state": cost_model.state_dict(), "meta": cost_meta}, cost_path)
-    q, meta = train_dqn(data, cost_model, cfg, run, args.resume)
+    q, meta, demos = None, {}, None
+    if args.templates:
+        templates = load_templates([Path(p) for p in args.templates])
+        q, meta = train_tree(templates, cfg, run)
+        demos = template_demos(templates, list(range(len(templates.shapes))))
+    if cfg.iterations > 0:
+        q, dqn_meta = train_dqn(data, cost_model, cfg, run, args.resume, demos=demos, init=q)
+        meta = {**meta, "dqn": dqn_meta}
     meta.update(
         {
             "cost_model": cost_meta,
             "command": "python -m optserve.policies.train " + " ".join(sys.argv[1:]),
-            "trained_for": data["meta"]["host_target"],
-            "peak_gflops": data["meta"]["peak_gflops"],
+            "trained_for": meta_source["host_target"],
+            "peak_gflops": meta_source["peak_gflops"],
         }
     )
-    save_bundle(Path(args.bundle), q, meta, cost_model, cost_meta)
+    save_bundle(Path(args.bundle), q, meta, cost_model, cost_meta)  # type: ignore[arg-type]
     print(f"bundle written to {args.bundle}")
     return 0
 

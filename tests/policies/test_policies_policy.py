@@ -176,13 +176,21 @@ def test_bundle_for_other_features_is_refused(tmp_path):
         load_bundle(str(tmp_path / "missing.pt"))
 
 
-def test_evaluation_item_measures_base_policy_and_polish_and_renders_a_report():
+def test_evaluation_items_time_what_they_compare_together_and_render_a_report():
     from optserve.policies.evaluate import report, run_item
 
-    policy_row = run_item(("mm64_64_64", "policy", 0.0, None))
+    policy_row = run_item({"shape": "mm64_64_64", "method": "policy", "rounds": 2})
     assert len(policy_row["actions"]) == 10 and policy_row["inference_ms"] > 0
     assert policy_row["polish_gflops"] >= max(policy_row["gflops"], policy_row["base_gflops"]) > 0
-    numpy_row = run_item(("mm64_64_64", "numpy", 0.0, None))
+    assert policy_row["numpy_gflops"] > 0
+    search = ["split_4", "down", "swap_down"]
+    search_row = {"shape": "mm64_64_64", "method": "beam4dfs", "gflops": 1.0, "actions": search}
+    compare_row = run_item(
+        {"shape": "mm64_64_64", "method": "compare", "searches": {"beam4dfs": search}, "rounds": 2}
+    )
+    timed = compare_row["gflops"]
+    assert set(timed) == {"base", "numpy", "policy", "polish", "beam4dfs"}
+    assert timed["polish"] >= timed["policy"] > 0 and timed["beam4dfs"] > 0
     data = {
         "meta": {
             "date": "now",
@@ -190,13 +198,15 @@ def test_evaluation_item_measures_base_policy_and_polish_and_renders_a_report():
             "host_target": "target",
             "workers": 1,
             "peak_gflops": 1.0,
-            "config": {"split": "test", "search_time_s": 1.0},
+            "config": {"split": "test", "search_time_s": 1.0, "rounds": 2},
             "search_sample": ["mm64_64_64"],
         },
-        "results": [policy_row, numpy_row],
+        "results": [policy_row, search_row, compare_row],
     }
     text = report(data, "optserve eval looptune")
     assert "| policy + polish | 1 |" in text and "Acceptance" in text
+    # the search's row shows its re-timed GFLOPS, and the geomean it measured for itself (1.0) beside it
+    assert f"| beam4dfs | 1 | {timed['beam4dfs']:.1f} |" in text and "| 1.0 |" in text
 
 
 @pytest.mark.slow  # ~10-30 s: fits a cost model and runs a few DQN iterations twice
