@@ -74,7 +74,7 @@ def candidate_pool(
     from_data: int = 300,
 ) -> list[tuple[str, ...]]:
     """Action sequences of the candidate structures (see the module docstring), in a fixed order."""
-    vectorizable = {s: a for s, a in reachable.items() if s.split()[-1] == vector_index}
+    vectorizable = {s: a for s, a in reachable.items() if s.split()[-1].rstrip("0123456789") == vector_index}
     picked = [s for s in vectorizable if len(s.split()) - 3 <= max_splits]
     if measured_shapes:
         near_best: Counter[str] = Counter()

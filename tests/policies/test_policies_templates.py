@@ -47,6 +47,7 @@ def test_reachable_structures_keep_the_shortest_sequence():
     assert all(len(actions) <= 3 for actions in found.values())
     pool = candidate_pool(found, "n", max_splits=1)
     assert ("split_4",) in pool and ("down", "swap_down") not in pool  # m n k: innermost k, not vectorizable
+    assert ("down", "down", "split_16") in pool  # m k n n16: a split innermost n is still vectorizable
 
 
 def test_play_stops_where_an_action_is_unavailable_and_padding_keeps_the_schedule():
