@@ -1,9 +1,9 @@
 """Write docs/bench/looptune.md: the lent-machine evaluation (tables, plot) and how the policy was trained.
 
-    python benchmarks/looptune_report.py --eval runs/lent/eval.json --earlier runs/lent/eval_earlier.json \
-        --train runs/looptune_tree --holdout runs/looptune_holdout \
-        --templates data/looptune/templates.json.gz data/looptune/templates_pass2.json.gz \
-            data/looptune/templates_pass3.json.gz --out docs/bench/looptune.md
+    python benchmarks/looptune_report.py --eval runs/lent3/eval.json --earlier runs/lent3/eval_earlier.json \
+        --train runs/looptune_v2 --holdout runs/looptune_v2_holdout \
+        --templates data/looptune/templates_v2.json.gz data/looptune/templates_v2_pass2.json.gz \
+        --out docs/bench/looptune.md
 
 `--eval`/`--earlier` come from benchmarks/looptune_lent_run.sh; `--train` and `--holdout` are run folders of
 `python -m optserve.policies.train` (the bundled policy, and the same training with shapes held out).
@@ -139,7 +139,8 @@ def template_section(paths: list[Path]) -> list[str]:
     ]
     out.append(
         "- Agreement between passes of a template's log GFLOPS relative to its shape's mean: correlation"
-        f" {min(pairs):.2f}-{max(pairs):.2f}. The policy learns from the mean over passes."
+        f" {' to '.join(sorted({f'{min(pairs):.2f}', f'{max(pairs):.2f}'}))}. The policy learns from the mean"
+        " over passes."
     )
     return out
 
@@ -213,13 +214,14 @@ REPRODUCE = [
     "",
     "1. Templates, lent machine (carry `.carry/llvmlite047.tar.xz` and the earlier collection; each call"
     " `source benchmarks/looptune_lent_setup.sh; cd /tmp`): pass 1 `python3 benchmarks/looptune_templates.py"
-    " --jobs 15 --first-core 1 --pool-shapes 60 --templates 64 --budget-s 505 --old-data"
-    " data/looptune/measured.json.gz --out $OUT/templates.json.gz`; passes 2 and 3 re-time its templates:"
-    " `--templates-from data/looptune/templates.json.gz [--rounds 2]`. Keep them under data/looptune/.",
+    " --jobs 15 --first-core 1 --pool-shapes 45 --templates 64 --budget-s 530 --old-data"
+    " data/looptune/measured.json.gz --out $OUT/templates_v2.json.gz`; pass 2 re-times its templates:"
+    " `--templates-from data/looptune/templates_v2.json.gz --rounds 2 --budget-s 480 --out"
+    " $OUT/templates_v2_pass2.json.gz`. Keep them under data/looptune/.",
     "2. Training, any machine (~10 min on 2 cores): `python -m optserve.policies.train --data"
-    " data/looptune/measured.json.gz --templates data/looptune/templates.json.gz"
-    " data/looptune/templates_pass2.json.gz data/looptune/templates_pass3.json.gz --run runs/looptune_tree"
-    " --bundle models/looptune` (add `--holdout-shapes 176` for the held-out score).",
+    " data/looptune/measured.json.gz --templates data/looptune/templates_v2.json.gz"
+    " data/looptune/templates_v2_pass2.json.gz --run runs/looptune_v2 --bundle models/looptune`"
+    " (add `--holdout-shapes 176` for the held-out score).",
     "3. Evaluation, one lent-machine call: `bash benchmarks/looptune_lent_run.sh 60 20 <earlier policy.pt>`"
     " (the earlier policy: `git show c77f2dd:models/looptune/policy.pt`, and its policy.json, in one folder)"
     " (= `optserve eval looptune --split test --search-shapes 20 --search-time 60 --jobs 15"
