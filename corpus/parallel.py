@@ -128,7 +128,7 @@ class RayRunner:
 
         self._owns_ray = not ray.is_initialized()
         if self._owns_ray:
-            ray.init(address=None if address == "local" else address, log_to_driver=False)
+            ray.init(address=address, log_to_driver=False)  # "local": a new instance, never a stale one
         self._ray = ray
         self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
         self.window = self.workers * window_per_cpu

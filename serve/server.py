@@ -73,7 +73,9 @@ def start(settings: Settings, proxy_location: str = "EveryNode") -> Endpoints:
     os.environ["RAY_SERVE_GRPC_MAX_MESSAGE_SIZE"] = str(message_limit)
     if not ray.is_initialized():
         ray.init(
-            address=serve_settings.ray_address,
+            # "local" starts a new instance: Ray would otherwise join whatever /tmp/ray/ray_current_cluster
+            # names, even a cluster left behind by a killed service
+            address=serve_settings.ray_address or "local",
             num_cpus=None if serve_settings.ray_address else serve_settings.ray_num_cpus,
             include_dashboard=False,
             log_to_driver=False,
