@@ -14,6 +14,7 @@ import dataclasses
 
 import pytest
 import torch
+from engine_helpers import assert_same_candidates
 
 from optserve.engine.backend import DecodeRequest
 from optserve.engine.engine import ModelEngine
@@ -94,10 +95,7 @@ def test_compact_and_transformers_forward_give_the_same_candidates(engines, samp
     compact, plain = engines
     fast = asyncio.run(compact.generate(sample_ir, options))
     slow = asyncio.run(plain.generate(sample_ir, options))
-    assert [c.pass_list for c in fast.candidates] == [c.pass_list for c in slow.candidates]
-    for a, b in zip(fast.candidates, slow.candidates, strict=True):
-        assert a.logprob == pytest.approx(b.logprob, abs=1e-3)
-        assert a.priority == pytest.approx(b.priority, abs=1e-4)
+    assert_same_candidates(fast, slow)
 
 
 def _naive_greedy(model, grammar, prompt_ids, max_new_tokens):
