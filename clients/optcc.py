@@ -24,6 +24,9 @@ Environment (all optional):
   OPTCC_VERBOSE    1: one line per unit on stderr, and every fallback, not just the first
   OPTSERVE_TOKEN   the service's auth token, if it has one
   OPTSERVE_CA_CERT PEM CA certificate: call over TLS (OPTCC_SERVER then names the service's grpc_tls_port)
+  OPTCC_CAPTURE    DIR: capture mode for corpus building (see capture.py): save the unit's IR exactly as
+                   optcc would send it, then compile the command unchanged with clang; no service call
+  OPTCC_CAPTURE_TAG  a label stored with each captured unit (e.g. the Debian package being built)
 """
 
 from __future__ import annotations
@@ -119,6 +122,13 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     clang = os.environ.get("OPTCC_CLANG", "clang-19")
     job = plain_compile(args)
+    if os.environ.get("OPTCC_CAPTURE"):
+        from optserve.clients.capture import capture_unit
+
+        if job is not None:
+            ir_mode = os.environ.get("OPTCC_IR", "oz").strip().lower()
+            capture_unit(Path(os.environ["OPTCC_CAPTURE"]), clang, job, IR_MODES.get(ir_mode, IR_MODES["oz"]))
+        return _run([clang, *args])
     if job is None:
         return _run([clang, *args])
     try:
