@@ -131,6 +131,7 @@ def main() -> int:
     optcc = str(Path(sys.executable).with_name("optcc"))
     optcc_env = {
         "CC": optcc,
+        "CFLAGS": "-Oz",  # optcc takes over size builds only; zlib's own default is -O3
         "OPTCC_SERVER": args.server,
         "OPTCC_STRATEGY": args.strategy,
         "OPTCC_SAMPLES": str(args.samples),

@@ -28,7 +28,7 @@ def capture_unit(directory: Path, clang: str, job: CompileJob, ir_mode_flags: tu
     units.mkdir(parents=True, exist_ok=True)
     scratch = units / f".partial-{os.getpid()}.bc"
     step = subprocess.run(
-        [clang, *job.ir_flags, *ir_mode_flags, "-c", job.source, "-o", str(scratch)],
+        [clang, *job.ir_flags, *ir_mode_flags, "-x", job.language, "-c", job.source, "-o", str(scratch)],
         stdin=subprocess.DEVNULL,
         capture_output=True,
     )

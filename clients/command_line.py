@@ -1,13 +1,28 @@
-"""Read a C compiler command line: is it one plain compile of C to an object file that optcc can take over?
+"""Read a C or C++ compiler command line: does optcc take this unit over, and at which size level?
 
-optcc takes a command only when it is `-c` of exactly one `.c` file to one object file, with nothing but flags
-whose whole effect is carried in the IR (preprocessor, language, warnings, debug info, target CPU, PIC and
-IR-level code generation switches). Everything else (linking, -E, -S, -M/-MM, -emit-llvm, assembler input,
-several inputs, codegen-only flags such as -ffunction-sections or -mcmodel, anything unknown) goes to clang
-unchanged, because the service's code generator would not honour it.
+optcc behaves like ccache: invisible except for its benefit. It takes a command over only when the command is
+one plain compile (`-c` of exactly one C or C++ source to one object file, with nothing but flags whose whole
+effect is carried in the IR) *and* the build asks for size. Every other command runs on the user's clang
+exactly as given (same arguments, same object, same exit status).
 
--O flags are not forwarded: optcc replaces the optimization level. -MD/-MMD dependency files are written by
-the IR step, named as clang names them for the object file.
+| command line (one `-c` of one C/C++ source to one object)  | optcc                                 |
+|-------------------------------------------------------------|---------------------------------------|
+| effective `-Os` or `-Oz` (the last -O flag wins, as in clang)| takes it over at that level           |
+| no -O flag                                                  | clang unchanged; with                 |
+|                                                             | OPTCC_DEFAULT_LEVEL=s or z: taken over|
+| `-O0`, `-O`, `-O1`..`-O3`, `-Ofast`, `-Og`                  | clang unchanged; with OPTCC_FORCE=1:  |
+|                                                             | taken over at -Oz (or the default)    |
+| `-g...` (debug info), at a size level                       | taken over; an object without debug   |
+|                                                             | info is never chosen                  |
+| `-flto*`, `-S`, `-E`, `-emit-llvm`, `-M`/`-MM`, linking,    | clang unchanged                       |
+| several inputs, assembler and other languages (`.s`, `.m`,  |                                       |
+| `.i`, `-x assembler`, ...), `-o -`, stdin                   |                                       |
+| codegen-only flags (`-ffunction-sections`, `-mcmodel=`,     | clang unchanged: the service's code   |
+| `-gz`, `-gsplit-dwarf`, ...), any flag optcc does not know  | generator would not honour them       |
+
+C sources are `.c` (or `-x c`); C++ sources are `.cc`, `.cpp`, `.cxx`, `.C` (or `-x c++`). Either entry
+point (optcc, optcc++) takes either language: the compiler it wraps (clang-19, clang++-19) decides how.
+-MD/-MMD dependency files are written by clang's own compile of the unit, named as clang names them.
 """
 
 from __future__ import annotations
@@ -16,6 +31,8 @@ import os
 import re
 from dataclasses import dataclass
 
+SIZE_LEVELS = ("-Os", "-Oz")
+SOURCE_LANGUAGES = {".c": "c", ".cc": "c++", ".cpp": "c++", ".cxx": "c++", ".C": "c++"}
 # Flags whose value is the next argument (when not joined), kept for the IR step.
 _KEPT_WITH_VALUE = frozenset(
     {"-I", "-D", "-U", "-include", "-imacros", "-isystem", "-iquote", "-idirafter", "-isysroot", "--sysroot"}
@@ -40,42 +57,96 @@ _KEPT_EXACT = frozenset(
         "-fno-delete-null-pointer-checks",
         "-fexceptions",
         "-fno-exceptions",
+        "-fcxx-exceptions",
+        "-fno-cxx-exceptions",
+        "-frtti",
+        "-fno-rtti",
         "-fstack-clash-protection",
         "-fno-plt",
     }
 )
 # Joined flags kept for the IR step: preprocessor, language, diagnostics, debug info, target CPU, and -f
 # switches that clang lowers into IR (attributes, metadata, module flags) rather than codegen options.
+# Debug flags that only steer the assembler or the object's layout (-gz, -gsplit-dwarf) are not kept, nor
+# -grecord-command-line (it would record optcc's scratch file names).
 _KEPT_PATTERN = re.compile(
     r"""-[IDU].+
-    |-std=.+|-W(?![alp],).*|-g(?!split-dwarf).*|-m(arch|tune|cpu)=.+|--sysroot=.+
-    |-fvisibility=.+|-f(no-)?(strict-aliasing|common|builtin(-.+)?|stack-protector(-.+)?|omit-frame-pointer
+    |-std=.+|-stdlib=.+|-W(?![alp],).*|-g(?!split-dwarf|z|record-).*|-m(arch|tune|cpu)=.+|--sysroot=.+
+    |-fvisibility=.+|-fvisibility-inlines-hidden|-ftemplate-depth=.+|-fconstexpr-.+=.+
+    |-f(no-)?(strict-aliasing|common|builtin(-.+)?|stack-protector(-.+)?|omit-frame-pointer
         |signed-char|unsigned-char|color-diagnostics|asynchronous-unwind-tables|unwind-tables|cf-protection(=.+)?
-        |math-errno|trapping-math|finite-math-only|fast-math)
+        |math-errno|trapping-math|finite-math-only|fast-math|threadsafe-statics|char8_t)
     |-fdiagnostics-.+|-fmessage-length=.+|-f(file|debug|macro)-prefix-map=.+""",
     re.VERBOSE,
 )
 _OPTIMIZATION = re.compile(r"-O(\d+|s|z|g|fast)?")
 _DEPENDENCY_MODES = frozenset({"-MD", "-MMD"})
 _DEPENDENCY_WITH_VALUE = frozenset({"-MF", "-MT", "-MQ"})
+_LANGUAGES = frozenset(SOURCE_LANGUAGES.values())
 
 
 @dataclass(frozen=True)
 class CompileJob:
-    """One plain compile optcc takes over: `source` (C) to the object file `output`."""
+    """One plain compile: `source` (C or C++) to the object file `output`."""
 
     source: str
     output: str
-    ir_flags: tuple[str, ...]  # the command's flags minus -c, -o and -O*, plus dependency-file names
+    language: str  # "c" or "c++": the IR step passes it as `-x`, whatever the file is called
+    level: str | None  # the -O flag in effect (the last one given), None when there is none
+    ir_flags: tuple[str, ...]  # the command's flags minus -c, -o, -x, -O*, dependency flags and the source
+    compile_args: tuple[str, ...]  # the command minus -o, -O* and dependency flags: clang's own compile
+    dependency_flags: tuple[str, ...] = ()  # -MD/-MMD/-MP/-MF/-MT/-MQ, files and targets named after output
+
+    def clang_args(self, level: str, output: str) -> list[str]:
+        """The unit's own clang compile at `level` into `output` (its dependency file named as the user's)."""
+        return [*self.compile_args, *self.dependency_flags, level, "-o", output]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What optcc does with one command: take `job` over at `level`, or pass it through (`level` None)."""
+
+    job: CompileJob | None
+    level: str | None
+    reason: str  # why it passes through; empty when taken over
+
+
+def decide(args: list[str], default_level: str | None = None, force: bool = False) -> Decision:
+    """Apply the table above to `args` (the compiler's arguments without the program name).
+
+    `default_level` (-Os/-Oz, from OPTCC_DEFAULT_LEVEL) is the level of units with no -O flag; `force`
+    (OPTCC_FORCE) takes over units at non-size levels too, at `default_level` or -Oz."""
+    parsed = _parse(args)
+    if isinstance(parsed, str):
+        return Decision(None, None, parsed)
+    if parsed.level in SIZE_LEVELS:
+        return Decision(parsed, parsed.level, "")
+    if force:
+        return Decision(parsed, default_level or "-Oz", "")
+    if parsed.level is None:
+        if default_level is not None:
+            return Decision(parsed, default_level, "")
+        return Decision(parsed, None, "no -O flag (OPTCC_DEFAULT_LEVEL=z takes such units over)")
+    return Decision(parsed, None, f"{parsed.level} is not a size level (OPTCC_FORCE=1 takes it over)")
 
 
 def plain_compile(args: list[str]) -> CompileJob | None:
-    """The compile job in `args` (clang's arguments without the program name), or None to pass through."""
+    """The compile job in `args` whatever its -O level, or None when the command is not one plain compile."""
+    parsed = _parse(args)
+    return None if isinstance(parsed, str) else parsed
+
+
+def _parse(args: list[str]) -> CompileJob | str:
+    """The compile job in `args`, or why the command is not one plain compile optcc can take."""
     compile_only = False
     output = None
-    sources: list[str] = []
+    sources: list[tuple[str, str]] = []
+    language = None  # the -x in effect for the next input
+    level = None
     ir_flags: list[str] = []
-    dependency_flags: dict[str, str] = {}
+    compile_args: list[str] = []
+    dependency_flags: list[str] = []
+    named: set[str] = set()
     wants_dependencies = False
     position = 0
     while position < len(args):
@@ -83,48 +154,73 @@ def plain_compile(args: list[str]) -> CompileJob | None:
         position += 1
         if arg == "-c":
             compile_only = True
+            compile_args.append(arg)
         elif arg == "-o" or (arg.startswith("-o") and len(arg) > 2):
             if output is not None or (arg == "-o" and position >= len(args)):
-                return None
+                return "-o given twice or without a file"
             output = arg[2:] if arg != "-o" else args[position]
             position += arg == "-o"
-        elif arg == "-x":
-            if position >= len(args) or args[position] != "c":
-                return None
-            position += 1
+        elif arg == "-x" or (arg.startswith("-x") and len(arg) > 2):
+            if arg == "-x" and position >= len(args):
+                return "-x without a language"
+            language = arg[2:] if arg != "-x" else args[position]
+            position += arg == "-x"
+            if language not in _LANGUAGES and language != "none":
+                return f"language {language} is neither C nor C++"
+            language = None if language == "none" else language
+            compile_args += ["-x", language or "none"]
         elif _OPTIMIZATION.fullmatch(arg):
-            continue
+            level = arg
         elif arg in _DEPENDENCY_MODES or arg == "-MP":
             wants_dependencies = wants_dependencies or arg != "-MP"
-            ir_flags.append(arg)
+            dependency_flags.append(arg)
         elif arg in _DEPENDENCY_WITH_VALUE:
             if position >= len(args):
-                return None
-            dependency_flags[arg] = args[position]
-            ir_flags += [arg, args[position]]
+                return f"{arg} without a value"
+            dependency_flags += [arg, args[position]]
+            named.add(arg)
             position += 1
         elif arg in _KEPT_WITH_VALUE:
             if position >= len(args):
-                return None
+                return f"{arg} without a value"
             ir_flags += [arg, args[position]]
+            compile_args += [arg, args[position]]
             position += 1
         elif arg in _KEPT_EXACT or _KEPT_PATTERN.fullmatch(arg):
             ir_flags.append(arg)
-        elif not arg.startswith("-") and arg.endswith(".c"):
-            sources.append(arg)
-        else:  # unknown flag, other inputs (.s, .o, ...), `-` (stdin), -E/-S/-M/-MM/-emit-llvm/...
-            return None
-    if not compile_only or len(sources) != 1 or output in ("-", ""):
-        return None
-    output = output or os.path.splitext(os.path.basename(sources[0]))[0] + ".o"
+            compile_args.append(arg)
+        elif not arg.startswith("-"):
+            source_language = language or SOURCE_LANGUAGES.get(os.path.splitext(arg)[1])
+            if source_language is None:
+                return f"input {arg} is not a C or C++ source"
+            sources.append((arg, source_language))
+            compile_args.append(arg)
+        else:  # an unknown flag, `-` (stdin), -E/-S/-M/-MM/-emit-llvm/-flto/...
+            return f"{arg} is not a flag optcc takes over"
+    if not compile_only:
+        return "not a compile to an object (-c)"
+    if len(sources) != 1:
+        return f"{len(sources)} sources: optcc takes one unit per command"
+    if output in ("-", ""):
+        return "object written to stdout"
+    source, source_language = sources[0]
+    output = output or os.path.splitext(os.path.basename(source))[0] + ".o"
     if wants_dependencies:  # name the dependency file and its target after the object, as clang does
-        if "-MF" not in dependency_flags:
-            ir_flags += ["-MF", os.path.splitext(output)[0] + ".d"]
-        if "-MT" not in dependency_flags and "-MQ" not in dependency_flags:
-            ir_flags += ["-MT", output]
-    return CompileJob(source=sources[0], output=output, ir_flags=tuple(ir_flags))
+        if "-MF" not in named:
+            dependency_flags += ["-MF", os.path.splitext(output)[0] + ".d"]
+        if "-MT" not in named and "-MQ" not in named:
+            dependency_flags += ["-MQ", output]
+    return CompileJob(
+        source=source,
+        output=output,
+        language=source_language,
+        level=level,
+        ir_flags=tuple(ir_flags),
+        compile_args=tuple(compile_args),
+        dependency_flags=tuple(dependency_flags),
+    )
 
 
 def with_optimization(args: list[str], level: str) -> list[str]:
-    """`args` with every -O flag replaced by one `level` (e.g. -Oz), for the fallback compile."""
+    """`args` with every -O flag replaced by one `level` (e.g. -Oz)."""
     return [arg for arg in args if not _OPTIMIZATION.fullmatch(arg)] + [level]

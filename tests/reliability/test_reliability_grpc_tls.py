@@ -348,7 +348,7 @@ def test_optcc_compiles_through_tls(rel_service, tls_files, tmp_path):
     }
     optcc = Path(sys.executable).with_name("optcc")
     done = subprocess.run(
-        [optcc, "-c", str(source), "-o", str(tmp_path / "unit.o")],
+        [optcc, "-Oz", "-c", str(source), "-o", str(tmp_path / "unit.o")],
         env=environment,
         capture_output=True,
         text=True,
