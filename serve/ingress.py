@@ -13,16 +13,18 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from grpc_health.v1 import health_pb2
 from ray import serve
 from ray.exceptions import RayActorError, RayTaskError
 from ray.serve.exceptions import BackPressureError, DeploymentUnavailableError
 from ray.serve.handle import DeploymentHandle
+from starlette.exceptions import HTTPException
 
 import optserve
 from optserve.compiler.cache import ResultCache
@@ -35,6 +37,7 @@ from optserve.serve.deployments import CompilerWorkers, LoopTuneScheduler
 from optserve.serve.errors import ErrorKind, ModelInputTooLong, ServiceError
 from optserve.serve.grpc_services import parse_request
 from optserve.serve.metrics import ServiceMetrics
+from optserve.serve.openapi import install_contract
 from optserve.serve.optimize import Optimizer
 from optserve.v1 import optserve_pb2 as pb
 
@@ -115,8 +118,30 @@ api = FastAPI(
         "Errors are JSON `{error: {code, message}}` with the gRPC status name as `code`."
     ),
 )
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    status: {"model": schemas.ErrorResponse} for status in (400, 401, 403, 413, 429, 503, 504)
+
+
+def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` for the error statuses a route can answer, each with the JSON error body."""
+    return {status: {"model": schemas.ErrorResponse} for status in statuses}
+
+
+# 403 is gRPC's alone (loopback-only callers); 413 needs a body; 500: -Oz itself failed on the module.
+_WORK_ERRORS = _errors(400, 401, 413, 429, 500, 503, 504)
+_READ_ERRORS = _errors(401, 503)
+_MODEL_ERRORS = _errors(401, 404, 503)
+# The model answered "not ready", or the engine could not be asked (the JSON error body).
+_NOT_READY_OR_UNAVAILABLE = {
+    "description": "the model is not ready, or the engine is unavailable",
+    "content": {
+        "application/json": {
+            "schema": {
+                "anyOf": [
+                    {"$ref": "#/components/schemas/ModelReadiness"},
+                    {"$ref": "#/components/schemas/ErrorResponse"},
+                ]
+            }
+        }
+    },
 }
 
 
@@ -140,6 +165,15 @@ async def _limit_body_size(request: Request, call_next):
 @api.exception_handler(ServiceError)
 async def _service_error_response(request: Request, err: ServiceError) -> JSONResponse:
     return JSONResponse(err.to_json(), status_code=err.kind.http_status)
+
+
+@api.exception_handler(HTTPException)
+async def _http_error_response(request: Request, err: HTTPException) -> JSONResponse:
+    """Starlette's own refusals (unreadable body, unknown path, wrong method) in the API's error body."""
+    kind = next((kind for kind in ErrorKind if kind.http_status == err.status_code), None)
+    code = kind.grpc_code.name if kind is not None else HTTPStatus(err.status_code).name
+    body = {"error": {"code": code, "message": str(err.detail)}}
+    return JSONResponse(body, status_code=err.status_code, headers=err.headers)
 
 
 @api.exception_handler(RequestValidationError)
@@ -176,6 +210,7 @@ class Ingress:
         api.state.max_body_bytes = (
             self.settings.compiler.max_ir_bytes * _BODY_BYTES_PER_IR_BYTE + _BODY_OVERHEAD_BYTES
         )
+        install_contract(api, self.settings)
 
     # --- the operations, shared by both protocols ----------------------------------------------------
 
@@ -291,58 +326,69 @@ class Ingress:
         check_token(authorization, self.settings.serve.auth_token)
         return await self._record(operation, "http", work)
 
-    @api.post("/v1/optimize", response_model_exclude_none=True, responses=_ERRORS)
+    @api.post("/v1/optimize", response_model_exclude_none=True, responses=_WORK_ERRORS)
     async def http_optimize(
         self, body: schemas.OptimizeRequest, authorization: str | None = Header(None)
     ) -> schemas.OptimizeResponse:
         """The best pass list for an LLVM module: ranked candidates, -Oz cost, timings, model version."""
         return await self._http("optimize", authorization, lambda: self._optimize(body))
 
-    @api.post("/v1/schedule", response_model_exclude_none=True, responses=_ERRORS)
+    @api.post("/v1/schedule", response_model_exclude_none=True, responses=_WORK_ERRORS)
     async def http_schedule(
         self, body: schemas.ScheduleRequest, authorization: str | None = Header(None)
     ) -> schemas.ScheduleResponse:
         """A loop schedule for a tensor contraction: loop order, splits, actions and GFLOPS."""
         return await self._http("schedule", authorization, lambda: self._schedule(body))
 
-    @api.get("/v1/model", responses=_ERRORS)
+    @api.get("/v1/model", responses=_READ_ERRORS)
     async def http_model(self, authorization: str | None = Header(None)) -> schemas.ModelMetadata:
         """The pass-ordering model: id, version (content hash), backend, readiness and limits."""
         return await self._http("model_metadata", authorization, self.engine.metadata)
 
     # KServe v2-style health and metadata (https://kserve.github.io/website/latest/modelserving/data_plane/v2_protocol/)
     @api.get("/v2")
-    async def http_server_metadata(self) -> dict:
-        return {"name": "optserve", "version": api.version, "extensions": ["grpc", "looptune"]}
+    async def http_server_metadata(self) -> schemas.ServerMetadata:
+        return schemas.ServerMetadata(name="optserve", version=api.version, extensions=["grpc", "looptune"])
 
     @api.get("/v2/health/live")
-    async def http_live(self) -> dict:
-        return {"live": True}
+    async def http_live(self) -> schemas.Liveness:
+        return schemas.Liveness(live=True)
 
-    @api.get("/v2/health/ready")
+    @api.get(
+        "/v2/health/ready",
+        response_model=schemas.Readiness,
+        responses={503: {"model": schemas.Readiness, "description": "a part is not ready"}},
+    )
     async def http_ready(self) -> JSONResponse:
         parts = await self._readiness()
         ready = all(state == "ready" for state in parts.values())
-        return JSONResponse({"ready": ready, "parts": parts}, status_code=200 if ready else 503)
+        body = schemas.Readiness(ready=ready, parts=parts)
+        return JSONResponse(body.model_dump(), status_code=200 if ready else 503)
 
-    @api.get("/v2/models/{name}", responses=_ERRORS)
-    async def http_kserve_model(self, name: str, authorization: str | None = Header(None)) -> dict:
+    @api.get("/v2/models/{name}", responses=_MODEL_ERRORS)
+    async def http_kserve_model(
+        self, name: str, authorization: str | None = Header(None)
+    ) -> schemas.KServeModelMetadata:
         metadata = await self._named_model(name, authorization)
-        return {
-            "name": metadata.name,
-            "versions": [metadata.version] if metadata.version else [],
-            "platform": f"optserve-{metadata.backend}",
-            "inputs": [{"name": "ir", "datatype": "BYTES", "shape": [1]}],
-            "outputs": [{"name": "pass_list", "datatype": "BYTES", "shape": [-1]}],
-            "ready": metadata.ready,
-            "reason": metadata.reason,
-        }
+        return schemas.KServeModelMetadata(
+            name=metadata.name,
+            versions=[metadata.version] if metadata.version else [],
+            platform=f"optserve-{metadata.backend}",
+            inputs=[schemas.TensorMetadata(name="ir", datatype="BYTES", shape=[1])],
+            outputs=[schemas.TensorMetadata(name="pass_list", datatype="BYTES", shape=[-1])],
+            ready=metadata.ready,
+            reason=metadata.reason,
+        )
 
-    @api.get("/v2/models/{name}/ready", responses=_ERRORS)
+    @api.get(
+        "/v2/models/{name}/ready",
+        response_model=schemas.ModelReadiness,
+        responses=_MODEL_ERRORS | {503: _NOT_READY_OR_UNAVAILABLE},
+    )
     async def http_kserve_model_ready(self, name: str, authorization: str | None = Header(None)):
         metadata = await self._named_model(name, authorization)
-        body = {"name": metadata.name, "ready": metadata.ready, "reason": metadata.reason}
-        return JSONResponse(body, status_code=200 if metadata.ready else 503)
+        body = schemas.ModelReadiness(name=metadata.name, ready=metadata.ready, reason=metadata.reason)
+        return JSONResponse(body.model_dump(), status_code=200 if metadata.ready else 503)
 
     async def _named_model(self, name: str, authorization: str | None) -> schemas.ModelMetadata:
         metadata = await self._http("model_metadata", authorization, self.engine.metadata)
@@ -351,7 +397,8 @@ class Ingress:
             raise ServiceError(ErrorKind.NOT_FOUND, message)
         return metadata
 
-    @api.get("/metrics")
+    # Prometheus text exposition, not JSON: PlainTextResponse makes the OpenAPI say text/plain.
+    @api.get("/metrics", response_class=PlainTextResponse, responses=_errors(401))
     async def http_metrics(self, authorization: str | None = Header(None)) -> Response:
         check_token(authorization, self.settings.serve.auth_token)
         return Response(self.metrics.render(), media_type=self.metrics.content_type)

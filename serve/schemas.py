@@ -34,12 +34,61 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class OptimizeRequest(_Model):
+class _Request(_Model):
+    """A request body: what the OpenAPI calls an integer or a boolean is taken as one, not coerced from
+    strings, floats or 0/1 (JSON integers still count as numbers)."""
+
+    model_config = ConfigDict(strict=True)
+
+
+UINT32_MAX = 2**32 - 1  # the proto's uint32: HTTP takes no more than gRPC can carry
+
+# Constraints the OpenAPI states but the flow checks itself, with messages that name the problem (the gRPC
+# path runs the same checks): exactly one of `ir` and `ir_bitcode` set, not null, and several samples only
+# for the strategies that draw several (serve/optimize.py); the einsum's shape and positive sizes
+# (kernels/spec.py). The settings' limits are added by serve/openapi.py. The examples are what /docs shows
+# and what schemathesis sends first: requests that succeed, so the answers' schemas get checked too.
+_EXAMPLE_IR = "define i32 @add(i32 %a, i32 %b) {\n  %sum = add nsw i32 %a, %b\n  ret i32 %sum\n}\n"
+_OPTIMIZE_REQUEST_SCHEMA = {
+    "oneOf": [
+        {"required": ["ir"], "properties": {"ir": {"type": "string"}}},
+        {"required": ["ir_bitcode"], "properties": {"ir_bitcode": {"type": "string"}}},
+    ],
+    "anyOf": [
+        {"required": ["strategy"], "properties": {"strategy": {"enum": ["priority", "nucleus"]}}},
+        {"properties": {"samples": {"const": 1}}},
+    ],
+    "examples": [{"ir": _EXAMPLE_IR, "strategy": "priority", "samples": 2, "deadline_s": 10}],
+}
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_TENSOR = rf"\s*{_NAME}\s*\[[^\]]*\]\s*"
+EINSUM_SCHEMA = {"pattern": rf"^{_TENSOR}\+={_TENSOR}\*{_TENSOR}$", "maxLength": 1000}
+SIZES_SCHEMA = {"minProperties": 1, "additionalProperties": {"type": "integer", "minimum": 1}}
+_SCHEDULE_REQUEST_SCHEMA = {
+    "examples": [
+        {
+            "einsum": "C[m,n] += A[m,k] * B[k,n]",
+            "sizes": {"m": 64, "k": 64, "n": 64},
+            "method": "greedy1",
+            "time_limit_s": 2,
+        }
+    ]
+}
+
+
+class OptimizeRequest(_Request):
+    model_config = ConfigDict(json_schema_extra=_OPTIMIZE_REQUEST_SCHEMA)
+
     ir: str | None = Field(None, description="textual LLVM IR of one module")
-    ir_bitcode: Base64Bytes | None = Field(None, description="LLVM bitcode, base64 (instead of `ir`)")
+    # Not strict: base64 text is what this field takes (as bytes once decoded).
+    ir_bitcode: Base64Bytes | None = Field(
+        None, strict=False, description="LLVM bitcode, base64 (instead of `ir`)"
+    )
     objective: ObjectiveName = "instruction_count"
     strategy: StrategyName = "greedy"
-    samples: int = Field(1, ge=1, description="unique model candidates wanted")
+    samples: int = Field(
+        1, ge=1, description="unique model candidates wanted; more than 1: priority or nucleus only"
+    )
     feedback_rounds: int = Field(0, ge=0, description="compiler-feedback retries")
     deadline_s: float | None = Field(None, gt=0, description="wall-clock budget; None = server default")
     return_ir: bool = False
@@ -47,7 +96,7 @@ class OptimizeRequest(_Model):
     bypass_cache: bool = False
     temperature: float = Field(1.0, gt=0, le=10, description="nucleus only")
     top_p: float = Field(1.0, gt=0, le=1, description="nucleus only")
-    seed: int = Field(0, ge=0, description="nucleus only")
+    seed: int = Field(0, ge=0, le=UINT32_MAX, description="nucleus only")
 
     @model_validator(mode="after")
     def _one_module(self) -> OptimizeRequest:
@@ -107,9 +156,16 @@ class ModelMetadata(_Model):
     max_ir_bytes: int
 
 
-class ScheduleRequest(_Model):
-    einsum: str = Field(description='tensor contraction, e.g. "C[m,n] += A[m,k] * B[k,n]"')
-    sizes: dict[str, int] = Field(description="size of every index, e.g. {m: 128, k: 64, n: 256}")
+class ScheduleRequest(_Request):
+    model_config = ConfigDict(json_schema_extra=_SCHEDULE_REQUEST_SCHEMA)
+
+    einsum: str = Field(
+        description='tensor contraction, e.g. "C[m,n] += A[m,k] * B[k,n]"', json_schema_extra=EINSUM_SCHEMA
+    )
+    sizes: dict[str, int] = Field(
+        description="size of every index of the einsum, e.g. {m: 128, k: 64, n: 256}",
+        json_schema_extra=SIZES_SCHEMA,
+    )
     method: str | None = Field(None, description="search or policy; None = server default")
     time_limit_s: float | None = Field(None, gt=0)
     measure: bool = True
@@ -143,3 +199,43 @@ class ErrorBody(_Model):
 
 class ErrorResponse(_Model):
     error: ErrorBody
+
+
+# --- KServe v2-style health and model metadata ---------------------------------------------------------
+
+
+class ServerMetadata(_Model):
+    name: str
+    version: str
+    extensions: list[str]
+
+
+class Liveness(_Model):
+    live: bool
+
+
+class Readiness(_Model):
+    ready: bool
+    parts: dict[str, str] = Field(description='per part (model, compiler, looptune): "ready" or why not')
+
+
+class TensorMetadata(_Model):
+    name: str
+    datatype: str
+    shape: list[int]
+
+
+class KServeModelMetadata(_Model):
+    name: str
+    versions: list[str]
+    platform: str
+    inputs: list[TensorMetadata]
+    outputs: list[TensorMetadata]
+    ready: bool
+    reason: str = ""
+
+
+class ModelReadiness(_Model):
+    name: str
+    ready: bool
+    reason: str = ""
