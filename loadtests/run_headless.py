@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -37,22 +36,18 @@ def run_scenario(args) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     workload = out / "workload.jsonl"
     description = write_workload(workload, args.workload_size, args.seed)
-    env = os.environ | {
-        "LOADTEST_WORKLOAD": str(workload),
-        "LOADTEST_GRPC_TARGET": args.grpc_target,
-        "LOADTEST_STRATEGY": args.strategy,
-        "LOADTEST_SAMPLES": str(args.samples),
-        "LOADTEST_DEADLINE": str(args.deadline),
-        "LOADTEST_SCHEDULE_LIMIT": str(args.schedule_limit),
-    }
     command = [
         sys.executable, "-m", "locust", "-f", str(HERE / "locustfile.py"), USER_CLASSES[args.protocol],
         "--headless", "--users", str(args.users), "--spawn-rate", str(args.users),
         "--run-time", f"{args.run_time}s", "--stop-timeout", "30", "--host", args.http_url,
         "--csv", str(out / "locust"), "--csv-full-history", "--only-summary", "--loglevel", "WARNING",
+        # the locustfile's own options (the token, if any, comes from $OPTSERVE_TOKEN)
+        "--workload", str(workload), "--grpc-target", args.grpc_target, "--strategy", args.strategy,
+        "--samples", str(args.samples), "--deadline", str(args.deadline),
+        "--schedule-limit", str(args.schedule_limit),
     ]  # fmt: skip
     # Bounded: the run time, 30 s for requests in flight to finish, and start-up.
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=args.run_time + 120)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=args.run_time + 120)
     (out / "locust.log").write_text(done.stdout + done.stderr)
     summary = {
         "scenario": name,
