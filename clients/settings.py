@@ -1,0 +1,96 @@
+"""optcc's settings, read from OPTCC_* environment variables (the list is in optcc.py's docstring).
+
+Kept apart from the compile machinery (takeover.py) so that a command optcc passes through imports nothing
+but this, command_line.py and the standard library's lightest modules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+OBJECTIVES = ("text_size", "instruction_count")
+STRATEGIES = ("greedy", "priority", "nucleus")
+LEVELS = {"s": "-Os", "z": "-Oz", "os": "-Os", "oz": "-Oz", "-os": "-Os", "-oz": "-Oz"}
+# The unoptimized IR sent to the service. `oz` is what clang itself starts its -Oz (or -Os) pipeline from
+# (functions carry minsize/optsize and no noinline; TBAA and lifetime markers present), so the service's
+# -Oz floor is about clang's. `o0` is the thesis' model input (-O0 without optnone): every function stays
+# `noinline` and lacks the size attributes, so its -Oz is ~25% larger .text than clang -Oz
+# (docs/bench/clients.md), and clang's object then wins nearly every unit.
+IR_MODES = {
+    "oz": ("-Xclang", "-disable-llvm-passes", "-emit-llvm"),  # after the unit's own size level
+    "o0": ("-O0", "-Xclang", "-disable-O0-optnone", "-emit-llvm"),
+}
+
+
+def ir_step_flags(ir_mode: str, level: str) -> tuple[str, ...]:
+    """The flags that make clang write the unit's unoptimized bitcode for `level` (-Os/-Oz)."""
+    return IR_MODES[ir_mode] if ir_mode == "o0" else (level, *IR_MODES[ir_mode])
+
+
+class ConfigError(ValueError):
+    """An OPTCC_* variable has a value optcc cannot use."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Which units optcc takes over beyond effective -Os/-Oz (OPTCC_DEFAULT_LEVEL, OPTCC_FORCE)."""
+
+    default_level: str | None
+    force: bool
+
+    @classmethod
+    def from_environment(cls, env: dict[str, str]) -> Policy:
+        level = env.get("OPTCC_DEFAULT_LEVEL", "").strip().lower()
+        if level and level not in LEVELS:
+            raise ConfigError(f"OPTCC_DEFAULT_LEVEL={level!r} is not s or z")
+        return cls(LEVELS[level] if level else None, env.get("OPTCC_FORCE", "") not in ("", "0"))
+
+
+@dataclass(frozen=True)
+class OptccSettings:
+    server: str
+    objective: str
+    ir_mode: str
+    strategy: str
+    samples: int
+    deadline_s: float
+    retry_s: float
+    clang: str
+    log_path: str | None
+    verbose: bool
+
+    @classmethod
+    def from_environment(cls, env: dict[str, str], clang: str) -> OptccSettings:
+        def choice(name: str, default: str, allowed: tuple[str, ...]) -> str:
+            value = env.get(name, default).strip().lower()
+            if value not in allowed:
+                raise ConfigError(f"{name}={value!r} is not one of {', '.join(allowed)}")
+            return value
+
+        def number(name: str, default: float, kind=float):
+            try:
+                value = kind(env.get(name, default))
+            except ValueError:
+                raise ConfigError(f"{name}={env[name]!r} is not a number") from None
+            if value <= 0:
+                raise ConfigError(f"{name}={value} must be positive")
+            return value
+
+        strategy = choice("OPTCC_STRATEGY", "greedy", STRATEGIES)
+        samples = number("OPTCC_SAMPLES", 1 if strategy == "greedy" else 10, int)
+        if strategy == "greedy" and samples != 1:
+            raise ConfigError(
+                f"OPTCC_SAMPLES={samples}: greedy gives one candidate; set OPTCC_STRATEGY=priority"
+            )
+        return cls(
+            server=env.get("OPTCC_SERVER", "localhost:9000"),
+            objective=choice("OPTCC_OBJECTIVE", "text_size", OBJECTIVES),
+            ir_mode=choice("OPTCC_IR", "oz", tuple(IR_MODES)),
+            strategy=strategy,
+            samples=samples,
+            deadline_s=number("OPTCC_DEADLINE", 10.0),
+            retry_s=number("OPTCC_RETRY", 60.0),
+            clang=clang,
+            log_path=env.get("OPTCC_LOG") or None,
+            verbose=env.get("OPTCC_VERBOSE", "") not in ("", "0"),
+        )

@@ -1,0 +1,235 @@
+"""Taking a unit over: the user's clang and the service compile it side by side; the smaller object wins.
+
+optcc.py decides *whether* a command is taken over (command_line.py's rules); this module does it, and is
+imported only then, so that commands passed through never pay for its imports (gRPC above all).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from optserve.clients import build_state, elf
+from optserve.clients.command_line import CompileJob, with_optimization
+from optserve.clients.settings import OptccSettings, ir_step_flags
+
+# Sections whose presence in clang's object the chosen object must match (a -g build keeps its debug info).
+DEBUG_SECTIONS = frozenset({".debug_info", ".debug_line"})
+
+
+class ServiceFailure(Exception):
+    """The service gave no usable answer; `unreachable` when later units should not try it either."""
+
+    def __init__(self, reason: str, unreachable: bool = False):
+        super().__init__(reason)
+        self.unreachable = unreachable
+
+
+@dataclass(frozen=True)
+class Choice:
+    """Which object a unit gets: `winner` "service" or "clang", and the `.text` bytes of both."""
+
+    winner: str
+    object_code: bytes
+    clang_text: int
+    service_text: int | None
+    reason: str  # why clang's object was kept although the service's was smaller; else ""
+
+
+def compile_unit(settings: OptccSettings, job: CompileJob, level: str) -> int:
+    """Write the smaller of the two objects for `job` as its output; the exit status of clang's compile."""
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="optcc-") as scratch_name:
+        scratch = Path(scratch_name)
+        clang_object = scratch / "clang.o"
+        with open(scratch / "clang.stderr", "w+b") as clang_errors:
+            own = subprocess.Popen(  # the user's own compile runs while the service works
+                [settings.clang, *job.clang_args(level, str(clang_object))],
+                stdin=subprocess.DEVNULL,
+                stderr=clang_errors,
+            )
+            try:
+                answer = _service_answer(settings, job, level, scratch)
+            finally:
+                own.wait()
+            clang_errors.seek(0)
+            sys.stderr.buffer.write(clang_errors.read())  # the unit's warnings or errors, as clang gave them
+        if own.returncode != 0:  # an error in the source: the build fails exactly as clang's would
+            return own.returncode
+        clang_code = clang_object.read_bytes()
+    if isinstance(answer, ServiceFailure):
+        _notify_fallback(settings.clang, level, str(answer), settings, answer.unreachable)
+        _log(settings, {**_unit_record(job, level), "outcome": "fallback", "reason": str(answer)})
+        _write_atomically(Path(job.output), clang_code)
+        return 0
+    choice = _choose(clang_code, answer.object_code)
+    _write_atomically(Path(job.output), choice.object_code)
+    _report(settings, job, level, answer, choice, time.monotonic() - started)
+    return 0
+
+
+def _service_answer(settings: OptccSettings, job: CompileJob, level: str, scratch: Path):
+    """The service's response for the unit, or the ServiceFailure that says why there is none."""
+    if build_state.service_unreachable_since(settings.retry_s):  # then the IR step would be wasted too
+        return ServiceFailure(f"optserve at {settings.server} was unreachable earlier in this build")
+    bitcode_path = scratch / "unit.bc"
+    ir_step = subprocess.run(
+        [
+            settings.clang,
+            *job.ir_flags,
+            *ir_step_flags(settings.ir_mode, level),
+            "-x",
+            job.language,
+            "-c",
+            job.source,
+            "-o",
+            str(bitcode_path),
+        ],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+    )
+    if ir_step.returncode != 0:  # most likely an error in the source, which clang's own compile reports
+        return ServiceFailure(f"the IR step failed: {ir_step.stderr.decode(errors='replace')[-300:]}")
+    try:
+        return _ask_service(settings, bitcode_path.read_bytes())
+    except ServiceFailure as failure:
+        return failure
+
+
+def _ask_service(settings: OptccSettings, bitcode: bytes):
+    import grpc
+
+    from optserve.serve.client import CallError, OptserveClient
+
+    try:
+        with OptserveClient(settings.server) as client:
+            response = client.optimize(
+                bitcode,
+                objective=settings.objective,
+                strategy=settings.strategy,
+                samples=settings.samples,
+                deadline_s=settings.deadline_s,
+                return_object=True,
+            )
+    except CallError as err:
+        unreachable = err.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+        raise ServiceFailure(f"optserve at {settings.server} answered {err}", unreachable) from None
+    except Exception as err:  # never break a build over a client-side surprise
+        raise ServiceFailure(f"calling optserve at {settings.server} failed: {err!r}") from None
+    if not response.object_code:
+        raise ServiceFailure(f"optserve at {settings.server} returned no object code")
+    return response
+
+
+def _choose(clang_code: bytes, service_code: bytes) -> Choice:
+    """The smaller object by `.text` bytes; clang's on a tie, or when the service's cannot be trusted."""
+    clang_sections = elf.sections(clang_code)
+    clang_text = sum(s.size for s in clang_sections if s.flags & elf.SHF_EXECINSTR)
+    try:
+        service_sections = elf.sections(service_code)
+    except elf.NotElf as err:
+        return Choice("clang", clang_code, clang_text, None, f"the service's object: {err}")
+    service_text = sum(s.size for s in service_sections if s.flags & elf.SHF_EXECINSTR)
+    if service_text >= clang_text:
+        return Choice("clang", clang_code, clang_text, service_text, "")
+    missing = DEBUG_SECTIONS & {s.name for s in clang_sections} - {s.name for s in service_sections}
+    if missing:
+        return Choice(
+            "clang", clang_code, clang_text, service_text, f"the service's object lacks {min(missing)}"
+        )
+    return Choice("service", service_code, clang_text, service_text, "")
+
+
+def _unit_record(job: CompileJob, level: str) -> dict:
+    return {"source": job.source, "output": job.output, "language": job.language, "level": level}
+
+
+def _report(
+    settings: OptccSettings, job: CompileJob, level: str, response, choice: Choice, seconds: float
+) -> None:
+    best = response.best
+    chosen_text = choice.service_text if choice.winner == "service" else choice.clang_text
+    record = {
+        **_unit_record(job, level),
+        "outcome": "service",
+        "winner": choice.winner,
+        "clang_text": choice.clang_text,
+        "service_text": choice.service_text,
+        "saved_bytes": choice.clang_text - chosen_text,
+        "kept_clang_because": choice.reason or None,
+        "objective": settings.objective,
+        "ir_mode": settings.ir_mode,
+        "strategy": settings.strategy,
+        "samples": settings.samples,
+        "input_cost": response.input_cost,
+        "oz_cost": response.oz_cost,
+        "cost": best.cost,
+        "passes": list(best.passes),
+        "pipeline": best.pipeline,
+        "model_id": response.model_id,
+        "model_version": response.model_version,
+        "cached": response.cached,
+        "deadline_hit": response.deadline_hit,
+        "warning": response.warning,
+        "object_bytes": len(choice.object_code),
+        "seconds": round(seconds, 3),
+    }
+    _log(settings, record)
+    if settings.verbose:
+        other = "n/a" if choice.service_text is None else choice.service_text
+        change = (chosen_text - choice.clang_text) / choice.clang_text if choice.clang_text else 0.0
+        kept = f" ({choice.reason})" if choice.reason else ""
+        note = f"; {response.warning}" if response.warning else ""
+        print(
+            f"optcc: {job.source}: {choice.winner} wins{kept}: .text {chosen_text} B, {change:+.1%} vs "
+            f"{settings.clang} {level} {choice.clang_text} B (service {other} B with "
+            f"{' '.join(best.passes)} from {response.model_id}) in {seconds:.2f} s{note}",
+            file=sys.stderr,
+        )
+
+
+def _notify_fallback(clang: str, level: str, reason: str, settings: OptccSettings | None, unreachable=False):
+    verbose = settings is not None and settings.verbose
+    if build_state.first_fallback(unreachable) or verbose:
+        once = "" if verbose else " (shown once per build)"
+        print(f"optcc: {reason}; using {clang} {level} instead{once}", file=sys.stderr)
+
+
+def fall_back(
+    clang: str, args: list[str], job: CompileJob, level: str, reason: str, settings: OptccSettings | None
+) -> list[str]:
+    """Say why optcc could not compile the unit; the command that compiles it with clang at its level."""
+    _notify_fallback(clang, level, reason, settings)
+    if settings is not None:
+        _log(settings, {**_unit_record(job, level), "outcome": "fallback", "reason": reason})
+    return [clang, *with_optimization(args, level)]
+
+
+def _log(settings: OptccSettings, record: dict) -> None:
+    if settings.log_path:
+        append_line(settings.log_path, record)
+
+
+def append_line(path: str, record: dict) -> None:
+    """Append `record` as one JSON line to the OPTCC_LOG file `path`."""
+    line = (json.dumps(record) + "\n").encode()
+    try:  # one append per line, so parallel units (make -j) do not interleave
+        descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(descriptor, line)
+        finally:
+            os.close(descriptor)
+    except OSError as err:
+        print(f"optcc: cannot write OPTCC_LOG {path}: {err}", file=sys.stderr)
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    partial = path.with_name(f".{path.name}.optcc-{os.getpid()}")
+    partial.write_bytes(data)
+    os.replace(partial, path)
