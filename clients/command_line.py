@@ -21,7 +21,8 @@ exactly as given (same arguments, same object, same exit status).
 | `-gz`, `-gsplit-dwarf`, ...), any flag optcc does not know  | generator would not honour them       |
 
 C sources are `.c` (or `-x c`); C++ sources are `.cc`, `.cpp`, `.cxx`, `.C` (or `-x c++`). Either entry
-point (optcc, optcc++) takes either language: the compiler it wraps (clang-19, clang++-19) decides how.
+point takes either language; as with clang++ itself, optcc++ compiles a `.c` file as C++. A `-x` after the
+source passes through (the IR step puts the source last).
 -MD/-MMD dependency files are written by clang's own compile of the unit, named as clang names them.
 """
 
@@ -91,9 +92,9 @@ class CompileJob:
 
     source: str
     output: str
-    language: str  # "c" or "c++": the IR step passes it as `-x`, whatever the file is called
+    language: str  # "c" or "c++", as the wrapped driver compiles the source (-x, else its suffix)
     level: str | None  # the -O flag in effect (the last one given), None when there is none
-    ir_flags: tuple[str, ...]  # the command's flags minus -c, -o, -x, -O*, dependency flags and the source
+    ir_flags: tuple[str, ...]  # the command's flags minus -c, -o, -O*, dependency flags and the source
     compile_args: tuple[str, ...]  # the command minus -o, -O* and dependency flags: clang's own compile
     dependency_flags: tuple[str, ...] = ()  # -MD/-MMD/-MP/-MF/-MT/-MQ, files and targets named after output
 
@@ -111,12 +112,15 @@ class Decision:
     reason: str  # why it passes through; empty when taken over
 
 
-def decide(args: list[str], default_level: str | None = None, force: bool = False) -> Decision:
+def decide(
+    args: list[str], default_level: str | None = None, force: bool = False, cxx: bool = False
+) -> Decision:
     """Apply the table above to `args` (the compiler's arguments without the program name).
 
     `default_level` (-Os/-Oz, from OPTCC_DEFAULT_LEVEL) is the level of units with no -O flag; `force`
-    (OPTCC_FORCE) takes over units at non-size levels too, at `default_level` or -Oz."""
-    parsed = _parse(args)
+    (OPTCC_FORCE) takes over units at non-size levels too, at `default_level` or -Oz. `cxx`: the wrapped
+    compiler is clang++."""
+    parsed = _parse(args, cxx)
     if isinstance(parsed, str):
         return Decision(None, None, parsed)
     if parsed.level in SIZE_LEVELS:
@@ -130,13 +134,13 @@ def decide(args: list[str], default_level: str | None = None, force: bool = Fals
     return Decision(parsed, None, f"{parsed.level} is not a size level (OPTCC_FORCE=1 takes it over)")
 
 
-def plain_compile(args: list[str]) -> CompileJob | None:
+def plain_compile(args: list[str], cxx: bool = False) -> CompileJob | None:
     """The compile job in `args` whatever its -O level, or None when the command is not one plain compile."""
-    parsed = _parse(args)
+    parsed = _parse(args, cxx)
     return None if isinstance(parsed, str) else parsed
 
 
-def _parse(args: list[str]) -> CompileJob | str:
+def _parse(args: list[str], cxx: bool) -> CompileJob | str:
     """The compile job in `args`, or why the command is not one plain compile optcc can take."""
     compile_only = False
     output = None
@@ -167,7 +171,10 @@ def _parse(args: list[str]) -> CompileJob | str:
             position += arg == "-x"
             if language not in _LANGUAGES and language != "none":
                 return f"language {language} is neither C nor C++"
+            if sources:
+                return "-x after the source"
             language = None if language == "none" else language
+            ir_flags += ["-x", language or "none"]
             compile_args += ["-x", language or "none"]
         elif _OPTIMIZATION.fullmatch(arg):
             level = arg
@@ -191,6 +198,8 @@ def _parse(args: list[str]) -> CompileJob | str:
             compile_args.append(arg)
         elif not arg.startswith("-"):
             source_language = language or SOURCE_LANGUAGES.get(os.path.splitext(arg)[1])
+            if source_language == "c" and cxx and language is None:  # clang++ compiles .c files as C++
+                source_language = "c++"
             if source_language is None:
                 return f"input {arg} is not a C or C++ source"
             sources.append((arg, source_language))

@@ -55,27 +55,27 @@ from optserve.clients.settings import IR_MODES, ConfigError, OptccSettings, Poli
 
 def main(argv: list[str] | None = None) -> int:
     """optcc, the C compiler wrapper. Commands it does not compile itself end in an exec of clang."""
-    return _wrap(argv, os.environ.get("OPTCC_CLANG", "clang-19"))
+    return _wrap(argv, os.environ.get("OPTCC_CLANG", "clang-19"), cxx=False)
 
 
 def main_cxx(argv: list[str] | None = None) -> int:
     """optcc++, the C++ compiler wrapper: the same rules, with clang++ as the compiler."""
-    return _wrap(argv, os.environ.get("OPTCC_CLANGXX", "clang++-19"))
+    return _wrap(argv, os.environ.get("OPTCC_CLANGXX", "clang++-19"), cxx=True)
 
 
-def _wrap(argv: list[str] | None, clang: str) -> int:
+def _wrap(argv: list[str] | None, clang: str, cxx: bool) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args == ["--help"]:  # optcc's own promise and settings first, then clang's options
         print(__doc__, flush=True)
     if os.environ.get("OPTCC_CAPTURE"):
-        _capture(args, clang)
+        _capture(args, clang, cxx)
         return _hand_over([clang, *args])
     try:
         policy = Policy.from_environment(dict(os.environ))
     except ConfigError as err:  # a wrong setting must not change what gets built
         print(f"optcc: {err}; passing the command to {clang} unchanged", file=sys.stderr)
         return _hand_over([clang, *args])
-    decision = decide(args, policy.default_level, policy.force)
+    decision = decide(args, policy.default_level, policy.force, cxx)
     if decision.level is None:
         if decision.job is not None:
             _log_pass_through(clang, decision.job, decision.reason)
@@ -93,8 +93,8 @@ def _wrap(argv: list[str] | None, clang: str) -> int:
         return _hand_over(takeover.fall_back(clang, args, job, level, f"optcc failed: {err!r}", settings))
 
 
-def _capture(args: list[str], clang: str) -> None:
-    job = plain_compile(args)
+def _capture(args: list[str], clang: str, cxx: bool) -> None:
+    job = plain_compile(args, cxx)
     if job is not None:
         from pathlib import Path
 

@@ -84,8 +84,6 @@ def _service_answer(settings: OptccSettings, job: CompileJob, level: str, scratc
             settings.clang,
             *job.ir_flags,
             *ir_step_flags(settings.ir_mode, level),
-            "-x",
-            job.language,
             "-c",
             job.source,
             "-o",

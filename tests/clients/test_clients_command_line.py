@@ -61,6 +61,13 @@ def test_c_and_cxx_sources_are_units(args, language):
     assert job is not None and job.language == language
 
 
+def test_the_ir_step_compiles_the_source_as_the_users_driver_does():
+    assert plain_compile(["-c", "a.c"], cxx=True).language == "c++"  # clang++ compiles .c as C++
+    assert plain_compile(["-x", "c", "-c", "a.c"], cxx=True).language == "c"
+    assert plain_compile(["-x", "c++", "-c", "a.inc"]).ir_flags == ("-x", "c++")  # kept before the source
+    assert decide(["-Oz", "-c", "a.cc", "-x", "c"]).reason == "-x after the source"
+
+
 # The rules table: (arguments, OPTCC_DEFAULT_LEVEL, OPTCC_FORCE) -> the level taken over at, or None.
 RULES = [
     # effective -Os/-Oz: taken over at that level; the last -O flag wins

@@ -153,6 +153,25 @@ def test_optcxx_builds_templates_and_exceptions_never_larger_than_clangxx(optser
     assert records["main"]["winner"] == "clang"
 
 
+def defined_symbols(object_file: Path) -> set[str]:
+    listing = subprocess.run(
+        ["llvm-nm-19", "--defined-only", "--extern-only", object_file], capture_output=True, text=True
+    )
+    return {line.split()[-1] for line in listing.stdout.splitlines()}
+
+
+@pytest.mark.slow
+def test_optcxx_compiles_a_c_file_as_cxx_like_clangxx(optserve_target, tmp_path):
+    """clang++ compiles `.c` files as C++ (mangled names): so does the unit optcc++ sends the service."""
+    env = {"OPTCC_SERVER": optserve_target}
+    mine, _, [record] = compile_unit(
+        OPTCXX, "clang++-19", C_SOURCES / "recursion.c", ["-Oz"], tmp_path, **env
+    )
+    assert record["outcome"] == "service" and record["language"] == "c++"
+    assert defined_symbols(tmp_path / "optcc.o") == defined_symbols(tmp_path / "clang.o")
+    assert any(name.startswith("_Z") for name in defined_symbols(tmp_path / "optcc.o"))
+
+
 def test_optcxx_passes_links_and_other_levels_through(tmp_path):
     environment = os.environ | {"TMPDIR": str(tmp_path), "OPTCC_SERVER": SERVICE_DOWN}
     compile_ = [str(OPTCXX), "-std=c++17", "-O2", "-I", str(SHAPES), "-c"]
