@@ -16,10 +16,43 @@ import os
 import subprocess
 from pathlib import Path
 
-from optserve.clients.command_line import CompileJob
+from optserve.clients.command_line import SIZE_LEVELS, CompileJob, plain_compile
+from optserve.clients.settings import ir_step_flags
 
 UNITS = "units"
 INDEX = "captured.jsonl"
+# Flags with no effect on the IR that optcc does not take over yet; captured units ignore them.
+IR_NEUTRAL_FLAGS = frozenset({"-Qunused-arguments", "-Wa,--noexecstack"})
+
+
+def capture_command(directory: Path, clang: str, args: list[str], cxx: bool, ir_mode: str) -> int:
+    """Capture every unit of one compiler command (see `compile_jobs`); returns how many were stored.
+
+    Each unit's IR is made as optcc makes it for the service: at the unit's size level, or -Oz (what
+    OPTCC_FORCE would take a non-size build over at).
+    """
+    try:
+        stored = 0
+        for job in compile_jobs(args, cxx):
+            level = job.level if job.level in SIZE_LEVELS else "-Oz"
+            stored += capture_unit(directory, clang, job, ir_step_flags(ir_mode, level)) is not None
+        return stored
+    except Exception as err:  # capturing must never break the build it watches
+        _append_line(directory / INDEX, {"args": args, "sha256": None, "error": f"capture failed: {err!r}"})
+        return 0
+
+
+def compile_jobs(args: list[str], cxx: bool = False) -> list[CompileJob]:
+    """The units of a command as optcc reads it, plus `-c a.c b.c` (one object per source, named after it)."""
+    kept = [arg for arg in args if arg not in IR_NEUTRAL_FLAGS]
+    job = plain_compile(kept, cxx)
+    if job is not None:
+        return [job]
+    sources = [arg for arg in kept if not arg.startswith("-") and arg.endswith(".c")]
+    if "-c" not in kept or len(sources) < 2 or any(arg.startswith("-o") for arg in kept):
+        return []
+    others = [arg for arg in kept if arg not in sources]
+    return [job for source in sources if (job := plain_compile([*others, source], cxx)) is not None]
 
 
 def capture_unit(directory: Path, clang: str, job: CompileJob, ir_mode_flags: tuple[str, ...]) -> str | None:
@@ -54,6 +87,7 @@ def capture_unit(directory: Path, clang: str, job: CompileJob, ir_mode_flags: tu
 
 def _append_line(path: Path, record: dict) -> None:
     line = (json.dumps(record) + "\n").encode()
+    path.parent.mkdir(parents=True, exist_ok=True)
     descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:  # one write per line, so parallel compiles (make -j) do not interleave
         os.write(descriptor, line)

@@ -49,8 +49,8 @@ from __future__ import annotations
 import os
 import sys
 
-from optserve.clients.command_line import SIZE_LEVELS, CompileJob, decide, plain_compile
-from optserve.clients.settings import IR_MODES, ConfigError, OptccSettings, Policy, ir_step_flags
+from optserve.clients.command_line import CompileJob, decide
+from optserve.clients.settings import IR_MODES, ConfigError, OptccSettings, Policy
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,16 +94,14 @@ def _wrap(argv: list[str] | None, clang: str, cxx: bool) -> int:
 
 
 def _capture(args: list[str], clang: str, cxx: bool) -> None:
-    job = plain_compile(args, cxx)
-    if job is not None:
-        from pathlib import Path
+    from pathlib import Path
 
-        from optserve.clients.capture import capture_unit
+    from optserve.clients.capture import capture_command
 
-        ir_mode = os.environ.get("OPTCC_IR", "oz").strip().lower()
-        ir_mode = ir_mode if ir_mode in IR_MODES else "oz"
-        level = job.level if job.level in SIZE_LEVELS else "-Oz"  # what OPTCC_FORCE would take it over at
-        capture_unit(Path(os.environ["OPTCC_CAPTURE"]), clang, job, ir_step_flags(ir_mode, level))
+    ir_mode = os.environ.get("OPTCC_IR", "oz").strip().lower()
+    capture_command(
+        Path(os.environ["OPTCC_CAPTURE"]), clang, args, cxx, ir_mode if ir_mode in IR_MODES else "oz"
+    )
 
 
 def _log_pass_through(clang: str, job: CompileJob, reason: str) -> None:

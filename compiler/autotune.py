@@ -160,3 +160,127 @@ def _minimize(
         cost, index = min(acceptable)
         best_cost, best_list = cost, shorter[index]
     return best_cost, best_list
+
+
+# --- local search from seed lists (the labelling search for real code) ---------------------------------
+
+LOCAL_SEARCH_VERSION = "ls1"
+
+
+@dataclass(frozen=True)
+class LocalSearchResult:
+    objective: str
+    unoptimized_cost: int
+    oz_cost: int
+    best_cost: int
+    best_pass_list: tuple[str, ...]
+    top: tuple[tuple[int, tuple[str, ...]], ...]  # the best distinct lists found, (cost, list), best first
+    seed_costs: tuple[int | None, ...]  # the cost of each seed list, in the order given (None: failed)
+    compilations: int  # all compilations: baselines, seeds, search and minimization
+    failed_compilations: int
+    seconds: float
+    version: str = LOCAL_SEARCH_VERSION
+
+
+def mutate(pass_list: tuple[str, ...], rng: random.Random, max_passes: int) -> tuple[str, ...]:
+    """One random edit of `pass_list`: insert, delete, replace or swap a pass, or change the meta flag.
+
+    A meta flag stays first and appears at most once, as the grammar requires; the result is never empty.
+    """
+    meta = pass_list[:1] if pass_list[:1] and pass_list[0] in META_FLAGS else ()
+    passes = list(pass_list[len(meta) :])
+    edits = ["insert", "replace", "meta"]
+    if len(passes) > 1:
+        edits += ["delete", "swap"]
+    edit = rng.choice(edits)
+    if edit == "insert" and len(passes) < max_passes:
+        passes.insert(rng.randint(0, len(passes)), rng.choice(PASS_NAMES))
+    elif edit == "delete":
+        passes.pop(rng.randrange(len(passes)))
+    elif edit == "swap":
+        i = rng.randrange(len(passes) - 1)
+        passes[i], passes[i + 1] = passes[i + 1], passes[i]
+    elif edit == "meta":
+        meta = tuple(m for m in (rng.choice((*META_FLAGS, None)),) if m)
+    elif passes:
+        passes[rng.randrange(len(passes))] = rng.choice(PASS_NAMES)
+    else:
+        passes.append(rng.choice(PASS_NAMES))
+    result = (*meta, *passes)
+    return result or OZ
+
+
+def local_search(
+    ir: str,
+    *,
+    budget: int,
+    objective: Objective | str = Objective.TEXT_SIZE,
+    seeds: Sequence[tuple[str, ...]] = (),
+    seed: int = 0,
+    pool: CompilerPool | None = None,
+    top_k: int = 5,
+    explore: float = 0.2,
+    max_passes: int = 8,
+    batch_size: int | None = None,
+    time_limit_s: float | None = None,
+) -> LocalSearchResult:
+    """Search for lists that beat -Oz by starting from `seeds` and editing the best lists found so far.
+
+    Order: -O0 and -Oz (the floor), then every seed list (e.g. a coreset mined from earlier labels), then
+    batches where each candidate is, with probability `explore`, a fresh random list, else one `mutate` of a
+    list among the current `top_k` (better ranks drawn more often). Compilations of distinct lists, seeds
+    and baselines included, stop at `budget`; minimization of the best list follows and is counted too.
+    Deterministic for a given seed when no time limit is set.
+    """
+    if budget < 2:
+        raise ValueError("budget must be >= 2 (the -O0 and -Oz baselines)")
+    started = time.monotonic()
+    objective = Objective(objective)
+    evaluator = _Evaluator(ir, objective, pool)
+    unoptimized_cost, oz_cost = evaluator.costs_of([(), OZ])
+    if unoptimized_cost is None or oz_cost is None:
+        raise IRError(f"cannot compile this IR at -O0/-Oz (objective {objective})")
+    seeds = [tuple(s) for s in seeds]
+    seed_lists = list(dict.fromkeys(s for s in seeds if s not in evaluator.costs))[: budget - 2]
+    evaluator.costs_of(seed_lists)
+    rng = random.Random(seed)
+    batch_size = batch_size or (4 * pool.processes if pool is not None else 16)
+    draws = 0
+    while evaluator.compilations < budget and draws < 20 * budget:
+        if time_limit_s is not None and time.monotonic() - started >= time_limit_s:
+            break
+        ranked = _ranked(evaluator.costs)[:top_k]
+        batch: dict[tuple[str, ...], None] = {}
+        while len(batch) < min(batch_size, budget - evaluator.compilations) and draws < 20 * budget:
+            draws += 1
+            if rng.random() < explore or not ranked:
+                candidate = random_pass_list(rng, max_passes)
+            else:
+                parent = ranked[min(int(rng.expovariate(1.0)), len(ranked) - 1)][1]
+                candidate = mutate(parent, rng, max_passes)
+            if candidate not in evaluator.costs:
+                batch[candidate] = None
+        evaluator.costs_of(list(batch))
+    best_cost, best_list = _ranked(evaluator.costs)[0]
+    best_cost, best_list = _minimize(evaluator, best_cost, best_list)
+    return LocalSearchResult(
+        objective=str(objective),
+        unoptimized_cost=unoptimized_cost,
+        oz_cost=oz_cost,
+        best_cost=best_cost,
+        best_pass_list=best_list,
+        top=tuple(_ranked(evaluator.costs)[:top_k]),
+        seed_costs=tuple(evaluator.costs.get(s) for s in seeds),
+        compilations=evaluator.compilations,
+        failed_compilations=evaluator.failures,
+        seconds=time.monotonic() - started,
+    )
+
+
+def _ranked(costs: dict[tuple[str, ...], int | None]) -> list[tuple[int, tuple[str, ...]]]:
+    """Compiled lists by cost, then -Oz first (a tie with the floor is no win), then length and name.
+
+    -O0 (the empty list) is not a candidate answer.
+    """
+    scored = [(cost, p) for p, cost in costs.items() if cost is not None and p != ()]
+    return sorted(scored, key=lambda item: (item[0], item[1] != OZ, len(item[1]), item[1]))

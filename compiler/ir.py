@@ -232,7 +232,7 @@ def split_functions(ir: str) -> list[tuple[str, str]]:
 
     functions = {function.name: function for function in module.functions}
     global_variables = {variable.name: variable for variable in module.global_variables}
-    definitions = {name: str(function) for name, function in functions.items() if not function.is_declaration}
+    definitions = _definitions_as_printed(printed, [f.name for f in module.functions if not f.is_declaration])
     variable_texts = {name: str(variable) for name, variable in global_variables.items()}
 
     result = []
@@ -254,6 +254,26 @@ def split_functions(ir: str) -> list[tuple[str, str]]:
         except IRError:
             continue
     return result
+
+
+def _definitions_as_printed(printed: str, names: list[str]) -> dict[str, str]:
+    """Each defined function's text as the whole module prints it.
+
+    Not `str(function)`: a function printed alone numbers its attribute groups (`#N`) by itself, so its
+    call sites would point at the wrong `attributes #N` of the module (a broken module on real code).
+    """
+    blocks, current = [], None
+    for line in printed.splitlines():
+        if line.startswith("define "):
+            current = [line]
+        elif current is not None:
+            current.append(line)
+            if line == "}":
+                blocks.append("\n".join(current))
+                current = None
+    if len(blocks) != len(names):
+        raise IRError(f"found {len(blocks)} function bodies for {len(names)} definitions")
+    return dict(zip(names, blocks, strict=True))
 
 
 def _reachable_symbols(definition, name, functions, global_variables, variable_texts):

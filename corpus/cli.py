@@ -97,7 +97,16 @@ def add_dataset_commands(sub: argparse._SubParsersAction) -> None:
         "killed run resumes without losing or repeating them.",
     )
     label.add_argument("--corpus", help="corpus directory (default: data/corpus)")
-    label.add_argument("--stage", choices=("autotune", "broadcast", "all"), default="all")
+    label.add_argument(
+        "--stage",
+        choices=("autotune", "broadcast", "all", "local"),
+        default="all",
+        help="all = autotune then broadcast; local = local search from --seeds (real code)",
+    )
+    label.add_argument(
+        "--seeds", type=Path, help="stage local: JSON list of pass lists to try first (a coreset)"
+    )
+    label.add_argument("--top-k", type=int, default=5, help="stage local: distinct best lists kept per label")
     label.add_argument("--splits", default="train,val,test", help="comma-separated splits (default: all)")
     label.add_argument("--shards", nargs="+", metavar="GLOB", help="shard names to label, e.g. 'train-0000?' "
                        "'val-00000' (default: every shard of the splits)")  # fmt: skip
@@ -244,6 +253,8 @@ def _label(args: argparse.Namespace) -> int:
         function_time_limit_s=args.function_time_limit,
         broadcast_lists=args.broadcast_lists,
         limit_per_shard=args.limit,
+        seeds=_seed_lists(args.seeds),
+        top_k=args.top_k,
     )
     runner = make_runner(args.workers, args.ray)
     log = (lambda _msg: None) if args.json else (lambda msg: print(msg, file=sys.stderr))
@@ -286,6 +297,17 @@ def _label(args: argparse.Namespace) -> int:
         args.json,
     )
     return 0
+
+
+def _seed_lists(path: Path | None) -> tuple[tuple[str, ...], ...]:
+    """Pass lists from a JSON file: a list of lists, or a coreset file ({"lists": [...]})."""
+    if path is None:
+        return ()
+    import json
+
+    data = json.loads(path.read_text())
+    lists = data["lists"] if isinstance(data, dict) else data
+    return tuple(tuple(item["passes"] if isinstance(item, dict) else item) for item in lists)
 
 
 def _card(args: argparse.Namespace) -> int:

@@ -30,7 +30,7 @@ from optserve.corpus.layout import CorpusLayout
 from optserve.corpus.parallel import Runner, TaskFailure
 
 OBJECTIVES = ("instruction_count", "text_size")
-STAGES = ("autotune", "broadcast")
+STAGES = ("autotune", "broadcast", "local")
 OZ_LIST = ("-Oz",)
 
 
@@ -42,6 +42,8 @@ class LabelConfig:
     function_time_limit_s: float | None = None  # search time per function and objective
     broadcast_lists: int = 0  # 0: every unique best list; K: the K lists that were best most often
     limit_per_shard: int | None = None  # label only the first N functions of each shard (samples)
+    seeds: tuple[tuple[str, ...], ...] = ()  # stage `local`: lists tried first (a coreset), in this order
+    top_k: int = 5  # stage `local`: distinct best lists kept per label
 
 
 @dataclass
@@ -108,6 +110,54 @@ def autotune_function(task: tuple[dict[str, Any], LabelConfig]) -> dict[str, Any
             "seconds": round(result.seconds, 3),
         }
     return record
+
+
+def local_search_function(task: tuple[dict[str, Any], LabelConfig]) -> dict[str, Any]:
+    """Stage `local`: `compiler.autotune.local_search` from the seed lists, per objective."""
+    from llvmlite import binding
+
+    from optserve.compiler.autotune import local_search
+    from optserve.compiler.ir import IRError
+
+    example, config = task
+    pool = _compiler_pool(config.candidate_timeout_s)
+    record: dict[str, Any] = {"key": example["id"], "split": example["split"], "source": example["source"]}
+    llvm = ".".join(map(str, binding.llvm_version_info))
+    for objective in config.objectives:
+        try:
+            result = local_search(
+                example["ir"],
+                budget=config.budget,
+                objective=objective,
+                seeds=config.seeds,
+                seed=function_seed(example["id"]),
+                pool=pool,
+                top_k=config.top_k,
+                time_limit_s=config.function_time_limit_s,
+            )
+        except IRError as err:
+            return {**record, "error": f"{objective}: {err}"}
+        record[objective] = {
+            "unoptimized": result.unoptimized_cost,
+            "oz": result.oz_cost,
+            "best": result.best_cost,
+            "pass_list": list(result.best_pass_list),
+            "top": [[cost, list(pass_list)] for cost, pass_list in result.top],
+            "seeds": seeds_fingerprint(config.seeds),
+            "seed_costs": list(result.seed_costs),
+            "compilations": result.compilations,
+            "failed": result.failed_compilations,
+            "seconds": round(result.seconds, 3),
+            "search": result.version,
+            "budget": config.budget,
+            "llvm": llvm,
+        }
+    return record
+
+
+def seeds_fingerprint(seeds: Iterable[Iterable[str]]) -> str:
+    """Names a seed-list set, so labels say which coreset they started from."""
+    return hashlib.sha256(json.dumps([list(s) for s in seeds]).encode()).hexdigest()[:12]
 
 
 def broadcast_function(task: tuple[dict[str, Any], dict[str, Any], dict[str, list[list[str]]], LabelConfig]):
@@ -224,7 +274,7 @@ def label(
         summary.skipped += len(state.done)
         for example in state.todo:
             shard_of[example["id"]] = shard
-            if stage == "autotune":
+            if stage in ("autotune", "local"):
                 tasks.append((example, config))
             elif "error" not in tuned.get(example["id"], {"error": "missing"}):
                 tasks.append((example, tuned[example["id"]], lists, config))
@@ -232,7 +282,9 @@ def label(
                 state.pending -= 1
         state.finish_if_done(config.limit_per_shard is None, summary)
 
-    work = autotune_function if stage == "autotune" else broadcast_function
+    work = {"autotune": autotune_function, "broadcast": broadcast_function, "local": local_search_function}[
+        stage
+    ]
     deadline = started + time_limit_s if time_limit_s else None
     bar = tqdm(total=len(tasks), unit="fn", disable=not progress, smoothing=0.05, desc=stage)
     results = runner.run(work, tasks)

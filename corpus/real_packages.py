@@ -150,13 +150,41 @@ def _checked(command: list[str], cwd: Path | None = None, timeout: float = 1800,
     return proc.stdout or ""
 
 
+def snapshot_optcc(layout: CaptureLayout) -> Path:
+    """A copy of optcc (`optserve.clients`), made once per corpus, so that every package is captured by the
+    same optcc even when the working tree changes during a long capture (delete it to use a newer optcc).
+    """
+    import optserve
+    import optserve.clients
+
+    snapshot = layout.root / "optcc-snapshot"
+    if not (snapshot / "optserve" / "clients" / "optcc.py").exists():
+        staging = snapshot.with_name(snapshot.name + ".partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        (staging / "optserve").mkdir(parents=True)
+        shutil.copy(optserve.__file__, staging / "optserve" / "__init__.py")
+        shutil.copytree(
+            Path(optserve.clients.__file__).parent, staging / "optserve" / "clients",
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )  # fmt: skip
+        shutil.rmtree(snapshot, ignore_errors=True)
+        staging.rename(snapshot)
+    return snapshot
+
+
 def _shim_dir(layout: CaptureLayout) -> Path:
-    """Directory with cc/gcc/... scripts that run optcc (capture mode) with this Python."""
+    """Directory with cc/gcc/... scripts that run the snapshot of optcc (capture mode) with this Python.
+
+    `-Wno-error` last: packages tuned for gcc turn warnings into errors that clang-19 warns about more often
+    (e.g. -Wstrict-prototypes); a warning does not change the unit.
+    """
     shims = layout.root / "shims"
     shims.mkdir(parents=True, exist_ok=True)
+    snapshot = snapshot_optcc(layout)
     for name in CAPTURED_NAMES:
         script = shims / name
-        script.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m optserve.clients.optcc "$@"\n')
+        command = f'PYTHONPATH="{snapshot}" exec "{sys.executable}" -m optserve.clients.optcc "$@" -Wno-error'
+        script.write_text(f"#!/bin/sh\n{command}\n")
         script.chmod(0o755)
     return shims
 

@@ -59,3 +59,15 @@ def test_capture_records_a_unit_that_does_not_compile_and_clang_reports_it(tmp_p
     assert result.returncode != 0 and b"missing" in result.stderr
     [record] = [json.loads(line) for line in (capture / "captured.jsonl").read_text().splitlines()]
     assert record["sha256"] is None and "missing" in record["error"]
+
+
+def test_capture_takes_each_source_of_a_multi_source_compile(tmp_path):
+    for name in ("one", "two"):
+        (tmp_path / f"{name}.c").write_text(f"int {name}(int x) {{ return x * 3 + 1; }}\n")
+    capture = tmp_path / "capture"
+    command = [str(OPTCC), "-Qunused-arguments", "-Wa,--noexecstack", "-Oz", "-c", "one.c", "two.c"]
+    assert run(command, tmp_path, OPTCC_CAPTURE=str(capture)).returncode == 0
+    assert (tmp_path / "one.o").exists() and (tmp_path / "two.o").exists()
+    records = [json.loads(line) for line in (capture / "captured.jsonl").read_text().splitlines()]
+    assert sorted(Path(r["source"]).name for r in records) == ["one.c", "two.c"]
+    assert all(r["sha256"] for r in records)

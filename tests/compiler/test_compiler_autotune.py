@@ -6,7 +6,15 @@ import random
 
 import pytest
 
-from optserve.compiler.autotune import _Evaluator, _minimize, autotune, random_pass_list
+from optserve.compiler.autotune import (
+    _Evaluator,
+    _minimize,
+    _ranked,
+    autotune,
+    local_search,
+    mutate,
+    random_pass_list,
+)
 from optserve.compiler.cost import Objective
 from optserve.compiler.ir import split_functions
 from optserve.compiler.passes import META_FLAGS, validate_pass_list
@@ -86,3 +94,41 @@ def test_progress_is_reported_and_time_limit_stops_the_search(functions):
 def test_zero_budget_is_just_oz_and_minimization(functions):
     result = autotune(functions["clamp"], budget=0)
     assert result.search_compilations == 0 and result.best_cost <= result.oz_cost
+
+
+def test_mutations_are_valid_lists_with_one_leading_meta_flag():
+    rng = random.Random(3)
+    pass_list = ("-Oz", "instcombine")
+    for _ in range(500):
+        pass_list = mutate(pass_list, rng, max_passes=8)
+        assert validate_pass_list(pass_list) == pass_list and pass_list
+        assert all(p not in META_FLAGS for p in pass_list[1:])
+
+
+@pytest.mark.parametrize("objective", list(Objective))
+def test_local_search_respects_the_budget_and_reports_real_costs(functions, objective):
+    seeds = [("-Os",), ("-O2", "mergefunc"), ("-Oz",)]
+    for name in ("matmul", "count_words", "newton_sqrt"):
+        result = local_search(functions[name], budget=40, objective=objective, seeds=seeds, seed=1, top_k=4)
+        assert result.oz_cost == oz_cost(functions[name], objective)
+        assert result.best_cost <= result.oz_cost and result.best_cost == result.top[0][0]
+        assert evaluate(functions[name], result.best_pass_list, objective).cost == result.best_cost
+        assert [cost for cost, _ in result.top] == sorted(cost for cost, _ in result.top)
+        assert len({p for _, p in result.top}) == len(result.top) <= 4
+        assert result.seed_costs[2] == result.oz_cost  # the seed list -Oz costs what the floor costs
+        assert result.seed_costs[0] == evaluate(functions[name], ("-Os",), objective).cost
+        # the search stops at the budget; minimization may add a few compiles after it
+        assert 40 <= result.compilations <= 40 + len(result.best_pass_list) ** 2
+
+
+def test_a_tie_with_oz_ranks_oz_first_and_o0_is_never_an_answer():
+    costs = {("-O1",): 10, ("-Oz",): 10, ("-O2", "dce"): 11, (): 5, ("-O3",): None}
+    assert _ranked(costs) == [(10, ("-Oz",)), (10, ("-O1",)), (11, ("-O2", "dce"))]
+
+
+def test_local_search_beats_random_search_at_equal_budget_on_a_known_case(functions):
+    """newton_sqrt: -Oz unrolls; local search from a good seed finds at least what random search finds."""
+    ir = functions["newton_sqrt"]
+    random_result = autotune(ir, budget=30, objective="text_size", seed=0)
+    local = local_search(ir, budget=32, objective="text_size", seeds=[random_result.best_pass_list], seed=0)
+    assert local.best_cost <= random_result.best_cost < local.oz_cost

@@ -1,0 +1,27 @@
+"""Coreset selection: greedy coverage over measured label costs, in a deterministic order."""
+
+from __future__ import annotations
+
+from optserve.corpus.coreset import known_costs, select
+
+
+def test_greedy_picks_the_list_that_saves_most_then_what_adds_most():
+    a, b, c = ("-O2",), ("-Os", "dce"), ("-Oz", "mergefunc")
+    examples = [
+        (100, {a: 90, b: 95}),  # a saves 10%
+        (100, {a: 90, b: 95}),
+        (10, {b: 5, c: 9}),  # b saves 50% here
+        (10, {c: 9}),
+    ]
+    chosen = select(examples, k=5)
+    # b saves 0.05 + 0.05 + 0.5; then a and c each add 0.1 more: the shorter list first
+    assert [p for p, _, _ in chosen] == [b, a, c]
+    assert chosen[0][2] == 3 and abs(chosen[0][1] - 0.6) < 1e-9
+    assert select(examples, k=1) == chosen[:1]  # a prefix is the best smaller coreset found
+
+
+def test_no_gain_no_list_and_costs_come_from_seeds_and_top_lists():
+    assert select([(50, {("-O1",): 50})]) == []
+    record = {"oz": 40, "seeds": "fp", "seed_costs": [38, None], "top": [[37, ["-O1", "dce"]]]}
+    costs = known_costs(record, {"fp": [["-Os"], ["-O3"]]})
+    assert costs == {("-Os",): 38, ("-O1", "dce"): 37, ("-Oz",): 40}

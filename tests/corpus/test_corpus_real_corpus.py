@@ -1,0 +1,117 @@
+"""The real-code corpus end to end on a miniature: optcc captures two 'packages', both corpora are built,
+labelled by local search, exported to the committed label store, and restored into a rebuilt corpus."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from optserve.corpus.journal import read_jsonl
+from optserve.corpus.label import LabelConfig, label, read_labels
+from optserve.corpus.label_store import MANIFEST, export, restore, stored_labels
+from optserve.corpus.parallel import ProcessRunner
+from optserve.corpus.real_corpus import RealCorpusLayout, assemble, is_probe, package_split, process_package
+from optserve.corpus.real_packages import PACKAGES, CaptureLayout
+
+C_FILES = Path(__file__).resolve().parent.parent / "data" / "c"
+OPTCC = Path(sys.executable).with_name("optcc")
+TEST_PACKAGE = next(p for p in PACKAGES if package_split(p) == "test")
+TRAIN_PACKAGE = next(p for p in PACKAGES if package_split(p) == "train")
+
+
+def test_split_is_by_package_deterministic_and_holds_out_every_kind():
+    splits = {p: package_split(p) for p in PACKAGES}
+    assert splits == {p: package_split(p) for p in PACKAGES}
+    for kind in set(PACKAGES.values()):
+        in_kind = [splits[p] for p, k in PACKAGES.items() if k == kind]
+        assert in_kind.count("test") == 1 and in_kind.count("val") <= 1
+
+
+def test_configure_and_cmake_probes_are_not_package_code():
+    assert is_probe("/src/pkg/conftest.c")
+    assert is_probe("/src/pkg/build/CMakeFiles/CMakeScratch/TryCompile-1/src.c")
+    assert not is_probe("/src/pkg/lib/compress.c")
+
+
+def _capture(root: Path, package: str, files: list[str]) -> None:
+    """A package's build seen through optcc's capture mode, as real_packages.py runs it."""
+    layout = CaptureLayout(root)
+    source_dir = layout.sources / package / f"{package}-1.0"
+    source_dir.mkdir(parents=True)
+    for name in files:
+        shutil.copy(C_FILES / name, source_dir / name)
+        env = os.environ | {"OPTCC_CAPTURE": str(layout.capture_dir(package)), "OPTCC_CAPTURE_TAG": package}
+        subprocess.run(
+            [str(OPTCC), "-Oz", "-g", "-c", name, "-o", name + ".o"], cwd=source_dir, env=env, check=True
+        )
+    status = layout.status_file(package)
+    status.parent.mkdir(parents=True, exist_ok=True)
+    status.write_text(
+        json.dumps({"package": package, "kind": PACKAGES[package], "ok": True, "units": len(files)})
+    )
+
+
+@pytest.fixture(scope="module")
+def real_root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("real")
+    _capture(root, TEST_PACKAGE, ["loops.c", "recursion.c"])
+    _capture(root, TRAIN_PACKAGE, ["loops.c", "globals.c"])  # loops.c again: the same unit in two splits
+    layout = RealCorpusLayout(root)
+    runner = ProcessRunner(1)
+    for package in (TEST_PACKAGE, TRAIN_PACKAGE):
+        process_package(layout, package, runner)
+    assemble(layout, [TEST_PACKAGE, TRAIN_PACKAGE])
+    return root
+
+
+def _examples(root: Path, granularity: str) -> list[dict]:
+    corpus = RealCorpusLayout(root).corpus(granularity)
+    return [e for shard in corpus.shards() for e in read_jsonl(shard)]
+
+
+def test_units_and_functions_are_split_by_package_and_a_shared_unit_stays_held_out(real_root):
+    units = _examples(real_root, "units")
+    assert {(u["package"], u["file"], u["split"]) for u in units} == {
+        (TEST_PACKAGE, "loops.c", "test"),
+        (TEST_PACKAGE, "recursion.c", "test"),
+        (TRAIN_PACKAGE, "globals.c", "train"),
+    }
+    assert all("llvm.dbg" not in u["ir"] and "!DI" not in u["ir"] for u in units)  # -g stripped
+    assert all("optsize" in u["ir"] for u in units)  # attributes kept: the -Oz IR optcc sends
+    functions = _examples(real_root, "functions")
+    assert functions and all(f["function"] and f["split"] == package_split(f["package"]) for f in functions)
+    ids = [f["id"] for f in functions]
+    assert len(ids) == len(set(ids))
+    manifest = (RealCorpusLayout(real_root).corpus("functions").manifest).read_text().splitlines()
+    assert len(manifest) == len(functions) + 1
+
+
+def test_labels_persist_through_the_store_into_a_rebuilt_corpus(real_root, tmp_path):
+    root = tmp_path / "real"
+    shutil.copytree(real_root, root)
+    corpus = RealCorpusLayout(root).corpus("functions")
+    config = LabelConfig(budget=12, objectives=("text_size",), seeds=(("-Os",), ("-O2",)))
+    runner = ProcessRunner(1)
+    summary = label(corpus, corpus.shards(), "local", config, runner, progress=False, log=lambda _: None)
+    assert summary.functions == len(_examples(root, "functions")) and summary.failed == 0
+    labels = read_labels(corpus, "local")
+    some = next(iter(labels.values()))["text_size"]
+    assert some["search"] == "ls1" and some["budget"] == 12 and len(some["seed_costs"]) == 2
+    assert some["best"] <= some["oz"]
+
+    store = tmp_path / "labels"
+    assert export(corpus, "functions", store) == {"text_size": len(labels)}
+    manifest = json.loads((store / MANIFEST).read_text())
+    assert sum(f["records"] for f in manifest["files"].values()) == len(labels)
+    assert set(stored_labels(store, "functions")["text_size"]) == set(labels)
+
+    shutil.rmtree(corpus.labels_dir)  # a fresh session: corpus rebuilt, labels only in the store
+    assert restore(corpus, "functions", store, ("text_size",)) == len(labels)
+    again = label(corpus, corpus.shards(), "local", config, runner, progress=False, log=lambda _: None)
+    assert again.functions == 0 and again.skipped == len(labels)
