@@ -4,47 +4,62 @@
         answer = client.optimize(Path("f.ll").read_text(), strategy="priority", samples=10)
         print(answer.best.pipeline, answer.best.cost, answer.oz_cost)
 
+    async with AsyncOptserveClient("localhost:9000") as client:          # the same calls, awaited (grpc.aio)
+        answers = await asyncio.gather(*(client.optimize(ir) for ir in modules))
+
+Sampling: `client.optimize(ir, strategy="nucleus", samples=10, temperature=0.8, top_p=0.95, seed=7)`.
+
 Over TLS (the service's gRPC TLS port, serve.grpc_tls_port): `OptserveClient("host:9443", tls=True,
 ca_cert="ca.pem")`; without `ca_cert` the system's root certificates are trusted.
 
-Calls raise `CallError` (status code name + the server's message) when the service answers an error.
+Retries: a call answered UNAVAILABLE or RESOURCE_EXHAUSTED is tried again with exponential backoff, up to
+3 tries in all, within the call's deadline (`retry=RetryPolicy(...)` to change it, `retry=None` for none;
+serve/client_retry.py). Calls raise `CallError` (status code name + the server's message) when the
+service answers an error.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
-from pathlib import Path
+from typing import Unpack
 
 import grpc
-from google.protobuf import json_format
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from optserve.serve.client_aio import AsyncOptserveClient
+from optserve.serve.client_channel import CA_CERT_ENV, TOKEN_ENV, ChannelSettings
+from optserve.serve.client_requests import (
+    DEADLINE_MARGIN_S,
+    DEFAULT_TIMEOUT_S,
+    CallError,
+    OptimizeOptions,
+    optimize_request,
+    optimize_timeout_s,
+    schedule_request,
+    schedule_timeout_s,
+    to_dict,
+)
+from optserve.serve.client_retry import DEFAULT_RETRY, NO_RETRY, Attempts, RetryPolicy
 from optserve.v1 import optserve_pb2 as pb
 from optserve.v1 import optserve_pb2_grpc as pb_grpc
 
+__all__ = [
+    "CA_CERT_ENV",
+    "DEADLINE_MARGIN_S",
+    "DEFAULT_TARGET",
+    "DEFAULT_TIMEOUT_S",
+    "NO_RETRY",
+    "TOKEN_ENV",
+    "AsyncOptserveClient",
+    "CallError",
+    "OptserveClient",
+    "RetryPolicy",
+    "to_dict",
+]
+
 DEFAULT_TARGET = "localhost:9000"
-TOKEN_ENV = "OPTSERVE_TOKEN"
-CA_CERT_ENV = "OPTSERVE_CA_CERT"  # a PEM file: turns TLS on and trusts this CA
-# The server answers its own deadline (best so far, -Oz at worst); the call waits this much longer for it.
-DEADLINE_MARGIN_S = 5.0
-DEFAULT_TIMEOUT_S = 120.0
-
-
-class CallError(Exception):
-    """The service answered with an error status."""
-
-    def __init__(self, code: grpc.StatusCode, message: str):
-        super().__init__(f"{code.name}: {message}")
-        self.code = code
-        self.message = message
-
-
-def to_dict(message) -> dict:
-    """A response as JSON-ready data, every field present, names as in the .proto file."""
-    return json_format.MessageToDict(
-        message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
-    )
 
 
 class OptserveClient:
@@ -57,62 +72,49 @@ class OptserveClient:
         application: str | None = None,
         tls: bool = False,
         ca_cert: str | os.PathLike | None = None,
+        retry: RetryPolicy | None = DEFAULT_RETRY,
     ):
         """`application`: the Ray Serve application to call, needed only when a cluster runs several.
         `tls`: call over TLS; `ca_cert` (default $OPTSERVE_CA_CERT): PEM file of the CA to trust, and
-        implies `tls`."""
+        implies `tls`. `retry`: how UNAVAILABLE / RESOURCE_EXHAUSTED answers are retried (None: never)."""
         self.timeout_s = timeout_s
-        token = token if token is not None else os.environ.get(TOKEN_ENV)
-        self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
-        self._metadata += (("application", application),) if application else ()
-        options = [
-            ("grpc.max_send_message_length", max_message_bytes),
-            ("grpc.max_receive_message_length", max_message_bytes),
-        ]
-        ca_cert = ca_cert if ca_cert is not None else os.environ.get(CA_CERT_ENV) or None
-        if tls or ca_cert:
-            root_certificates = Path(ca_cert).read_bytes() if ca_cert else None
-            credentials = grpc.ssl_channel_credentials(root_certificates=root_certificates)
-            self.channel = grpc.secure_channel(target, credentials, options=options)
+        self.retry = retry if retry is not None else NO_RETRY
+        self.settings = ChannelSettings.of(
+            target,
+            token=token,
+            ca_cert=ca_cert,
+            max_message_bytes=max_message_bytes,
+            application=application,
+            tls=tls,
+        )
+        credentials = self.settings.credentials
+        if credentials is not None:
+            self.channel = grpc.secure_channel(target, credentials, options=self.settings.options)
         else:
-            self.channel = grpc.insecure_channel(target, options=options)
+            self.channel = grpc.insecure_channel(target, options=self.settings.options)
         self._pass_ordering = pb_grpc.PassOrderingStub(self.channel)
         self._looptune = pb_grpc.LoopTuneStub(self.channel)
         self._health = health_pb2_grpc.HealthStub(self.channel)
 
     def _call(self, method, request, timeout_s: float | None = None):
-        try:
-            return method(request, timeout=timeout_s or self.timeout_s, metadata=self._metadata)
-        except grpc.RpcError as err:
-            raise CallError(err.code(), err.details() or "") from None
+        """One call, retried as `self.retry` says; every try and pause within `timeout_s` in all."""
+        attempts = Attempts(self.retry, timeout_s or self.timeout_s)
+        while True:
+            try:
+                return method(request, timeout=attempts.remaining_s(), metadata=self.settings.metadata)
+            except grpc.RpcError as err:
+                pause_s = attempts.pause_before_next(err)
+                if pause_s is None:
+                    raise CallError.of(err) from None
+            time.sleep(pause_s)
 
-    def optimize(
-        self,
-        ir: str | bytes,
-        objective: str = "instruction_count",
-        strategy: str = "greedy",
-        samples: int = 1,
-        feedback_rounds: int = 0,
-        deadline_s: float = 0.0,
-        return_ir: bool = False,
-        return_object: bool = False,
-        bypass_cache: bool = False,
-    ) -> pb.OptimizeResponse:
-        """The best pass list for `ir` (text, or bitcode as bytes) and every ranked candidate."""
-        module = {"ir_bitcode": ir} if isinstance(ir, bytes) else {"ir_text": ir}
-        request = pb.OptimizeRequest(
-            objective=pb.Objective.Value(objective.upper()),
-            strategy=pb.Strategy.Value(strategy.upper()),
-            samples=samples,
-            feedback_rounds=feedback_rounds,
-            deadline_s=deadline_s,
-            return_ir=return_ir,
-            return_object=return_object,
-            bypass_cache=bypass_cache,
-            **module,
-        )
-        timeout_s = deadline_s + DEADLINE_MARGIN_S if deadline_s else None
-        return self._call(self._pass_ordering.Optimize, request, timeout_s)
+    def optimize(self, ir: str | bytes, **options: Unpack[OptimizeOptions]) -> pb.OptimizeResponse:
+        """The best pass list for `ir` (text, or bitcode as bytes) and every ranked candidate.
+
+        Options (client_requests.OptimizeOptions): objective, strategy, samples, feedback_rounds, deadline_s,
+        return_ir, return_object, bypass_cache, and for nucleus sampling temperature, top_p, seed."""
+        request = optimize_request(ir, **options)
+        return self._call(self._pass_ordering.Optimize, request, optimize_timeout_s(request))
 
     def model_metadata(self) -> pb.ModelMetadata:
         return self._call(self._pass_ordering.GetModelMetadata, pb.ModelMetadataRequest())
@@ -127,16 +129,8 @@ class OptserveClient:
         return_kernel: bool = False,
     ) -> pb.ScheduleResponse:
         """A loop schedule for the contraction `einsum` with index `sizes`."""
-        request = pb.ScheduleRequest(
-            einsum=einsum,
-            sizes=dict(sizes),
-            method=method,
-            time_limit_s=time_limit_s,
-            measure=measure,
-            return_kernel=return_kernel,
-        )
-        timeout_s = time_limit_s + DEADLINE_MARGIN_S + 30.0 if time_limit_s else None
-        return self._call(self._looptune.Schedule, request, timeout_s)
+        request = schedule_request(einsum, sizes, method, time_limit_s, measure, return_kernel)
+        return self._call(self._looptune.Schedule, request, schedule_timeout_s(request))
 
     def health(self, service: str = "") -> str:
         """`SERVING` / `NOT_SERVING` for the server ("") or one service (e.g. optserve.v1.PassOrdering)."""

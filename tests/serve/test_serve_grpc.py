@@ -266,7 +266,11 @@ def test_overload_is_resource_exhausted_at_once(service):
         outcome = call(busy.schedule, MATMUL, {"m": 64, "k": 64, "n": 64}, "greedy2", 1.0)
         return outcome, time.monotonic() - started
 
-    with OptserveClient(endpoints.grpc_target, token=TOKEN) as busy, ThreadPoolExecutor(16) as pool:
+    # No client retries: this is about the server's answer to a burst.
+    with (
+        OptserveClient(endpoints.grpc_target, token=TOKEN, retry=None) as busy,
+        ThreadPoolExecutor(16) as pool,
+    ):
         results = list(pool.map(lambda _: timed_schedule(), range(16)))
     outcomes = codes([r for r, _ in results])
     assert "OK" in outcomes and "RESOURCE_EXHAUSTED" in outcomes, outcomes

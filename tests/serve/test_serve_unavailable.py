@@ -10,7 +10,7 @@ import httpx
 import pytest
 from serve_helpers import TOKEN, service_settings
 
-from optserve.serve.client import CallError, OptserveClient
+from optserve.serve.client import CallError, OptserveClient, RetryPolicy
 
 APP = "nomodel"
 
@@ -52,3 +52,26 @@ def test_http_readiness_and_optimize_without_a_model_are_503(modelless, add_ir):
         assert response.status_code == 503
         assert response.json()["error"]["code"] == "UNAVAILABLE"
         assert http.get("/v2/health/live").status_code == 200
+
+
+def test_the_client_retries_unavailable_and_the_service_counts_each_try(modelless, add_ir):
+    """The default client tries three times in all (serve/client_channel.py), one without retries once."""
+    endpoints, _ = modelless
+    headers = {"authorization": f"Bearer {TOKEN}"}
+    prefix = 'optserve_requests_total{code="UNAVAILABLE",operation="optimize",protocol="grpc"} '
+
+    def unavailable_answers(http: httpx.Client) -> int:
+        lines = [line for line in http.get("/metrics").text.splitlines() if line.startswith(prefix)]
+        return int(float(lines[0].removeprefix(prefix))) if lines else 0
+
+    with httpx.Client(base_url=f"{endpoints.http_url}/{APP}", headers=headers, timeout=60) as http:
+        before = unavailable_answers(http)
+        for retry, tries in ((RetryPolicy(), 3), (None, 1)):
+            with (
+                OptserveClient(endpoints.grpc_target, token=TOKEN, application=APP, retry=retry) as client,
+                pytest.raises(CallError) as caught,
+            ):
+                client.optimize(add_ir)
+            assert caught.value.code is grpc.StatusCode.UNAVAILABLE
+            assert unavailable_answers(http) - before == tries
+            before += tries

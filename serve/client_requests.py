@@ -1,0 +1,90 @@
+"""What the Python clients (sync and async) send: requests built from keyword arguments, each call's overall
+deadline, and the error a call raises. The clients differ only in how they wait.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TypedDict, Unpack
+
+import grpc
+from google.protobuf import json_format
+
+from optserve.v1 import optserve_pb2 as pb
+
+# The server answers its own deadline (best so far, -Oz at worst); the call waits this much longer for it.
+DEADLINE_MARGIN_S = 5.0
+DEFAULT_TIMEOUT_S = 120.0
+SCHEDULE_MARGIN_S = 30.0  # JIT compiling and timing the chosen schedule, after the search's own limit
+
+
+class CallError(Exception):
+    """The service answered with an error status (after any retries)."""
+
+    def __init__(self, code: grpc.StatusCode, message: str):
+        super().__init__(f"{code.name}: {message}")
+        self.code = code
+        self.message = message
+
+    @classmethod
+    def of(cls, err: grpc.RpcError) -> CallError:
+        return cls(err.code(), err.details() or "")
+
+
+def to_dict(message) -> dict:
+    """A response as JSON-ready data, every field present, names as in the .proto file."""
+    return json_format.MessageToDict(
+        message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+    )
+
+
+class OptimizeOptions(TypedDict, total=False):
+    """The options of Optimize (meanings in proto/optserve/v1/optserve.proto)."""
+
+    objective: str  # instruction_count (default) | text_size
+    strategy: str  # greedy (default) | priority | nucleus
+    samples: int  # unique model candidates wanted (default 1)
+    feedback_rounds: int
+    deadline_s: float  # the server's work budget; 0 = its default
+    return_ir: bool
+    return_object: bool
+    bypass_cache: bool
+    temperature: float  # nucleus only; default 1.0
+    top_p: float  # nucleus only; default 1.0
+    seed: int  # nucleus only; the same seed draws the same candidates
+
+
+def optimize_request(ir: str | bytes, **options: Unpack[OptimizeOptions]) -> pb.OptimizeRequest:
+    """`ir`: text, or bitcode as bytes."""
+    module = {"ir_bitcode": ir} if isinstance(ir, bytes) else {"ir_text": ir}
+    fields = dict(options)
+    fields["objective"] = pb.Objective.Value(fields.get("objective", "instruction_count").upper())
+    fields["strategy"] = pb.Strategy.Value(fields.get("strategy", "greedy").upper())
+    return pb.OptimizeRequest(**fields, **module)
+
+
+def optimize_timeout_s(request: pb.OptimizeRequest) -> float | None:
+    """The call's deadline when the request names its own (None: the client's default)."""
+    return request.deadline_s + DEADLINE_MARGIN_S if request.deadline_s else None
+
+
+def schedule_request(
+    einsum: str,
+    sizes: Mapping[str, int],
+    method: str = "",
+    time_limit_s: float = 0.0,
+    measure: bool = True,
+    return_kernel: bool = False,
+) -> pb.ScheduleRequest:
+    return pb.ScheduleRequest(
+        einsum=einsum,
+        sizes=dict(sizes),
+        method=method,
+        time_limit_s=time_limit_s,
+        measure=measure,
+        return_kernel=return_kernel,
+    )
+
+
+def schedule_timeout_s(request: pb.ScheduleRequest) -> float | None:
+    return request.time_limit_s + DEADLINE_MARGIN_S + SCHEDULE_MARGIN_S if request.time_limit_s else None
