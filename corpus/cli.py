@@ -300,14 +300,18 @@ def _label(args: argparse.Namespace) -> int:
 
 
 def _seed_lists(path: Path | None) -> tuple[tuple[str, ...], ...]:
-    """Pass lists from a JSON file: a list of lists, or a coreset file ({"lists": [...]})."""
+    """Pass lists from a JSON file: a list of lists, {"lists": [...]}, or a coreset (corpus/coreset.py)."""
     if path is None:
         return ()
     import json
 
     data = json.loads(path.read_text())
-    lists = data["lists"] if isinstance(data, dict) else data
-    return tuple(tuple(item["passes"] if isinstance(item, dict) else item) for item in lists)
+    if isinstance(data, dict) and "objectives" in data:  # a coreset: its objectives' lists, in order, once
+        lists = [item for items in data["objectives"].values() for item in items]
+    else:
+        lists = data["lists"] if isinstance(data, dict) else data
+    seeds = (tuple(item["passes"] if isinstance(item, dict) else item) for item in lists)
+    return tuple(dict.fromkeys(seeds))
 
 
 def _card(args: argparse.Namespace) -> int:

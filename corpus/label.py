@@ -266,7 +266,9 @@ def label(
         if stage == "broadcast" and not layout.label_path("autotune", shard).exists():
             log(f"{shard.name}: autotune stage not finished, no broadcast yet")
             continue
-        state = _ShardProgress.load(layout, stage, shard, examples, _fingerprint(lists) if plan else None)
+        state = _ShardProgress.load(
+            layout, stage, shard, examples, _fingerprint(lists) if plan else None, config.objectives
+        )
         if state.finished:
             summary.skipped += len(examples)
             continue
@@ -334,19 +336,28 @@ class _ShardProgress:
     finished: bool = False
 
     @classmethod
-    def load(cls, layout, stage, shard, examples, fingerprint) -> _ShardProgress:
+    def load(cls, layout, stage, shard, examples, fingerprint, objectives=OBJECTIVES) -> _ShardProgress:
+        """A labelled example is done when its record has every objective asked for (or an error)."""
         final = layout.label_path(stage, shard)
         journal = Journal(layout.label_journal(stage, shard))
+        earlier = {}
         if final.exists():
             first = next(read_jsonl(final), {})
-            if first.get("lists") == fingerprint:
+            earlier = {r["key"]: r for r in read_jsonl(final)} if first.get("lists") == fingerprint else {}
+            if earlier and all(_has(r, objectives) for r in earlier.values()):
                 return cls(layout, stage, shard, examples, journal, {}, [], 0, fingerprint, finished=True)
-            final.unlink()  # made with a different broadcast list set (more shards were autotuned since)
+            final.unlink()  # other broadcast lists, or objectives missing: its labels go back to the journal
+            for record in earlier.values():
+                journal.append(record)
         done = {k: r for k, r in journal.records().items() if r.get("lists") == fingerprint}
-        todo = [e for e in examples if e["id"] not in done]
+        todo = [e for e in examples if not _has(done.get(e["id"]), objectives)]
         return cls(layout, stage, shard, examples, journal, done, todo, len(todo), fingerprint)
 
     def add(self, record: dict[str, Any]) -> None:
+        """Journal `record`, keeping the other objectives an earlier record of the example has."""
+        earlier = self.done.get(record["key"])
+        if earlier is not None and "error" not in earlier and "error" not in record:
+            record = {**earlier, **record}
         self.journal.append(record)
         self.done[record["key"]] = record
         self.pending -= 1
@@ -361,6 +372,10 @@ class _ShardProgress:
         self.journal.path.unlink(missing_ok=True)
         self.finished = True
         summary.shards_completed.append(self.shard.name)
+
+
+def _has(record: dict[str, Any] | None, objectives: tuple[str, ...]) -> bool:
+    return record is not None and ("error" in record or all(o in record for o in objectives))
 
 
 def _plan_broadcast(layout: CorpusLayout, config: LabelConfig, log) -> dict[str, tuple]:

@@ -6,7 +6,8 @@
 #   corpus/label_remote.sh BUNDLE STAGE SECONDS [more `dataset label` flags]
 #     BUNDLE   a bundle from `optserve dataset bundle` (carried, e.g. .carry/label_bundle.tar.xz)
 #     STAGE    autotune | broadcast | all
-#     SECONDS  labelling time limit; keep it ~90 s under the call's limit (unpacking and packing take time)
+#     SECONDS  labelling time limit; keep it ~90 s under the call's limit (unpacking and packing take time);
+#              for whole units also pass --function-time-limit (a unit's search can outlast the limit)
 # Needs .carry/llvmlite047.tar.xz (how to make it: docs/bench/corpus.md, "Labelling on the 16-core machine").
 # Writes $OUT/labels.tar.xz: unpack it into the corpus here (`tar xJf .../labels.tar.xz -C data/corpus`);
 # a run cut short leaves journals in it, and the next bundle carries them back, so nothing is redone.
@@ -36,8 +37,11 @@ python3 -c 'import llvmlite, llvmlite.binding as llvm; assert llvmlite.__version
 tar xJf "$bundle" -C "$work"
 # From $pkg: `python -m` puts the working directory first on sys.path, and the repository root's optserve/
 # lacks the compiler/ and corpus/ subpackages. Every flag is given, so no settings file (no pydantic) is read.
-(cd "$pkg" && python3 -m optserve.corpus.cli label --corpus "$work" --stage "$stage" --time-limit "$seconds" \
-  --workers "$(nproc)" --budget 1000 --candidate-timeout 20 --quiet --json "$@") | tee "$out/label_summary.json"
+# Under `timeout`: whatever happens to the labeller (a unit that outlasts the time limit, a hang), the labels
+# journaled so far are packed below. Journals are written per finished item, so a killed run loses nothing else.
+(cd "$pkg" && timeout --kill-after=10 "$((seconds + 30))" python3 -m optserve.corpus.cli label --corpus "$work" \
+  --stage "$stage" --time-limit "$seconds" --workers "$(nproc)" --budget 1000 --candidate-timeout 20 --quiet \
+  --json "$@") | tee "$out/label_summary.json" || echo "labeller stopped by timeout; packing its journals" >&2
 
 # Pack back only the labels of the bundled shards: the other label files in the bundle are stale copies that
 # must not overwrite newer ones at home.

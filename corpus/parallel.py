@@ -114,6 +114,9 @@ class ProcessRunner:
                         return exhausted
                     yield in_flight.pop(future), result
         finally:
+            if in_flight:  # the caller stopped early (time limit): do not wait for running tasks at exit
+                for process in list(getattr(pool, "_processes", {}).values()):
+                    process.terminate()
             pool.shutdown(wait=False, cancel_futures=True)
 
 

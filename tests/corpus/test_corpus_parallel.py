@@ -40,6 +40,22 @@ def test_stopping_early_leaves_no_workers_behind():
     assert multiprocessing.active_children() == []
 
 
+def sleep_long_unless_first(item: int) -> int:
+    if item:
+        time.sleep(60)  # a whole translation unit's search: far longer than the caller wants to wait
+    return item
+
+
+def test_stopping_early_does_not_wait_for_long_running_tasks():
+    results = ProcessRunner(workers=2, window_per_worker=1).run(sleep_long_unless_first, range(4))
+    assert next(results) == (0, 0)
+    started = time.monotonic()
+    results.close()
+    while multiprocessing.active_children() and time.monotonic() - started < 20:
+        time.sleep(0.1)
+    assert multiprocessing.active_children() == [] and time.monotonic() - started < 20
+
+
 @pytest.mark.slow  # starts a local Ray cluster
 def test_ray_runner_does_every_item_once_and_contains_a_crash():
     import ray

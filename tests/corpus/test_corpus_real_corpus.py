@@ -115,3 +115,18 @@ def test_labels_persist_through_the_store_into_a_rebuilt_corpus(real_root, tmp_p
     assert restore(corpus, "functions", store, ("text_size",)) == len(labels)
     again = label(corpus, corpus.shards(), "local", config, runner, progress=False, log=lambda _: None)
     assert again.functions == 0 and again.skipped == len(labels)
+
+
+def test_a_second_objective_labels_every_example_again_and_keeps_the_first(real_root, tmp_path):
+    root = tmp_path / "real"
+    shutil.copytree(real_root, root)
+    corpus = RealCorpusLayout(root).corpus("functions")
+    runner = ProcessRunner(1)
+    quiet = {"progress": False, "log": lambda _: None}
+    first = LabelConfig(budget=6, objectives=("text_size",))
+    label(corpus, corpus.shards(), "local", first, runner, **quiet)
+    second = LabelConfig(budget=6, objectives=("instruction_count",))
+    summary = label(corpus, corpus.shards(), "local", second, runner, **quiet)
+    assert summary.functions == len(_examples(root, "functions"))
+    labels = read_labels(corpus, "local")
+    assert all("text_size" in r and "instruction_count" in r for r in labels.values())
