@@ -40,6 +40,12 @@ class EngineSettings(_Section):
     backend: str = Field("vllm", pattern="^(vllm|torch)$", description="vllm, or torch where vLLM cannot run")
     max_samples: int = Field(100, gt=0)
     max_feedback_rounds: int = Field(3, ge=0)
+    coreset_path: Path = Field(
+        BUNDLED_MODELS / "coreset" / "coreset.json", description="pass-list coreset (strategy `coreset`)"
+    )
+    coreset_fallback_lists: int = Field(
+        10, ge=0, description="coreset lists tried for an input longer than the model's context"
+    )
 
 
 class LoopTuneSettings(_Section):

@@ -25,7 +25,9 @@ def register(subparsers) -> None:
 
     optimize = subparsers.add_parser("optimize", help="ask a running service for the best pass list")
     optimize.add_argument("file", type=Path, help="LLVM IR (.ll) or bitcode (.bc)")
-    optimize.add_argument("--strategy", choices=["greedy", "priority", "nucleus"], default="greedy")
+    optimize.add_argument(
+        "--strategy", choices=["greedy", "priority", "nucleus", "coreset"], default="greedy"
+    )
     optimize.add_argument("--samples", type=int, default=1, help="model candidates (priority/nucleus)")
     optimize.add_argument(
         "--objective", choices=["instruction_count", "text_size"], default="instruction_count"

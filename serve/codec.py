@@ -62,13 +62,17 @@ def optimize_request(message: pb.OptimizeRequest) -> schemas.OptimizeRequest:
     return checked.model_copy(update={"ir": None, "ir_bitcode": message.ir_bitcode})
 
 
+# Proto enum values share one scope per package: source `coreset` is CORESET_LIST (CORESET is a Strategy).
+_SOURCE_ENUM_NAMES = {"coreset": "CORESET_LIST"}
+
+
 def _candidate(candidate: schemas.Candidate) -> pb.Candidate:
     return pb.Candidate(
         pipeline=candidate.pipeline,
         passes=candidate.passes,
         cost=candidate.cost,
         logprob=candidate.logprob,
-        source=pb.CandidateSource.Value(candidate.source.upper()),
+        source=pb.CandidateSource.Value(_SOURCE_ENUM_NAMES.get(candidate.source, candidate.source.upper())),
         error=candidate.error,
     )
 

@@ -17,7 +17,7 @@ from optserve.serve.errors import ModelInputTooLong, unavailable
 
 log = logging.getLogger(__name__)
 
-STRATEGIES = ["greedy", "priority", "nucleus"]
+STRATEGIES = ["greedy", "priority", "nucleus", "coreset"]
 
 
 def model_version(model_dir: Path) -> str:

@@ -19,6 +19,7 @@ from optserve.compiler.cache import ResultCache, ir_digest
 from optserve.compiler.ir import IRError, parse_ir
 from optserve.compiler.passes import to_opt_pipeline
 from optserve.config import Settings
+from optserve.engine.coreset import Coreset
 from optserve.engine.interface import Generation, SamplingOptions, Strategy
 from optserve.serve import schemas
 from optserve.serve.errors import ErrorKind, ModelInputTooLong, ServiceError, invalid, unavailable
@@ -77,6 +78,7 @@ class Optimizer:
         self.compiler = compiler
         self.cache = cache
         self.feedback_builder = feedback_builder
+        self.coreset = Coreset.load(settings.engine.coreset_path)
 
     def check_options(self, request: schemas.OptimizeRequest) -> float:
         """Reject options outside the service's limits; return the deadline in seconds."""
@@ -85,6 +87,8 @@ class Optimizer:
             raise invalid(f"samples: {request.samples} is more than the limit of {engine.max_samples}")
         if request.strategy == "greedy" and request.samples != 1:
             raise invalid("samples: greedy decoding gives one candidate; use strategy priority or nucleus")
+        if request.strategy == "coreset" and not self.coreset.first(request.objective, 1):
+            raise invalid(f"strategy coreset: the service has no coreset for objective {request.objective}")
         if request.feedback_rounds > engine.max_feedback_rounds:
             raise invalid(
                 f"feedback_rounds: {request.feedback_rounds} is more than the limit of "
@@ -105,10 +109,10 @@ class Optimizer:
         validate_s = time.monotonic() - started
 
         model = await self.generator.metadata()
-        if not model.ready:
+        if not model.ready and request.strategy != "coreset":
             raise unavailable(f"pass-ordering model {model.name!r} is not ready: {model.reason}")
         digest = ir_digest(ir)
-        key = cache_key(digest, request, model.version)
+        key = cache_key(digest, request, f"{model.version}+coreset-{self.coreset.version}")
         if not request.bypass_cache and (hit := self.cache.get(key)) is not None:
             return _as_cached(hit, time.monotonic() - started)
 
@@ -129,7 +133,7 @@ class Optimizer:
         ranked = _rank([_Measured(OZ_PASS_LIST, oz_eval.cost, 0.0, "oz", ""), *sampled.measured])
 
         best_ir, best_object = oz_eval.optimized_ir, oz_eval.object_code
-        if any(want) and ranked[0].source == "model":
+        if any(want) and ranked[0].source != "oz":
             started_output = time.monotonic()
             try:
                 (best_eval,) = await _until(
@@ -179,6 +183,9 @@ class Optimizer:
     ) -> _Sampled:
         """Model candidates of every feedback round, each compiled and measured, until the deadline."""
         sampled = _Sampled()
+        if request.strategy == "coreset":
+            await self._measure_coreset(ir, request, deadline, request.samples, sampled)
+            return sampled
         seen = {OZ_PASS_LIST}
         feedback = None
         for round_index in range(request.feedback_rounds + 1):
@@ -193,7 +200,10 @@ class Optimizer:
                     "sampling",
                 )
             except ModelInputTooLong as err:
-                sampled.warning = f"no model candidates, -Oz only: {err}"
+                count = max(request.samples, self.settings.engine.coreset_fallback_lists)
+                lists = self.coreset.first(request.objective, count)
+                sampled.warning = f"no model candidates ({err}); {len(lists)} coreset lists and -Oz instead"
+                await self._measure_coreset(ir, request, deadline, count, sampled)
                 break
             except ServiceError as err:
                 if err.kind is not ErrorKind.DEADLINE_EXCEEDED:
@@ -236,6 +246,32 @@ class Optimizer:
             )
         return sampled
 
+    async def _measure_coreset(
+        self, ir: str, request: schemas.OptimizeRequest, deadline: float, count: int, sampled: _Sampled
+    ) -> None:
+        """Compile the coreset's first `count` lists (no model); a deadline keeps what finished: nothing."""
+        lists = [p for p in self.coreset.first(request.objective, count) if p != OZ_PASS_LIST]
+        if not lists:
+            return
+        started = time.monotonic()
+        try:
+            evaluations = await _until(
+                self.compiler.evaluate(ir, lists, request.objective, False, False),
+                deadline + BACKEND_GRACE_S,
+                "compiling coreset lists",
+            )
+        except ServiceError as err:
+            if err.kind is not ErrorKind.DEADLINE_EXCEEDED:
+                raise
+            sampled.deadline_hit = True
+            return
+        finally:
+            sampled.compile_s += time.monotonic() - started
+        sampled.measured += [
+            _Measured(p, e.cost, 0.0, "coreset", e.error or "")
+            for p, e in zip(lists, evaluations, strict=True)
+        ]
+
 
 def _sampling_options(request: schemas.OptimizeRequest, remaining_s: float) -> SamplingOptions:
     return SamplingOptions(
@@ -259,7 +295,7 @@ async def _until(awaitable, deadline: float, what: str):
         ) from None
 
 
-_SOURCE_ORDER = {"oz": 0, "model": 1}
+_SOURCE_ORDER = {"oz": 0, "model": 1, "coreset": 2}
 
 
 def _rank(measured: list[_Measured]) -> list[_Measured]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 
 import grpc
 import pytest
@@ -86,9 +87,11 @@ def pool():
         yield compiler_pool
 
 
-def optimize(generator, pool, request: schemas.OptimizeRequest, cache: ResultCache | None = None):
+def optimize(
+    generator, pool, request: schemas.OptimizeRequest, cache: ResultCache | None = None, settings=None
+):
     cache = cache if cache is not None else ResultCache(10)
-    optimizer = Optimizer(SETTINGS, generator, PoolCompiler(pool), cache, build_feedback)
+    optimizer = Optimizer(settings or SETTINGS, generator, PoolCompiler(pool), cache, build_feedback)
     return asyncio.run(optimizer.optimize(request))
 
 
@@ -208,10 +211,50 @@ def test_a_model_that_is_not_ready_is_unavailable(pool, add_ir):
     assert caught.value.kind is ErrorKind.UNAVAILABLE and "weights missing" in caught.value.message
 
 
-def test_a_module_longer_than_the_context_gets_oz_with_a_warning(pool, add_ir):
+def with_coreset(tmp_path, lists, objective="instruction_count", fallback=10) -> Settings:
+    path = tmp_path / "coreset.json"
+    items = [{"passes": list(p), "gain": 0.0, "wins": 0} for p in lists]
+    path.write_text(json.dumps({"version": "test", "objectives": {objective: items}}))
+    engine = {"max_samples": 10, "max_feedback_rounds": 2, "coreset_path": str(path)}
+    return Settings.model_validate({"engine": engine | {"coreset_fallback_lists": fallback}})
+
+
+def test_a_module_longer_than_the_context_gets_oz_with_a_warning_without_a_coreset(pool, add_ir, tmp_path):
     generator = ScriptedGenerator([], error=ModelInputTooLong("the prompt has 9000 tokens"))
-    response = optimize(generator, pool, schemas.OptimizeRequest(ir=add_ir))
+    no_coreset = Settings.model_validate({"engine": {"coreset_path": str(tmp_path / "missing.json")}})
+    response = optimize(generator, pool, schemas.OptimizeRequest(ir=add_ir), settings=no_coreset)
     assert response.best.source == "oz" and "9000 tokens" in response.warning
+    assert [c.source for c in response.candidates] == ["oz"]
+
+
+def test_a_module_longer_than_the_context_gets_the_coreset_lists(pool, unrolled_loop_ir, tmp_path):
+    settings = with_coreset(tmp_path, [("-O2",), ("sroa",), ("-O1",)], fallback=2)
+    generator = ScriptedGenerator([], error=ModelInputTooLong("the prompt has 9000 tokens"))
+    response = optimize(generator, pool, schemas.OptimizeRequest(ir=unrolled_loop_ir), settings=settings)
+    assert {tuple(c.passes) for c in response.candidates} == {("-Oz",), ("-O2",), ("sroa",)}
+    assert response.best.passes == ["sroa"] and response.best.source == "coreset"
+    assert "9000 tokens" in response.warning and "2 coreset lists" in response.warning
+
+
+def test_strategy_coreset_serves_its_first_lists_without_the_model(pool, unrolled_loop_ir, tmp_path):
+    settings = with_coreset(tmp_path, [("sroa",), ("-O2",), ("-O1",)])
+    never = ScriptedGenerator([], error=AssertionError("the model must not be asked"), ready=False)
+    request = schemas.OptimizeRequest(ir=unrolled_loop_ir, strategy="coreset", samples=2)
+    response = optimize(never, pool, request, settings=settings)
+    assert [c.passes for c in response.candidates][0] == ["sroa"] and response.best.source == "coreset"
+    assert {tuple(c.passes) for c in response.candidates} == {("-Oz",), ("sroa",), ("-O2",)}
+    assert never.calls == []
+    assert (
+        optimize(never, pool, request, settings=settings).candidates == response.candidates
+    )  # deterministic
+
+
+def test_strategy_coreset_without_a_coreset_for_the_objective_is_invalid(pool, add_ir, tmp_path):
+    settings = with_coreset(tmp_path, [("sroa",)], objective="text_size")
+    request = schemas.OptimizeRequest(ir=add_ir, strategy="coreset", samples=1)
+    with pytest.raises(ServiceError) as caught:
+        optimize(ScriptedGenerator([]), pool, request, settings=settings)
+    assert caught.value.kind is ErrorKind.INVALID_ARGUMENT and "no coreset" in caught.value.message
 
 
 def test_the_cache_key_covers_ir_options_and_model_version():
@@ -274,6 +317,17 @@ def test_proto_zeros_mean_the_documented_defaults():
         1,
     )
     assert request.deadline_s is None and request.temperature == 1.0
+
+
+def test_the_coreset_strategy_and_source_cross_the_grpc_edge(pool, unrolled_loop_ir, tmp_path):
+    request = codec.optimize_request(pb.OptimizeRequest(ir_text="x", strategy=pb.CORESET, samples=3))
+    assert (request.strategy, request.samples) == ("coreset", 3)
+    settings = with_coreset(tmp_path, [("sroa",)])
+    response = optimize(
+        ScriptedGenerator([]), pool, request.model_copy(update={"ir": unrolled_loop_ir}), settings=settings
+    )
+    message = codec.optimize_response(response)
+    assert message.best.source == pb.CORESET_LIST and list(message.best.passes) == ["sroa"]
 
 
 def test_bitcode_arrives_raw_over_grpc():
