@@ -5,6 +5,7 @@
     optserve dataset card     DATASET_CARD.md and card.json next to the data
     optserve dataset check-leakage   manifest self-check, and outside IR files against the training split
     optserve dataset bundle   pack shards (+ their labels so far) to label on another machine
+    optserve dataset stats    the real-code corpus (corpus/real_*.py) and its committed labels; --card
 
 Also runs as `python -m optserve.corpus.cli SUBCOMMAND ...` (how corpus/label_remote.sh calls it on a machine
 without the installed package). Settings (optserve/config.py, section `corpus`) are read only for flags left
@@ -142,6 +143,21 @@ def add_dataset_commands(sub: argparse._SubParsersAction) -> None:
     leak.add_argument("--split", default="train", help="the split that must not contain them (default train)")
     add_json_flag(leak)
     leak.set_defaults(handler=_check_leakage)
+
+    stats = sub.add_parser(
+        "stats",
+        help="what the real-code corpus and its committed labels hold",
+        description="Counts per package kind, split, granularity and objective; label budgets; the share "
+        "of -Oz saved by the labels; token lengths of whole units (bundled tokenizer). --card writes the "
+        "dataset card (provenance, licence per package, rebuild commands).",
+    )
+    stats.add_argument(
+        "--root", type=Path, default=Path("data/real"), help="real-code root (default data/real)"
+    )
+    stats.add_argument("--store", type=Path, default=Path("data/labels/real"), help="committed label store")
+    stats.add_argument("--card", type=Path, help="also write the dataset card here")
+    add_json_flag(stats)
+    stats.set_defaults(handler=_stats)
 
     bundle = sub.add_parser(
         "bundle",
@@ -343,6 +359,17 @@ def _check_leakage(args: argparse.Namespace) -> int:
     report = check_against(layout, args.paths, args.split)
     emit({"clean": report.clean, **asdict(report)}, args.json)
     return 0 if report.clean else 1
+
+
+def _stats(args: argparse.Namespace) -> int:
+    from optserve.corpus.real_stats import corpus_stats, write_card
+
+    tokenizer = _settings().engine.model_dir
+    result = corpus_stats(args.root, args.store, tokenizer)
+    if args.card:
+        write_card(args.root, result, args.card)
+    emit(result, args.json)
+    return 0
 
 
 def _bundle(args: argparse.Namespace) -> int:

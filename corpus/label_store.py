@@ -137,3 +137,36 @@ def write_manifest(store: Path) -> dict[str, Any]:
     manifest = {"files": files}
     write_atomic(store / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return manifest
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m optserve.corpus.label_store export|restore`: for both corpora of a real-code root."""
+    import argparse
+
+    from optserve.corpus.real_corpus import GRANULARITIES, RealCorpusLayout
+
+    parser = argparse.ArgumentParser(description="Merge labels into the committed store, or restore them.")
+    parser.add_argument("action", choices=("export", "restore"))
+    parser.add_argument("--root", type=Path, default=Path("data/real"))
+    parser.add_argument("--store", type=Path, default=Path("data/labels/real"))
+    args = parser.parse_args(argv)
+    layout = RealCorpusLayout(args.root)
+    for granularity in GRANULARITIES:
+        corpus = layout.corpus(granularity)
+        if not corpus.examples_dir.exists():
+            continue
+        if args.action == "export":
+            print(granularity, "new labels:", export(corpus, granularity, args.store))
+        else:
+            for objective in sorted(stored_labels(args.store, granularity)):
+                print(
+                    granularity,
+                    objective,
+                    "restored:",
+                    restore(corpus, granularity, args.store, (objective,)),
+                )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -18,6 +18,7 @@ from optserve.corpus.label_store import MANIFEST, export, restore, stored_labels
 from optserve.corpus.parallel import ProcessRunner
 from optserve.corpus.real_corpus import RealCorpusLayout, assemble, is_probe, package_split, process_package
 from optserve.corpus.real_packages import PACKAGES, CaptureLayout
+from optserve.corpus.real_stats import corpus_stats, write_card
 
 C_FILES = Path(__file__).resolve().parent.parent / "data" / "c"
 OPTCC = Path(sys.executable).with_name("optcc")
@@ -110,6 +111,18 @@ def test_labels_persist_through_the_store_into_a_rebuilt_corpus(real_root, tmp_p
     manifest = json.loads((store / MANIFEST).read_text())
     assert sum(f["records"] for f in manifest["files"].values()) == len(labels)
     assert set(stored_labels(store, "functions")["text_size"]) == set(labels)
+
+    stats = corpus_stats(root, store)
+    functions = stats["functions"]
+    assert sum(functions["examples"].values()) == len(labels) and stats["packages"]["captured"] == 2
+    labelled = functions["labels"]["text_size"]
+    assert sum(split["labelled"] for split in labelled.values()) == len(labels)
+    assert all(split["budgets"] == {"12": split["labelled"]} for split in labelled.values())
+    write_card(root, stats, tmp_path / "card.md")
+    card = (tmp_path / "card.md").read_text()
+    assert (
+        TEST_PACKAGE in card and TRAIN_PACKAGE in card and "python -m optserve.corpus.real_packages" in card
+    )
 
     shutil.rmtree(corpus.labels_dir)  # a fresh session: corpus rebuilt, labels only in the store
     assert restore(corpus, "functions", store, ("text_size",)) == len(labels)
