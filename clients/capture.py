@@ -21,8 +21,14 @@ from optserve.clients.settings import ir_step_flags
 
 UNITS = "units"
 INDEX = "captured.jsonl"
-# Flags with no effect on the IR that optcc does not take over yet; captured units ignore them.
-IR_NEUTRAL_FLAGS = frozenset({"-Qunused-arguments", "-Wa,--noexecstack"})
+# Flags with no effect on the unoptimized IR that optcc does not take over yet (assembler and linker options
+# in a compile-only command, pipeline and section options): captured units ignore them, so a corpus gets the
+# units of builds that use them.
+IR_NEUTRAL_FLAGS = frozenset(
+    {"-Qunused-arguments", "-pipe", "-funroll-loops", "-fno-unroll-loops", "-ffunction-sections",
+     "-fdata-sections", "-fno-semantic-interposition"}
+)  # fmt: skip
+IR_NEUTRAL_PREFIXES = ("-Wa,", "-Wl,")
 
 
 def capture_command(directory: Path, clang: str, args: list[str], cxx: bool, ir_mode: str) -> int:
@@ -44,7 +50,7 @@ def capture_command(directory: Path, clang: str, args: list[str], cxx: bool, ir_
 
 def compile_jobs(args: list[str], cxx: bool = False) -> list[CompileJob]:
     """The units of a command as optcc reads it, plus `-c a.c b.c` (one object per source, named after it)."""
-    kept = [arg for arg in args if arg not in IR_NEUTRAL_FLAGS]
+    kept = [arg for arg in args if arg not in IR_NEUTRAL_FLAGS and not arg.startswith(IR_NEUTRAL_PREFIXES)]
     job = plain_compile(kept, cxx)
     if job is not None:
         return [job]

@@ -65,7 +65,16 @@ def test_capture_takes_each_source_of_a_multi_source_compile(tmp_path):
     for name in ("one", "two"):
         (tmp_path / f"{name}.c").write_text(f"int {name}(int x) {{ return x * 3 + 1; }}\n")
     capture = tmp_path / "capture"
-    command = [str(OPTCC), "-Qunused-arguments", "-Wa,--noexecstack", "-Oz", "-c", "one.c", "two.c"]
+    command = [
+        str(OPTCC),
+        "-Qunused-arguments",
+        "-Wa,--noexecstack",
+        "-Wl,-z,relro",
+        "-Oz",
+        "-c",
+        "one.c",
+        "two.c",
+    ]
     assert run(command, tmp_path, OPTCC_CAPTURE=str(capture)).returncode == 0
     assert (tmp_path / "one.o").exists() and (tmp_path / "two.o").exists()
     records = [json.loads(line) for line in (capture / "captured.jsonl").read_text().splitlines()]
