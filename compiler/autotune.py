@@ -72,6 +72,15 @@ class _Evaluator:
             self.failures += evaluation.cost is None
 
 
+def _baselines(ir: str, objective: Objective, pool: CompilerPool | None) -> tuple[_Evaluator, int, int]:
+    """An evaluator for `ir` with -O0 and -Oz compiled: (evaluator, unoptimized cost, -Oz cost)."""
+    evaluator = _Evaluator(ir, objective, pool)
+    unoptimized_cost, oz_cost = evaluator.costs_of([(), OZ])
+    if unoptimized_cost is None or oz_cost is None:
+        raise IRError(f"cannot compile this IR at -O0/-Oz (objective {objective})")
+    return evaluator, unoptimized_cost, oz_cost
+
+
 def random_pass_list(rng: random.Random, max_passes: int) -> tuple[str, ...]:
     """An optional meta flag (each of the six or none, equally likely), then 1..max_passes random passes."""
     meta = rng.choice((*META_FLAGS, None))
@@ -105,10 +114,7 @@ def autotune(
         raise ValueError("budget must be >= 0")
     started = time.monotonic()
     objective = Objective(objective)
-    evaluator = _Evaluator(ir, objective, pool)
-    unoptimized_cost, oz_cost = evaluator.costs_of([(), OZ])
-    if unoptimized_cost is None or oz_cost is None:
-        raise IRError(f"cannot compile this IR at -O0/-Oz (objective {objective})")
+    evaluator, unoptimized_cost, oz_cost = _baselines(ir, objective, pool)
     best_cost, best_list = oz_cost, OZ
 
     rng = random.Random(seed)
@@ -236,10 +242,7 @@ def local_search(
         raise ValueError("budget must be >= 2 (the -O0 and -Oz baselines)")
     started = time.monotonic()
     objective = Objective(objective)
-    evaluator = _Evaluator(ir, objective, pool)
-    unoptimized_cost, oz_cost = evaluator.costs_of([(), OZ])
-    if unoptimized_cost is None or oz_cost is None:
-        raise IRError(f"cannot compile this IR at -O0/-Oz (objective {objective})")
+    evaluator, unoptimized_cost, oz_cost = _baselines(ir, objective, pool)
     seeds = [tuple(s) for s in seeds]
     seed_lists = list(dict.fromkeys(s for s in seeds if s not in evaluator.costs))[: budget - 2]
     evaluator.costs_of(seed_lists)

@@ -34,6 +34,38 @@ def source_key(source: str, path: str) -> str:
     return f"{source}:{path}"
 
 
+def function_examples(
+    functions: list[tuple[str, str]], rules: DropRules
+) -> tuple[list[dict[str, Any]], Counter[str]]:
+    """Normalized functions that pass the drop rules ([{id, function, instructions, bytes, ir}]), and drops.
+
+    Drops by reason: invalid (does not normalize), trivial, too_long, duplicate (same normalized IR).
+    """
+    examples: list[dict[str, Any]] = []
+    dropped: Counter[str] = Counter()
+    seen: set[str] = set()
+    for name, function_ir in functions:
+        try:
+            normalized = normalize_ir(function_ir)
+            count = instruction_count(normalized)
+        except IRError:
+            dropped["invalid"] += 1
+            continue
+        size = len(normalized.encode())
+        if count < rules.min_instructions:
+            dropped["trivial"] += 1
+        elif size > rules.max_bytes:
+            dropped["too_long"] += 1
+        elif (digest := ir_hash(normalized)) in seen:
+            dropped["duplicate"] += 1
+        else:
+            seen.add(digest)
+            examples.append(
+                {"id": digest, "function": name, "instructions": count, "bytes": size, "ir": normalized}
+            )
+    return examples, dropped
+
+
 def examples_of_file(job: tuple[SourceFile, DropRules, float]) -> dict[str, Any]:
     """Examples of one source file, with counts of what was dropped and why.
 
@@ -60,37 +92,10 @@ def examples_of_file(job: tuple[SourceFile, DropRules, float]) -> dict[str, Any]
     except IRError as err:
         return {**record, "status": "parse_error", "error": str(err)[:300]}
 
-    dropped: Counter[str] = Counter()
-    seen: set[str] = set()
-    for name, function_ir in functions:
-        try:
-            normalized = normalize_ir(function_ir)
-            count = instruction_count(normalized)
-        except IRError:
-            dropped["invalid"] += 1
-            continue
-        size = len(normalized.encode())
-        if count < rules.min_instructions:
-            dropped["trivial"] += 1
-        elif size > rules.max_bytes:
-            dropped["too_long"] += 1
-        elif (digest := ir_hash(normalized)) in seen:
-            dropped["duplicate"] += 1
-        else:
-            seen.add(digest)
-            record["examples"].append(
-                {
-                    "id": digest,
-                    "source": source_file.source,
-                    "package": source_file.package,
-                    "file": source_file.path,
-                    "function": name,
-                    "licence": source_file.licence,
-                    "instructions": count,
-                    "bytes": size,
-                    "ir": normalized,
-                }
-            )
+    examples, dropped = function_examples(functions, rules)
+    base = {"source": source_file.source, "package": source_file.package, "file": source_file.path,
+            "licence": source_file.licence}  # fmt: skip
+    record["examples"] = [{**base, **example} for example in examples]
     record["functions"] = len(functions)
     record["dropped"] = dict(dropped)
     record["seconds"] = round(time.perf_counter() - started, 4)

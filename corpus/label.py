@@ -83,33 +83,19 @@ def function_seed(example_id: str) -> int:
 def autotune_function(task: tuple[dict[str, Any], LabelConfig]) -> dict[str, Any]:
     """The autotuner's result for one example per objective (an `error` record if it cannot compile)."""
     from optserve.compiler.autotune import autotune
-    from optserve.compiler.ir import IRError
 
-    example, config = task
-    pool = _compiler_pool(config.candidate_timeout_s)
-    record: dict[str, Any] = {"key": example["id"], "split": example["split"], "source": example["source"]}
-    for objective in config.objectives:
-        try:
-            result = autotune(
-                example["ir"],
-                budget=config.budget,
-                objective=objective,
-                time_limit_s=config.function_time_limit_s,
-                seed=function_seed(example["id"]),
-                pool=pool,
-            )
-        except IRError as err:
-            return {**record, "error": f"{objective}: {err}"}
-        record[objective] = {
-            "unoptimized": result.unoptimized_cost,
-            "oz": result.oz_cost,
-            "best": result.best_cost,
-            "pass_list": list(result.best_pass_list),
-            "compilations": result.compilations,
-            "failed": result.failed_compilations,
-            "seconds": round(result.seconds, 3),
-        }
-    return record
+    def search(example: dict[str, Any], objective: str, config: LabelConfig) -> dict[str, Any]:
+        result = autotune(
+            example["ir"],
+            budget=config.budget,
+            objective=objective,
+            time_limit_s=config.function_time_limit_s,
+            seed=function_seed(example["id"]),
+            pool=_compiler_pool(config.candidate_timeout_s),
+        )
+        return _label_fields(result)
+
+    return _label_each_objective(task, search)
 
 
 def local_search_function(task: tuple[dict[str, Any], LabelConfig]) -> dict[str, Any]:
@@ -117,41 +103,56 @@ def local_search_function(task: tuple[dict[str, Any], LabelConfig]) -> dict[str,
     from llvmlite import binding
 
     from optserve.compiler.autotune import local_search
-    from optserve.compiler.ir import IRError
 
-    example, config = task
-    pool = _compiler_pool(config.candidate_timeout_s)
-    record: dict[str, Any] = {"key": example["id"], "split": example["split"], "source": example["source"]}
     llvm = ".".join(map(str, binding.llvm_version_info))
-    for objective in config.objectives:
-        try:
-            result = local_search(
-                example["ir"],
-                budget=config.budget,
-                objective=objective,
-                seeds=config.seeds,
-                seed=function_seed(example["id"]),
-                pool=pool,
-                top_k=config.top_k,
-                time_limit_s=config.function_time_limit_s,
-            )
-        except IRError as err:
-            return {**record, "error": f"{objective}: {err}"}
-        record[objective] = {
-            "unoptimized": result.unoptimized_cost,
-            "oz": result.oz_cost,
-            "best": result.best_cost,
-            "pass_list": list(result.best_pass_list),
+
+    def search(example: dict[str, Any], objective: str, config: LabelConfig) -> dict[str, Any]:
+        result = local_search(
+            example["ir"],
+            budget=config.budget,
+            objective=objective,
+            seeds=config.seeds,
+            seed=function_seed(example["id"]),
+            pool=_compiler_pool(config.candidate_timeout_s),
+            top_k=config.top_k,
+            time_limit_s=config.function_time_limit_s,
+        )
+        return {
+            **_label_fields(result),
             "top": [[cost, list(pass_list)] for cost, pass_list in result.top],
             "seeds": seeds_fingerprint(config.seeds),
             "seed_costs": list(result.seed_costs),
-            "compilations": result.compilations,
-            "failed": result.failed_compilations,
-            "seconds": round(result.seconds, 3),
             "search": result.version,
             "budget": config.budget,
             "llvm": llvm,
         }
+
+    return _label_each_objective(task, search)
+
+
+def _label_fields(result) -> dict[str, Any]:
+    return {
+        "unoptimized": result.unoptimized_cost,
+        "oz": result.oz_cost,
+        "best": result.best_cost,
+        "pass_list": list(result.best_pass_list),
+        "compilations": result.compilations,
+        "failed": result.failed_compilations,
+        "seconds": round(result.seconds, 3),
+    }
+
+
+def _label_each_objective(task: tuple[dict[str, Any], LabelConfig], search) -> dict[str, Any]:
+    """{key, split, source, objective: search(...)} for every objective; an `error` record if one fails."""
+    from optserve.compiler.ir import IRError
+
+    example, config = task
+    record: dict[str, Any] = {"key": example["id"], "split": example["split"], "source": example["source"]}
+    for objective in config.objectives:
+        try:
+            record[objective] = search(example, objective, config)
+        except IRError as err:
+            return {**record, "error": f"{objective}: {err}"}
     return record
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from optserve.corpus.functions import DropRules, ir_hash
+from optserve.corpus.functions import DropRules, function_examples, ir_hash
 from optserve.corpus.journal import write_atomic
 from optserve.corpus.layout import CorpusLayout
 from optserve.corpus.real_packages import PACKAGES, CaptureLayout, check_allowed
@@ -98,22 +98,8 @@ def process_unit(task: tuple[str, str, str, str]) -> dict[str, Any]:
         "bytes": len(unit_ir.encode()),
         "ir": unit_ir if len(unit_ir.encode()) <= UNIT_MAX_BYTES else None,
     }
-    functions, dropped = [], Counter()
-    for name, function_ir in split_functions(unit_ir):
-        try:
-            normalized = normalize_ir(function_ir)
-            count = instruction_count(normalized)
-        except IRError:
-            dropped["invalid"] += 1
-            continue
-        size = len(normalized.encode())
-        if count < FUNCTION_RULES.min_instructions:
-            dropped["trivial"] += 1
-        elif size > FUNCTION_RULES.max_bytes:
-            dropped["too_long"] += 1
-        else:
-            functions.append({**base, "id": ir_hash(normalized), "function": name, "instructions": count,
-                              "bytes": size, "ir": normalized})  # fmt: skip
+    examples, dropped = function_examples(split_functions(unit_ir), FUNCTION_RULES)
+    functions = [{**base, **example} for example in examples]
     return {"status": "ok", "unit": unit, "functions": functions, "dropped": dict(dropped)}
 
 

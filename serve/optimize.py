@@ -216,26 +216,16 @@ class Optimizer:
             seen.update(c.pass_list for c in fresh)
             evaluations = []
             if fresh:
-                started = time.monotonic()
-                try:
-                    evaluations = await _until(
-                        self.compiler.evaluate(
-                            ir, [c.pass_list for c in fresh], request.objective, False, False
-                        ),
-                        deadline + BACKEND_GRACE_S,
-                        "compiling candidates",
-                    )
-                except ServiceError as err:
-                    if err.kind is not ErrorKind.DEADLINE_EXCEEDED:
-                        raise
-                    sampled.deadline_hit = True
+                evaluations = await self._measure(
+                    ir,
+                    request.objective,
+                    deadline,
+                    sampled,
+                    [(c.pass_list, c.logprob) for c in fresh],
+                    "model",
+                )
+                if evaluations is None:
                     break
-                finally:
-                    sampled.compile_s += time.monotonic() - started
-                sampled.measured += [
-                    _Measured(c.pass_list, e.cost, c.logprob, "model", e.error or "")
-                    for c, e in zip(fresh, evaluations, strict=True)
-                ]
             if generation.deadline_hit:
                 sampled.deadline_hit = True
                 break
@@ -249,28 +239,42 @@ class Optimizer:
     async def _measure_coreset(
         self, ir: str, request: schemas.OptimizeRequest, deadline: float, count: int, sampled: _Sampled
     ) -> None:
-        """Compile the coreset's first `count` lists (no model); a deadline keeps what finished: nothing."""
+        """Compile and measure the coreset's first `count` lists (no model)."""
         lists = [p for p in self.coreset.first(request.objective, count) if p != OZ_PASS_LIST]
-        if not lists:
-            return
+        if lists:
+            await self._measure(
+                ir, request.objective, deadline, sampled, [(p, 0.0) for p in lists], "coreset"
+            )
+
+    async def _measure(
+        self,
+        ir: str,
+        objective: str,
+        deadline: float,
+        sampled: _Sampled,
+        candidates: list[tuple[tuple[str, ...], float]],
+        source: str,
+    ) -> list | None:
+        """Compile (pass list, logprob) candidates into `sampled`; None when the deadline came first."""
         started = time.monotonic()
         try:
             evaluations = await _until(
-                self.compiler.evaluate(ir, lists, request.objective, False, False),
+                self.compiler.evaluate(ir, [p for p, _ in candidates], objective, False, False),
                 deadline + BACKEND_GRACE_S,
-                "compiling coreset lists",
+                f"compiling {source} candidates",
             )
         except ServiceError as err:
             if err.kind is not ErrorKind.DEADLINE_EXCEEDED:
                 raise
             sampled.deadline_hit = True
-            return
+            return None
         finally:
             sampled.compile_s += time.monotonic() - started
         sampled.measured += [
-            _Measured(p, e.cost, 0.0, "coreset", e.error or "")
-            for p, e in zip(lists, evaluations, strict=True)
+            _Measured(p, e.cost, logprob, source, e.error or "")
+            for (p, logprob), e in zip(candidates, evaluations, strict=True)
         ]
+        return evaluations
 
 
 def _sampling_options(request: schemas.OptimizeRequest, remaining_s: float) -> SamplingOptions:
