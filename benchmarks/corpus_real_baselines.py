@@ -103,9 +103,13 @@ def table(title: str, rows: list[dict]) -> str:
         lines.append(f"| {method} | " + " | ".join(cells) + " |")
     label_figure, labelled = labels_saved(rows)
     if labelled:
-        budgets = sorted({r["label"]["budget"] for r in rows if r.get("label")})
-        lines += ["", f"Committed labels (local search from the coreset, budget {budgets}) on the "
-                  f"{labelled} labelled examples: **{_pct(label_figure)}** saved."]  # fmt: skip
+        same = [r for r in rows if r.get("label") is not None]
+        budgets = sorted({r["label"]["budget"] for r in same})
+        top = max(BUDGETS)
+        coreset_top, random_top = saved(same, "coreset", top, True), saved(same, "random", top, True)
+        lines += ["", f"On the {labelled} of them with a committed label (local search from the coreset, "
+                  f"budget {budgets}): labels **{_pct(label_figure)}**, coreset@{top} {_pct(coreset_top)}, "
+                  f"random@{top} {_pct(random_top)} (with the floor)."]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -123,25 +127,37 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=Path("docs/bench/corpus_real.md"))
     parser.add_argument("--json", type=Path, help="also write the per-example rows here")
+    parser.add_argument("--from-json", type=Path, help="only re-render the tables of an earlier --json")
     args = parser.parse_args(argv)
 
     coreset = Coreset.load(args.coreset)
+    if args.from_json:  # re-render a run's rows (same header fields are taken from the arguments)
+        dump = json.loads(args.from_json.read_text())
+        _write(args, coreset, dump, float(dump.pop("_seconds", 0)))
+        return 0
     plan = [("functions", "text_size", args.functions), ("functions", "instruction_count", args.functions),
             ("units", "text_size", args.units)]  # fmt: skip
     started = time.monotonic()
-    sections, dump = [], {}
+    dump = {}
     with CompilerPool(args.workers, timeout_s=120) as pool:
         for granularity, objective, count in plan:
             labels = stored_labels(args.store, granularity).get(objective, {})
             rows = []
-            for example in tqdm(sample(args.root, granularity, count), desc=f"{granularity} {objective}"):
+            examples = sample(args.root, granularity, count)
+            for example in tqdm(examples, desc=f"{granularity} {objective}"):
                 row = measure(example, objective, coreset, pool)
                 row["label"] = labels.get(example["id"])
                 rows.append(row)
-            packages = sorted({e["package"] for e in sample(args.root, granularity, count)})
-            sections.append(table(f"{granularity}, {objective}, test packages {', '.join(packages)}", rows))
-            dump[f"{granularity}-{objective}"] = rows
+            packages = sorted({e["package"] for e in examples})
+            dump[f"{granularity}, {objective}, test packages {', '.join(packages)}"] = rows
     seconds = time.monotonic() - started
+    if args.json:
+        args.json.write_text(json.dumps({**dump, "_seconds": seconds}))
+    _write(args, coreset, dump, seconds)
+    return 0
+
+
+def _write(args, coreset: Coreset, dump: dict[str, list[dict]], seconds: float) -> None:
     header = (
         "# Real test split: random lists, coreset, local search and labels at equal compile budgets\n\n"
         f"Machine: {platform.node()} ({platform.processor() or platform.machine()}), {args.workers} compile "
@@ -152,12 +168,15 @@ def main(argv: list[str] | None = None) -> int:
         "Share of the summed -Oz cost saved (higher is better), with the -Oz floor / without it. A budget is "
         "the number of candidate lists compiled besides -Oz.\n\n"
     )
+    sections = [table(title, _int_budgets(rows)) for title, rows in dump.items()]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(header + "\n".join(sections))
-    if args.json:
-        args.json.write_text(json.dumps(dump))
     print(args.out.read_text())
-    return 0
+
+
+def _int_budgets(rows: list[dict]) -> list[dict]:
+    """JSON turns the budget keys into strings; the tables index them by int."""
+    return [{**r, **{m: {int(b): c for b, c in r[m].items()} for m in METHODS}} for r in rows]
 
 
 if __name__ == "__main__":
