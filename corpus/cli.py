@@ -272,6 +272,11 @@ def _label(args: argparse.Namespace) -> int:
         seeds=_seed_lists(args.seeds),
         top_k=args.top_k,
     )
+    if config.seeds:  # the labels name their seed set by fingerprint; keep the lists next to them
+        from optserve.corpus.label import seeds_fingerprint
+        from optserve.corpus.label_store import write_seed_set
+
+        write_seed_set(layout.labels_dir / "local" / "seeds", seeds_fingerprint(config.seeds), config.seeds)
     runner = make_runner(args.workers, args.ray)
     log = (lambda _msg: None) if args.json else (lambda msg: print(msg, file=sys.stderr))
     stages = ("autotune", "broadcast") if args.stage == "all" else (args.stage,)

@@ -21,8 +21,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from optserve.corpus.label import OBJECTIVES, seeds_fingerprint
-from optserve.corpus.label_store import stored_labels
+from optserve.corpus.label import OBJECTIVES
+from optserve.corpus.label_store import seed_sets, stored_labels
 
 MAX_LISTS = 100
 
@@ -65,15 +65,9 @@ def known_costs(record: dict[str, Any], seed_sets: dict[str, Sequence[Sequence[s
     return costs
 
 
-def build_coreset(
-    store: Path, seed_files: list[Path], k: int = MAX_LISTS, split: str = "train"
-) -> dict[str, Any]:
-    seed_sets = {}
-    for path in seed_files:
-        data = json.loads(path.read_text())
-        lists = data["lists"] if isinstance(data, dict) else data
-        lists = [item["passes"] if isinstance(item, dict) else item for item in lists]
-        seed_sets[seeds_fingerprint(lists)] = lists
+def build_coreset(store: Path, k: int = MAX_LISTS, split: str = "train") -> dict[str, Any]:
+    """The coreset per objective from the store's `split` labels (functions and units together)."""
+    sets = seed_sets(store)
     result: dict[str, Any] = {"objectives": {}, "selected_from": {}}
     for objective in OBJECTIVES:
         records = [
@@ -84,7 +78,7 @@ def build_coreset(
         ]
         if not records:
             continue
-        examples = [(r["oz"], known_costs(r, seed_sets)) for r in records]
+        examples = [(r["oz"], known_costs(r, sets)) for r in records]
         chosen = select(examples, k)
         result["objectives"][objective] = [
             {"passes": list(p), "gain": round(gain, 6), "wins": wins} for p, gain, wins in chosen
@@ -107,11 +101,10 @@ def main(argv: list[str] | None = None) -> int:
         description="Choose the coreset of pass lists from the committed labels."
     )
     parser.add_argument("--store", type=Path, default=Path("data/labels/real"))
-    parser.add_argument("--seed-files", type=Path, nargs="*", default=[Path("corpus/bootstrap_seeds.json")])
     parser.add_argument("--k", type=int, default=MAX_LISTS)
     parser.add_argument("--out", type=Path, default=Path("models/coreset/coreset.json"))
     args = parser.parse_args(argv)
-    coreset = build_coreset(args.store, args.seed_files, args.k)
+    coreset = build_coreset(args.store, args.k)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(coreset, indent=1) + "\n")
     for objective, lists in coreset["objectives"].items():

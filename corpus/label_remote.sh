@@ -52,6 +52,7 @@ tar xJf "$bundle" -C "$work"
     ls labels/*/"$name".jsonl labels/*/"$name".journal.jsonl 2>/dev/null || true
   done
   [ "$stage" = autotune ] || ls labels/broadcast/lists-*.json 2>/dev/null || true
+  ls labels/local/seeds/*.json 2>/dev/null || true
 ) > "$work/returned.txt"
 tar cJf "$out/labels.tar.xz" -C "$work" -T "$work/returned.txt"
 ls -l "$out"

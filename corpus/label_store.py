@@ -7,6 +7,7 @@ they are kept in the repository under `data/labels/<corpus name>/`:
                                                   package, file, function, and the label (costs, best list,
                                                   top-k lists, seed costs, compiles, search version, LLVM)
     MANIFEST.json                                 per file: records, bytes, sha256; budgets and versions
+    seeds/<fingerprint>.json                      the seed lists labels started from (`seed_costs` order)
 
 `export` merges the labels of a corpus directory (finished shards and in-progress journals of stage
 `local`) into the store; `restore` writes stored labels back into a (rebuilt) corpus as journal records, so
@@ -89,6 +90,8 @@ def export(layout: CorpusLayout, granularity: str, store: Path) -> dict[str, int
             with lzma.open(partial, "wt", preset=9) as out:
                 out.write(text)
             partial.replace(path)
+    for seeds_file in sorted((layout.labels_dir / STAGE / "seeds").glob("*.json")):
+        write_seed_set(store / "seeds", seeds_file.stem, json.loads(seeds_file.read_text()))
     write_manifest(store)
     return dict(added)
 
@@ -115,6 +118,16 @@ def restore(layout: CorpusLayout, granularity: str, store: Path, objectives: tup
                 journal.append(record)
                 restored += 1
     return restored
+
+
+def write_seed_set(directory: Path, fingerprint: str, lists) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    write_atomic(directory / f"{fingerprint}.json", json.dumps([list(p) for p in lists]) + "\n")
+
+
+def seed_sets(store: Path) -> dict[str, list[list[str]]]:
+    """Every seed set the stored labels started from, by fingerprint (their `seed_costs` follow its order)."""
+    return {path.stem: json.loads(path.read_text()) for path in sorted((store / "seeds").glob("*.json"))}
 
 
 def write_manifest(store: Path) -> dict[str, Any]:

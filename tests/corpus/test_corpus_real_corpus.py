@@ -143,3 +143,26 @@ def test_a_second_objective_labels_every_example_again_and_keeps_the_first(real_
     assert summary.functions == len(_examples(root, "functions"))
     labels = read_labels(corpus, "local")
     assert all("text_size" in r and "instruction_count" in r for r in labels.values())
+
+
+def test_the_cli_keeps_the_seed_set_and_the_coreset_is_built_from_the_store(real_root, tmp_path):
+    from optserve.corpus.cli import main as dataset_main
+    from optserve.corpus.coreset import build_coreset
+    from optserve.corpus.label import seeds_fingerprint
+    from optserve.corpus.label_store import seed_sets
+
+    root = tmp_path / "real"
+    shutil.copytree(real_root, root)
+    seeds = tmp_path / "seeds.json"
+    seeds.write_text(json.dumps([["-Os"], ["-O2", "mergefunc"]]))
+    corpus = RealCorpusLayout(root).corpus("functions")
+    arguments = ["label", "--corpus", str(corpus.root), "--stage", "local", "--seeds", str(seeds),
+                 "--budget", "8", "--objectives", "text_size", "--workers", "1", "--json"]  # fmt: skip
+    assert dataset_main(arguments) == 0
+    store = tmp_path / "labels"
+    export(corpus, "functions", store)
+    fingerprint = seeds_fingerprint([["-Os"], ["-O2", "mergefunc"]])
+    assert seed_sets(store) == {fingerprint: [["-Os"], ["-O2", "mergefunc"]]}
+    coreset = build_coreset(store, split=package_split(TRAIN_PACKAGE))
+    chosen = coreset["objectives"].get("text_size", [])
+    assert coreset["version"] and all(item["gain"] > 0 for item in chosen)
