@@ -64,6 +64,12 @@ PACKAGES: dict[str, str] = {
 EXCLUDED = re.compile(
     r"^(zlib|lua.*|.*jpeg.*|mibench.*|lame|libmad|tiff|ghostscript|ispell|lout|libgsm|gsm|pgp.*|rsynth)$"
 )
+_CLANG_DEFAULT_ERRORS = (
+    "implicit-function-declaration", "implicit-int", "int-conversion", "incompatible-pointer-types",
+    "incompatible-function-pointer-types", "return-type",
+)  # fmt: skip
+GCC_LENIENCE = " ".join(["-Wno-error", *(f"-Wno-error={warning}" for warning in _CLANG_DEFAULT_ERRORS)])
+GCC_QUERIES = 'case " $* " in *" -print-multi"*) exec /usr/bin/gcc "$@";; esac'  # the shims shadow gcc
 CAPTURED_NAMES = ("cc", "gcc", "x86_64-linux-gnu-gcc", "gcc-12", "x86_64-linux-gnu-gcc-12")
 
 
@@ -175,16 +181,19 @@ def snapshot_optcc(layout: CaptureLayout) -> Path:
 def _shim_dir(layout: CaptureLayout) -> Path:
     """Directory with cc/gcc/... scripts that run the snapshot of optcc (capture mode) with this Python.
 
-    `-Wno-error` last: packages tuned for gcc turn warnings into errors that clang-19 warns about more often
-    (e.g. -Wstrict-prototypes); a warning does not change the unit.
+    `GCC_LENIENCE` last: packages tuned for gcc turn warnings into errors that clang-19 warns about more
+    often (e.g. -Wstrict-prototypes), and clang makes some old-C diagnostics errors by default that gcc 12
+    only warns about; neither changes the unit. gcc's own queries (`-print-multi-os-directory`) go to gcc.
     """
     shims = layout.root / "shims"
     shims.mkdir(parents=True, exist_ok=True)
     snapshot = snapshot_optcc(layout)
     for name in CAPTURED_NAMES:
         script = shims / name
-        command = f'PYTHONPATH="{snapshot}" exec "{sys.executable}" -m optserve.clients.optcc "$@" -Wno-error'
-        script.write_text(f"#!/bin/sh\n{command}\n")
+        command = (
+            f'PYTHONPATH="{snapshot}" exec "{sys.executable}" -m optserve.clients.optcc "$@" {GCC_LENIENCE}'
+        )
+        script.write_text(f"#!/bin/sh\n{GCC_QUERIES}\n{command}\n")
         script.chmod(0o755)
     return shims
 
