@@ -200,7 +200,8 @@ class Optimizer:
                     "sampling",
                 )
             except ModelInputTooLong as err:
-                count = max(request.samples, self.settings.engine.coreset_fallback_lists)
+                fallback = self.settings.engine.coreset_fallback_lists  # 0: -Oz only
+                count = max(request.samples, fallback) if fallback else 0
                 lists = self.coreset.first(request.objective, count)
                 sampled.warning = f"no model candidates ({err}); {len(lists)} coreset lists and -Oz instead"
                 await self._measure_coreset(ir, request, deadline, count, sampled)

@@ -225,6 +225,9 @@ def test_a_module_longer_than_the_context_gets_oz_with_a_warning_without_a_cores
     response = optimize(generator, pool, schemas.OptimizeRequest(ir=add_ir), settings=no_coreset)
     assert response.best.source == "oz" and "9000 tokens" in response.warning
     assert [c.source for c in response.candidates] == ["oz"]
+    switched_off = with_coreset(tmp_path, [("sroa",)], fallback=0)  # engine.coreset_fallback_lists: 0
+    response = optimize(generator, pool, schemas.OptimizeRequest(ir=add_ir), settings=switched_off)
+    assert [c.source for c in response.candidates] == ["oz"] and "0 coreset lists" in response.warning
 
 
 def test_a_module_longer_than_the_context_gets_the_coreset_lists(pool, unrolled_loop_ir, tmp_path):
