@@ -85,6 +85,15 @@ def _label_stats(labels: dict[str, dict[str, dict]]) -> dict[str, Any]:
     return result
 
 
+def _reason(error: str) -> str:
+    """A short, host- and path-free reason a package is missing (the full text is in its status file)."""
+    if error.startswith("apt-get"):
+        return "source or build dependencies not fetched (apt-get failed)"
+    if "see the package's log" in error:
+        return "its build failed with clang-19 (logs/<package>.log)"
+    return (error.splitlines()[0][:80] if error else "no units").replace("|", "/")
+
+
 def write_card(root: Path, stats: dict[str, Any], out: Path) -> None:
     """The dataset card: provenance and licence per package, counts, and the commands that rebuild it."""
     statuses = CaptureLayout(root).statuses()
@@ -117,8 +126,7 @@ def write_card(root: Path, stats: dict[str, Any], out: Path) -> None:
         "|---|---|---|---|---|---|---:|---|",
     ]
     for s in statuses:
-        state = "ok" if s.ok else f"not built: {s.error.splitlines()[0][:80] if s.error else 'no units'}"
-        state = state.replace("|", "/")
+        state = "ok" if s.ok else f"not built: {_reason(s.error)}"
         lines.append(
             f"| {s.package} | {s.kind} | {package_split(s.package)} | {s.version} | {s.licence} | "
             f"{s.build_system} | {s.units} | {state} |"
