@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
@@ -395,15 +396,37 @@ def _plan_broadcast(layout: CorpusLayout, config: LabelConfig, log) -> dict[str,
     return plan
 
 
+def searched_labels(layout: CorpusLayout, shards: list[Path]) -> dict[str, dict[str, dict]]:
+    """Per example id and objective, the better label of the two searches (random autotune, local search).
+
+    The corpus of generated and test-suite functions was labelled by the autotuner, the real-code corpus by
+    local search; a function labelled by both keeps the cheaper best.
+    """
+    merged: dict[str, dict[str, dict]] = {}
+    for stage in ("autotune", "local"):
+        for key, record in read_labels(layout, stage, shards).items():
+            if "error" in record:
+                continue
+            for objective in (o for o in OBJECTIVES if o in record):
+                label, current = record[objective], merged.setdefault(key, {}).get(objective)
+                if current is None or _cost_or_inf(label) < _cost_or_inf(current):
+                    merged[key][objective] = label
+    return merged
+
+
+def _cost_or_inf(label: dict) -> float:
+    return label["best"] if label.get("best") is not None else math.inf
+
+
 def iter_labelled(layout: CorpusLayout, splits: tuple[str, ...]) -> Iterator[dict[str, Any]]:
-    """Examples joined with their final labels (broadcast if present, else autotune) per objective."""
+    """Examples joined with their final labels (broadcast if present, else the search's) per objective."""
     shards = layout.shards(splits)
-    tuned = read_labels(layout, "autotune", shards)
+    tuned = searched_labels(layout, shards)
     broadcast = read_labels(layout, "broadcast", shards)
     for shard in shards:
         for example in read_jsonl(shard):
             base = tuned.get(example["id"])
-            if base is None or "error" in base:
+            if base is None:
                 continue
             final = broadcast.get(example["id"])
             final = final if final is not None and "error" not in final else base

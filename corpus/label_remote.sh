@@ -8,6 +8,7 @@
 #     STAGE    autotune | broadcast | all
 #     SECONDS  labelling time limit; keep it ~90 s under the call's limit (unpacking and packing take time);
 #              for whole units also pass --function-time-limit (a unit's search can outlast the limit)
+# LABEL_WORKERS (default: every core) leaves cores to a job beside it (passlm/train_remote.sh trains on the GPU).
 # Needs .carry/llvmlite047.tar.xz (how to make it: docs/bench/corpus.md, "Labelling on the 16-core machine").
 # Writes $OUT/labels.tar.xz: unpack it into the corpus here (`tar xJf .../labels.tar.xz -C data/corpus`);
 # a run cut short leaves journals in it, and the next bundle carries them back, so nothing is redone.
@@ -40,7 +41,7 @@ tar xJf "$bundle" -C "$work"
 # Under `timeout`: whatever happens to the labeller (a unit that outlasts the time limit, a hang), the labels
 # journaled so far are packed below. Journals are written per finished item, so a killed run loses nothing else.
 (cd "$pkg" && timeout --kill-after=10 "$((seconds + 30))" python3 -m optserve.corpus.cli label --corpus "$work" \
-  --stage "$stage" --time-limit "$seconds" --workers "$(nproc)" --budget 1000 --candidate-timeout 20 --quiet \
+  --stage "$stage" --time-limit "$seconds" --workers "${LABEL_WORKERS:-$(nproc)}" --budget 1000 --candidate-timeout 20 --quiet \
   --json "$@") | tee "$out/label_summary.json" || echo "labeller stopped by timeout; packing its journals" >&2
 
 # Pack back only the labels of the bundled shards: the other label files in the bundle are stale copies that

@@ -107,10 +107,13 @@ def restore(layout: CorpusLayout, granularity: str, store: Path, objectives: tup
         with Journal(layout.label_journal(STAGE, shard)) as journal:
             for example in read_jsonl(shard):
                 key = example["id"]
-                if key in present or not all(key in stored[o] for o in objectives):
+                have = present.get(key, {})
+                missing = [o for o in objectives if key in stored[o] and o not in have]
+                if not missing or not all(key in stored[o] or o in have for o in objectives):
                     continue
-                record = {"key": key, "split": example["split"], "source": example["source"]}
-                for objective in objectives:
+                # A journal's later record of a key replaces its earlier one: carry what is there over.
+                record = {"key": key, "split": example["split"], "source": example["source"], **have}
+                for objective in missing:
                     label = dict(stored[objective][key])
                     for field in ("key", "split", "package", "file", "function", "instructions"):
                         label.pop(field, None)

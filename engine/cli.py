@@ -19,6 +19,11 @@ def register(subparsers) -> None:
     parser.add_argument("--model-dir", type=Path, help="model directory (default: the configured one)")
     parser.add_argument("--backend", choices=["torch", "vllm"], help="default: the configured one")
     parser.add_argument("--strategy", choices=["greedy", "priority", "nucleus"], default="greedy")
+    parser.add_argument(
+        "--objective",
+        choices=["instruction_count", "text_size"],
+        help="the objective the prompt names, for a model trained on several (default: the model's first)",
+    )
     parser.add_argument("--samples", type=int, default=1)
     parser.add_argument("--top-k", type=int, default=5)
     parser.add_argument("--max-branch", type=int)
@@ -50,6 +55,7 @@ def _generate(args: argparse.Namespace) -> int:
         top_p=args.top_p,
         seed=args.seed,
         deadline_s=args.deadline,
+        objective=args.objective,
     )
 
     async def run():

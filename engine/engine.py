@@ -62,12 +62,15 @@ class ModelEngine:
             self._grammars[with_costs] = TokenGrammar.build(self.answer.regex(with_costs), self.tokenizer)
         return self._grammars[with_costs]
 
-    def prompt_ids(self, ir: str, feedback: str | None = None) -> tuple[int, ...]:
+    def prompt_ids(
+        self, ir: str, feedback: str | None = None, objective: str | None = None
+    ) -> tuple[int, ...]:
         if self.profile.normalize_ir:
             from optserve.compiler.ir import normalize_ir
 
             ir = normalize_ir(ir)
-        prompt_ids, _ = encode_example(self.profile, self.tokenizer, self.profile.prompt(ir, feedback))
+        prompt = self.profile.prompt(ir, feedback, objective)
+        prompt_ids, _ = encode_example(self.profile, self.tokenizer, prompt)
         limit = self.profile.max_prompt_tokens or (
             self.context_length - self.profile.max_new_tokens if self.context_length else None
         )
@@ -84,7 +87,7 @@ class ModelEngine:
         branching = min(options.top_k, options.max_branch or options.top_k)
         strategy = Strategy(options.strategy)
         request = DecodeRequest(
-            prompt_ids=self.prompt_ids(ir, feedback),
+            prompt_ids=self.prompt_ids(ir, feedback, options.objective),
             grammar=grammar,
             max_new_tokens=self.profile.max_new_tokens,
             top_k=branching if strategy is Strategy.PRIORITY else 1,

@@ -30,6 +30,7 @@ class SamplingOptions:
     seed: int = 0  # nucleus only; priority sampling needs none
     deadline_s: float | None = None  # wall-clock budget; return what was found when it runs out
     predict_costs: bool = True  # also decode the instruction counts the model predicts, if it writes them
+    objective: str | None = None  # what the candidates are for, if the model's prompt names it (profile)
 
     def __post_init__(self) -> None:
         checks = {

@@ -39,7 +39,9 @@ class ModelProfile(BaseModel):
 
     format: int = Field(1, description="profile format version")
     model_id: str = Field(..., min_length=1, description="name reported with every answer")
-    prompt_template: str = Field(..., description="text before the answer; fields {ir} and {feedback}")
+    prompt_template: str = Field(
+        ..., description="text before the answer; fields {ir}, and optionally {feedback} and {objective}"
+    )
     feedback_template: str = Field("{feedback}\n", description="how feedback text enters {feedback}")
     answer_template: str = Field(
         ..., description="the answer; fields {pass_list} and optionally {cost_before} and {cost_after}"
@@ -51,14 +53,21 @@ class ModelProfile(BaseModel):
     add_bos: bool = Field(True, description="start the prompt with the tokenizer's BOS token")
     max_new_tokens: int = Field(96, gt=0, description="longest answer in tokens")
     max_prompt_tokens: int | None = Field(None, gt=0, description="longest prompt; default: model context")
+    objectives: tuple[str, ...] = Field(
+        ("instruction_count",),
+        min_length=1,
+        description="objectives the model was trained for, the default first; a prompt_template with "
+        "{objective} names the request's objective there",
+    )
 
     @field_validator("prompt_template")
     @classmethod
     def _prompt_fields(cls, template: str) -> str:
         fields = _fields(template)
-        if "ir" not in fields or not fields <= {"ir", "feedback"}:
+        if "ir" not in fields or not fields <= {"ir", "feedback", "objective"}:
             raise ValueError(
-                f"prompt_template needs {{ir}} and may use {{feedback}}; it has {sorted(fields)}"
+                f"prompt_template needs {{ir}} and may use {{feedback}} and {{objective}}; "
+                f"it has {sorted(fields)}"
             )
         return template
 
@@ -100,10 +109,17 @@ class ModelProfile(BaseModel):
     def answer_format(self) -> AnswerFormat:
         return AnswerFormat(self.answer_template, SYNTAXES[self.pass_syntax]())
 
-    def prompt(self, ir: str, feedback: str | None = None) -> str:
-        """The prompt text; `ir` must already be normalized if the profile asks for it."""
+    def prompt(self, ir: str, feedback: str | None = None, objective: str | None = None) -> str:
+        """The prompt text; `ir` must already be normalized if the profile asks for it.
+
+        `objective` enters only a template with {objective}. One the model was not trained for becomes the
+        profile's default: the model proposes lists for what it knows, and the service still measures every
+        candidate for the requested objective.
+        """
+        if objective not in self.objectives:
+            objective = self.objectives[0]
         feedback_text = self.feedback_template.format(feedback=feedback) if feedback else ""
-        values = {"ir": ir, "feedback": feedback_text}
+        values = {"ir": ir, "feedback": feedback_text, "objective": objective}
         return self.prompt_template.format(
             **{k: v for k, v in values.items() if k in _fields(self.prompt_template)}
         )

@@ -46,6 +46,12 @@ class EngineSettings(_Section):
     coreset_fallback_lists: int = Field(
         10, ge=0, description="coreset lists tried for an input longer than the model's context"
     )
+    unit_function_prompts: int = Field(
+        4,
+        ge=0,
+        description="for an input longer than the model's context: how many of its largest functions the "
+        "model reads (each list it proposes is compiled for the whole input); 0: none",
+    )
 
 
 class LoopTuneSettings(_Section):

@@ -77,6 +77,7 @@ def _eval_passes(args: argparse.Namespace) -> int:
             top_k=args.top_k,
             top_p=args.top_p,
             parallel=args.parallel,
+            coreset_path=Path(settings.engine.coreset_path),
         )
         if any(m.uses_model for m in config.methods) and not (model_dir / "profile.json").exists():
             raise ValueError(f"{model_dir} is not a model directory (no profile.json)")

@@ -49,7 +49,8 @@ RANDOM_MAX_PASSES = 8  # as the autotuner draws them (optserve.compiler.autotune
 
 @dataclass(frozen=True)
 class Method:
-    """One row family of the table: greedy, priority, nucleus-T (temperature T), random, autotuner."""
+    """One row family of the table: greedy, priority, nucleus-T (temperature T), random, coreset,
+    autotuner."""
 
     name: str
     kind: str
@@ -66,9 +67,10 @@ class Method:
             if temperature <= 0:
                 raise ValueError(f"{name}: the temperature must be > 0")
             return cls(name, kind, temperature)
-        if suffix or kind not in (*MODEL_STRATEGIES, "random", "autotuner"):
+        if suffix or kind not in (*MODEL_STRATEGIES, "random", "coreset", "autotuner"):
             raise ValueError(
-                f"unknown method {name!r}: choose from greedy, priority, nucleus-T, random, autotuner"
+                f"unknown method {name!r}: choose from greedy, priority, nucleus-T, random, coreset, "
+                "autotuner"
             )
         return cls(name, kind)
 
@@ -134,6 +136,7 @@ class EvalConfig:
     top_k: int = 5  # priority sampling K
     top_p: float = 1.0  # nucleus sampling
     parallel: int = 1  # priority sampling: queue heads per batch (1 = Algorithm 1)
+    coreset_path: Path | None = None  # method coreset: the pass-list coreset the service serves
 
     @property
     def max_samples(self) -> int:
@@ -244,6 +247,8 @@ def method_fingerprint(config: EvalConfig, method: Method, model: str | None) ->
         settings |= {"top_p": config.top_p, "seed": config.seed, "draws": "per n"}
     if method.kind == "random":
         settings |= {"seed": config.seed, "max_passes": RANDOM_MAX_PASSES}
+    if method.kind == "coreset":
+        settings |= {"coreset": _coreset(config).version}
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -273,6 +278,20 @@ def result_at(record: dict[str, Any], n: int) -> MethodResult:
 
 
 # --- candidates of one function --------------------------------------------------------------------------
+
+
+def _coreset(config: EvalConfig):
+    """The coreset (loaded once per path), as `strategy coreset` serves it: its first n lists, in order."""
+    from optserve.engine.coreset import Coreset
+
+    if config.coreset_path is None:
+        raise ValueError("method coreset needs a coreset file")
+    if config.coreset_path not in _CORESETS:
+        _CORESETS[config.coreset_path] = Coreset.load(config.coreset_path)
+    return _CORESETS[config.coreset_path]
+
+
+_CORESETS: dict[Path, Any] = {}
 
 
 def random_lists(function_id: str, seed: int, count: int) -> list[tuple[str, ...]]:
@@ -313,6 +332,7 @@ async def _generate(engine, ir: str, method: Method, config: EvalConfig, samples
         top_p=config.top_p,
         seed=config.seed,
         deadline_s=config.deadline_s,
+        objective=config.objective,
     )
     started = time.perf_counter()
     try:
@@ -530,6 +550,9 @@ async def _evaluate_function(
                 generated = await _generate(engine, ir, method, config, method.draws(config.max_samples))
             elif method.kind == "random":
                 generated = _Generated(random_lists(function["id"], config.seed, config.max_samples), [], [])
+            elif method.kind == "coreset":
+                lists = list(_coreset(config).first(config.objective, config.max_samples))
+                generated = _Generated(lists, [], [], exhausted=len(lists) < config.max_samples)
             else:  # the autotuner: its label's best, no compilation
                 generated = _Generated([], [], [])
             compile_task = asyncio.create_task(_compile(pool, ir, generated.pass_lists, config.objective))

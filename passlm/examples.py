@@ -1,11 +1,15 @@
 """Training examples for the pass-ordering model: labelled corpus functions as prompt and answer text.
 
-    python -m optserve.passlm.examples --corpus data/corpus --splits train --out runs/passlm/train.jsonl.xz
+    python -m optserve.passlm.examples --corpus data/real/functions --splits train \
+        --objectives text_size,instruction_count --out runs/passlm/train.jsonl.xz
 
-Thesis Fig. 4.1: the prompt is the normalized unoptimized IR; the answer is the best pass list the autotuner
-found, then the instruction counts before and after it. Both come from `PASSFORMER_PROFILE`, the profile the
-trained model ships with, so training and serving format examples the same way. The output holds text, not
-token ids: the trainer tokenizes with the tokenizer it is given (and runs on a machine without pydantic).
+Thesis Fig. 4.1: the prompt is the normalized unoptimized IR, then the objective the list is for; the answer
+is the best pass list the labeller found, then the objective's cost before (no passes) and after it. Both come
+from `PASSFORMER_PROFILE`, the profile the trained model ships with, so training and serving format examples
+the same way. A function labelled for both objectives gives two examples. The output holds text, not token
+ids: the trainer tokenizes with the tokenizer it is given (and runs on a machine without pydantic). Each
+record's `group` (the package, else the source) is what the trainer holds out for validation, so validation
+loss is measured on packages it did not train on.
 """
 
 from __future__ import annotations
@@ -21,16 +25,17 @@ from pathlib import Path
 from optserve.engine.profile import ModelProfile
 
 PASSFORMER_PROFILE = ModelProfile(
-    model_id="passformer-7m",
-    prompt_template="<ir>\n{ir}</ir>\n{feedback}<answer>\n",
+    model_id="passformer-7m-v2",
+    prompt_template="<ir>\n{ir}</ir>\n<objective>{objective}</objective>\n{feedback}<answer>\n",
     feedback_template="<feedback>\n{feedback}</feedback>\n",
     answer_template="{pass_list}\n{cost_before} -> {cost_after}",
     pass_syntax="optserve",
     normalize_ir=True,
     add_bos=True,
     max_new_tokens=64,
+    objectives=("text_size", "instruction_count"),  # optcc's default first
 )
-OBJECTIVE = "instruction_count"
+OBJECTIVE = "instruction_count"  # of the compiler-feedback examples (passlm.feedback_examples)
 # The autotuner prefers the shortest list at equal cost, so "no passes" is a label (the function is already
 # as small as it gets). The grammar has no empty list; -O0 runs no optimization, so it says the same.
 NO_PASSES = ("-O0",)
@@ -40,32 +45,40 @@ def label_pass_list(pass_list: list[str]) -> tuple[str, ...]:
     return tuple(pass_list) or NO_PASSES
 
 
-def training_texts(example: dict, profile: ModelProfile = PASSFORMER_PROFILE) -> tuple[str, str]:
+def training_texts(
+    example: dict, profile: ModelProfile = PASSFORMER_PROFILE, objective: str | None = None
+) -> tuple[str, str]:
     """(prompt, answer) of one labelled example from `optserve.corpus.label.iter_labelled`."""
-    label = example["labels"][OBJECTIVE]
+    objective = objective or profile.objectives[0]
+    label = example["labels"][objective]
     answer = profile.answer_format().render(
         label_pass_list(label["pass_list"]), label["unoptimized"], label["best"]
     )
-    return profile.prompt(example["ir"]), answer
+    return profile.prompt(example["ir"], objective=objective), answer
 
 
-def iter_training_records(corpus: Path, splits: tuple[str, ...]) -> Iterator[dict]:
+def iter_training_records(
+    corpus: Path, splits: tuple[str, ...], objectives: tuple[str, ...] = PASSFORMER_PROFILE.objectives
+) -> Iterator[dict]:
     from optserve.corpus.label import iter_labelled
     from optserve.corpus.layout import CorpusLayout
 
     for example in iter_labelled(CorpusLayout(corpus), splits):
-        label = example["labels"].get(OBJECTIVE)
-        if label is None or label.get("best") is None:
-            continue
-        prompt, answer = training_texts(example)
-        yield {
-            "id": example["id"],
-            "source": example["source"],
-            "oz": label["oz"],
-            "best": label["best"],
-            "prompt": prompt,
-            "answer": answer,
-        }
+        for objective in objectives:
+            label = example["labels"].get(objective)
+            if label is None or label.get("best") is None:
+                continue
+            prompt, answer = training_texts(example, objective=objective)
+            yield {
+                "id": f"{example['id']}/{objective}",
+                "group": example.get("package") or example["source"],
+                "source": example["source"],
+                "objective": objective,
+                "oz": label["oz"],
+                "best": label["best"],
+                "prompt": prompt,
+                "answer": answer,
+            }
 
 
 def write_records(records: Iterator[dict], out: Path) -> Counter:
@@ -76,7 +89,7 @@ def write_records(records: Iterator[dict], out: Path) -> Counter:
     with opener(out, "wt", encoding="utf-8") as handle:
         for record in records:
             handle.write(json.dumps(record) + "\n")
-            counts[record["source"]] += 1
+            counts[record.get("objective", record["source"])] += 1
     return counts
 
 
@@ -90,14 +103,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=Path("data/corpus"))
     parser.add_argument("--splits", default="train", help="comma-separated")
+    parser.add_argument(
+        "--objectives", default=",".join(PASSFORMER_PROFILE.objectives), help="comma-separated"
+    )
     parser.add_argument("--out", type=Path, required=True, help=".jsonl or .jsonl.xz")
     args = parser.parse_args(argv)
     splits = tuple(s.strip() for s in args.splits.split(","))
-    counts = write_records(iter_training_records(args.corpus, splits), args.out)
+    objectives = tuple(o.strip() for o in args.objectives.split(","))
+    if unknown := set(objectives) - set(PASSFORMER_PROFILE.objectives):
+        parser.error(f"--objectives: {sorted(unknown)} not among {PASSFORMER_PROFILE.objectives}")
+    counts = write_records(iter_training_records(args.corpus, splits, objectives), args.out)
     if not counts:
         print(f"error: no labelled {args.splits} examples in {args.corpus} (label first)", file=sys.stderr)
         return 1
-    print(json.dumps({"out": str(args.out), "examples": sum(counts.values()), "by_source": counts}))
+    print(json.dumps({"out": str(args.out), "examples": sum(counts.values()), "by_objective": counts}))
     return 0
 
 

@@ -41,7 +41,9 @@ from optserve.passlm.examples import (
     write_records,
 )
 
-FIRST_TRY = SamplingOptions(predict_costs=True)  # greedy; the counts are what the feedback checks
+FIRST_TRY = SamplingOptions(
+    predict_costs=True, objective=OBJECTIVE
+)  # greedy; the counts are what the feedback checks
 
 
 async def feedback_record(engine: Engine, example: dict, profile=PASSFORMER_PROFILE) -> dict | None:
@@ -54,13 +56,13 @@ async def feedback_record(engine: Engine, example: dict, profile=PASSFORMER_PROF
     candidate: Candidate = generation.candidates[0]
     evaluation = evaluate(ir, candidate.pass_list, Objective(OBJECTIVE))
     feedback = build_feedback(ir, [(candidate, evaluation)], OBJECTIVE)
-    _, answer = training_texts(example, profile)
+    _, answer = training_texts(example, profile, OBJECTIVE)
     return {
         "id": example["id"],
         "source": example["source"],
         "oz": label["oz"],
         "best": label["best"],
-        "prompt": profile.prompt(ir, feedback),
+        "prompt": profile.prompt(ir, feedback, OBJECTIVE),
         "answer": answer,
         "first_try": {"pass_list": list(candidate.pass_list), "cost": evaluation.cost},
     }

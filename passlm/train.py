@@ -7,7 +7,8 @@ Runs wherever torch and transformers are (the lent GPU, or CPU for a smoke run):
 `passlm/train.py` also runs as a plain script on a machine without optserve installed.
 
 - Examples (`optserve.passlm.examples`) are tokenized as serving does: BOS + prompt, answer + EOS. Examples
-  longer than `--max-tokens` are dropped; 2% (by id) are held out for validation.
+  longer than `--max-tokens` are dropped; `--val-share` of the groups (a record's `group`, its package for
+  real code, else its id) are held out for validation, so the validation loss is measured on unseen packages.
 - Loss: cross-entropy on answer tokens, plus prompt tokens at `--prompt-loss-weight` (language modelling on
   the IR itself teaches the model IR from few labelled examples).
 - Batches hold up to `--batch-tokens` tokens of similar length. AdamW, linear warm-up, cosine decay over the
@@ -73,8 +74,9 @@ def tokenize(records: list[dict], tokenizer, max_tokens: int, prompt_weight: flo
     return examples
 
 
-def held_out(record_id: str, share: float = 0.02) -> bool:
-    return int(hashlib.sha256(record_id.encode()).hexdigest()[:8], 16) / 16**8 < share
+def held_out(record: dict, share: float = 0.02) -> bool:
+    group = record.get("group") or record["id"]
+    return int(hashlib.sha256(group.encode()).hexdigest()[:8], 16) / 16**8 < share
 
 
 def make_batches(examples: list[Example], batch_tokens: int, rng: random.Random) -> list[list[int]]:
@@ -181,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--weight-decay", type=float, default=0.1)
     parser.add_argument("--prompt-loss-weight", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--val-share", type=float, default=0.02, help="share of groups held out")
     parser.add_argument("--eval-every", type=int, default=500)
     parser.add_argument("--arch", default="{}", help="JSON overrides of the Architecture fields")
     args = parser.parse_args(argv)
@@ -196,8 +199,8 @@ def main(argv: list[str] | None = None) -> int:
 
     tokenizer = PreTrainedTokenizerFast.from_pretrained(args.tokenizer)
     records = read_records(args.data)
-    train_records = [r for r in records if not held_out(r["id"])]
-    val_records = [r for r in records if held_out(r["id"])]
+    train_records = [r for r in records if not held_out(r, args.val_share)]
+    val_records = [r for r in records if held_out(r, args.val_share)]
     train = tokenize(train_records, tokenizer, args.max_tokens, args.prompt_loss_weight)
     val = tokenize(val_records, tokenizer, args.max_tokens, args.prompt_loss_weight)
     arch = Architecture(**json.loads(args.arch))
@@ -239,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
             "train_examples": len(train),
             "dropped_too_long": len(train_records) - len(train),
             "val_examples": len(val),
+            "val_groups": sorted({r.get("group") or r["id"] for r in val_records})[:50],
             "train_tokens": sum(len(e.ids) for e in train),
             "arch": asdict(arch),
             "args": {k: str(v) for k, v in vars(args).items()},

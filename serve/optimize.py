@@ -24,6 +24,7 @@ from optserve.engine.interface import Generation, SamplingOptions, Strategy
 from optserve.serve import schemas
 from optserve.serve.errors import ErrorKind, ModelInputTooLong, ServiceError, invalid, unavailable
 from optserve.serve.result_cache import cache_key
+from optserve.serve.unit_lists import UnitLists, unit_lists
 
 OZ_PASS_LIST = ("-Oz",)
 # How long past the request's deadline we wait for a backend that did not stop on its own.
@@ -200,11 +201,7 @@ class Optimizer:
                     "sampling",
                 )
             except ModelInputTooLong as err:
-                fallback = self.settings.engine.coreset_fallback_lists  # 0: -Oz only
-                count = max(request.samples, fallback) if fallback else 0
-                lists = self.coreset.first(request.objective, count)
-                sampled.warning = f"no model candidates ({err}); {len(lists)} coreset lists and -Oz instead"
-                await self._measure_coreset(ir, request, deadline, count, sampled)
+                await self._long_module(ir, request, deadline, sampled, str(err))
                 break
             except ServiceError as err:
                 if err.kind is not ErrorKind.DEADLINE_EXCEEDED:
@@ -236,6 +233,44 @@ class Optimizer:
                 ir, list(zip(fresh, evaluations, strict=True)), request.objective
             )
         return sampled
+
+    async def _long_module(
+        self, ir: str, request: schemas.OptimizeRequest, deadline: float, sampled: _Sampled, why: str
+    ) -> None:
+        """A module longer than the model's context: lists for its largest functions, the coreset's, -Oz."""
+        engine = self.settings.engine
+        started = time.monotonic()
+
+        async def generate(function_ir: str, options: SamplingOptions) -> Generation:
+            return await _until(
+                self.generator.generate(function_ir, options, None), deadline + BACKEND_GRACE_S, "sampling"
+            )
+
+        found = UnitLists([], [], 0)
+        if engine.unit_function_prompts:
+            try:
+                options = _sampling_options(request, deadline - started)
+                found = await unit_lists(ir, generate, options, engine.unit_function_prompts)
+            except ServiceError as err:
+                if err.kind is not ErrorKind.DEADLINE_EXCEEDED:
+                    raise
+                sampled.deadline_hit = True
+            finally:
+                sampled.sample_s += time.monotonic() - started
+        count = max(request.samples, engine.coreset_fallback_lists) if engine.coreset_fallback_lists else 0
+        coreset_lists = self.coreset.first(request.objective, count)
+        sampled.warning = (
+            f"the module is longer than the model's context ({why}): {len(found.lists)} lists from its "
+            f"{len(found.functions_read)} largest functions the model can read, {len(coreset_lists)} coreset "
+            "lists and -Oz"
+        )
+        model_lists = [(p, logprob) for p, logprob in found.lists if p != OZ_PASS_LIST]
+        if model_lists:
+            await self._measure(ir, request.objective, deadline, sampled, model_lists, "model")
+        from_model = {p for p, _ in model_lists}
+        other_lists = [(p, 0.0) for p in coreset_lists if p != OZ_PASS_LIST and p not in from_model]
+        if other_lists and not sampled.deadline_hit:
+            await self._measure(ir, request.objective, deadline, sampled, other_lists, "coreset")
 
     async def _measure_coreset(
         self, ir: str, request: schemas.OptimizeRequest, deadline: float, count: int, sampled: _Sampled
@@ -287,6 +322,7 @@ def _sampling_options(request: schemas.OptimizeRequest, remaining_s: float) -> S
         top_p=request.top_p,
         seed=request.seed,
         deadline_s=remaining_s,
+        objective=request.objective,
     )
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from optserve.corpus.journal import read_jsonl
+from optserve.corpus.journal import Journal, read_jsonl
 from optserve.corpus.label import LabelConfig, label, read_labels
 from optserve.corpus.label_store import MANIFEST, export, restore, stored_labels
 from optserve.corpus.parallel import ProcessRunner
@@ -128,6 +128,18 @@ def test_labels_persist_through_the_store_into_a_rebuilt_corpus(real_root, tmp_p
     assert restore(corpus, "functions", store, ("text_size",)) == len(labels)
     again = label(corpus, corpus.shards(), "local", config, runner, progress=False, log=lambda _: None)
     assert again.functions == 0 and again.skipped == len(labels)
+    assert {k: r["text_size"] for k, r in read_labels(corpus, "local").items()} == {
+        k: r["text_size"] for k, r in labels.items()
+    }
+
+    # A journal that holds an example's other objective only gets the stored one added, the other kept.
+    shutil.rmtree(corpus.labels_dir)
+    key, shard = next(iter(labels)), corpus.shards()[0]
+    with Journal(corpus.label_journal("local", shard)) as journal:
+        journal.append({"key": key, "split": "x", "source": "y", "instruction_count": {"best": 1}})
+    assert restore(corpus, "functions", store, ("text_size",)) == len(labels)
+    merged = read_labels(corpus, "local")[key]
+    assert merged["instruction_count"] == {"best": 1} and merged["text_size"] == labels[key]["text_size"]
 
 
 def test_a_second_objective_labels_every_example_again_and_keeps_the_first(real_root, tmp_path):

@@ -13,7 +13,13 @@ from optserve.compiler.ir import instruction_count, normalize_ir
 from optserve.compiler.pipeline import evaluate, oz_cost
 from optserve.engine.feedback import build_feedback
 from optserve.engine.interface import Candidate
-from optserve.passlm.examples import PASSFORMER_PROFILE, read_records, training_texts, write_records
+from optserve.passlm.examples import (
+    OBJECTIVE,
+    PASSFORMER_PROFILE,
+    read_records,
+    training_texts,
+    write_records,
+)
 from optserve.passlm.feedback_examples import FIRST_TRY, feedback_record, generate_records, mix_records
 
 
@@ -43,14 +49,14 @@ def test_record_prompt_carries_the_feedback_on_the_models_first_try(torch_engine
     evaluation = evaluate(ir, first.pass_list, Objective.INSTRUCTION_COUNT)
     assert record["first_try"] == {"pass_list": list(first.pass_list), "cost": evaluation.cost}
     feedback = build_feedback(ir, [(first, evaluation)], Objective.INSTRUCTION_COUNT)
-    assert record["prompt"] == PASSFORMER_PROFILE.prompt(ir, feedback)
+    assert record["prompt"] == PASSFORMER_PROFILE.prompt(ir, feedback, OBJECTIVE)
     assert "<feedback>\npass list: " in record["prompt"] and record["prompt"].endswith("<answer>\n")
 
 
 def test_record_answer_is_the_labels_answer(torch_engine, labelled_example):
     record = run(feedback_record(torch_engine, labelled_example))
     label = labelled_example["labels"]["instruction_count"]
-    assert record["answer"] == training_texts(labelled_example)[1]
+    assert record["answer"] == training_texts(labelled_example, objective=OBJECTIVE)[1]
     assert record["answer"].startswith("-Oz instcombine\n")
     assert (record["id"], record["source"], record["oz"], record["best"]) == (
         "loops:find_first",

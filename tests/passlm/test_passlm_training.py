@@ -30,18 +30,29 @@ TINY_ARCH = json.dumps(
 )
 
 
-def _example(ir: str, pass_list: list[str], unoptimized: int, best: int) -> dict:
+def _example(ir: str, pass_list: list[str], unoptimized: int, best: int, objective="text_size") -> dict:
     label = {"pass_list": pass_list, "unoptimized": unoptimized, "best": best, "oz": best}
-    return {"id": str(hash(ir)), "ir": ir, "labels": {"instruction_count": label}}
+    return {"id": str(hash(ir)), "ir": ir, "labels": {objective: label}}
 
 
 def test_training_text_is_the_profile_format_and_parses_back():
     ir = synthetic_function(random.Random(1))
     prompt, answer = training_texts(_example(ir, ["-Oz", "sroa"], 30, 12))
-    assert prompt == PASSFORMER_PROFILE.prompt(ir)
+    assert prompt == PASSFORMER_PROFILE.prompt(ir, objective="text_size")
+    assert prompt.endswith("</ir>\n<objective>text_size</objective>\n<answer>\n")
     assert answer == "-Oz sroa\n30 -> 12"
     parsed = PASSFORMER_PROFILE.answer_format().parse(answer)
     assert (parsed.pass_list, parsed.cost_before, parsed.cost_after) == (("-Oz", "sroa"), 30, 12)
+
+
+def test_the_prompt_names_the_objective_the_model_was_trained_for_else_its_default():
+    ir = synthetic_function(random.Random(3))
+    example = _example(ir, ["sroa"], 9, 5, objective="instruction_count")
+    prompt, _ = training_texts(example, objective="instruction_count")
+    assert "<objective>instruction_count</objective>" in prompt
+    # An objective the model does not know is replaced by its default, not refused.
+    unknown = PASSFORMER_PROFILE.model_copy(update={"objectives": ("instruction_count",)})
+    assert "<objective>instruction_count</objective>" in unknown.prompt(ir, objective="text_size")
 
 
 def test_an_empty_best_list_is_written_as_o0_which_the_grammar_accepts():

@@ -239,6 +239,42 @@ def test_a_module_longer_than_the_context_gets_the_coreset_lists(pool, unrolled_
     assert "9000 tokens" in response.warning and "2 coreset lists" in response.warning
 
 
+class PerFunctionGenerator(ScriptedGenerator):
+    """A model whose context holds one function: a module of several is too long; one function gets lists."""
+
+    async def generate(self, ir: str, options: SamplingOptions, feedback: str | None) -> Generation:
+        if ir.count("define ") > 1:
+            self.calls.append(options)
+            raise ModelInputTooLong("the prompt has 9000 tokens")
+        return await super().generate(ir, options, feedback)
+
+
+def test_a_module_longer_than_the_context_gets_lists_for_its_largest_functions(
+    pool, unrolled_loop_ir, add_ir, tmp_path
+):
+    # Two functions: the unrolled loop (largest; sroa beats -Oz on it) and a small add.
+    unit = unrolled_loop_ir + add_ir.replace("@f(", "@g(")
+    generator = PerFunctionGenerator([("sroa",), ("-O2",)])
+    request = schemas.OptimizeRequest(ir=unit, strategy="priority", samples=2)
+    no_coreset = Settings.model_validate(
+        {"engine": {"max_samples": 10, "coreset_path": str(tmp_path / "missing.json")}}
+    )
+    response = optimize(generator, pool, request, settings=no_coreset)
+    assert response.best.passes == ["sroa"] and response.best.source == "model"
+    assert response.best.cost < response.oz_cost  # measured on the whole unit
+    assert "2 lists from its 2 largest functions" in response.warning and "9000 tokens" in response.warning
+    assert len(generator.calls) == 3  # the whole unit once, then each function
+    assert optimize(generator, pool, request, settings=no_coreset).candidates == response.candidates
+
+
+def test_the_functions_read_for_a_long_module_can_be_switched_off(pool, unrolled_loop_ir, add_ir):
+    generator = PerFunctionGenerator([("sroa",)])
+    off = Settings.model_validate({"engine": {"max_samples": 10, "unit_function_prompts": 0}})
+    unit = unrolled_loop_ir + add_ir.replace("@f(", "@g(")
+    response = optimize(generator, pool, schemas.OptimizeRequest(ir=unit), settings=off)
+    assert "model" not in {c.source for c in response.candidates} and len(generator.calls) == 1
+
+
 def test_strategy_coreset_serves_its_first_lists_without_the_model(pool, unrolled_loop_ir, tmp_path):
     settings = with_coreset(tmp_path, [("sroa",), ("-O2",), ("-O1",)])
     never = ScriptedGenerator([], error=AssertionError("the model must not be asked"), ready=False)

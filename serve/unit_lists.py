@@ -1,0 +1,74 @@
+"""Model candidates for a module longer than the model's context: lists its largest functions ask for.
+
+optcc sends whole translation units, and most real ones are longer than the model's context
+(docs/bench/corpus_real.md). The model was trained on one function per prompt, so it reads the unit's largest
+functions one by one (concurrently), and every list it proposes is compiled for the whole unit, beside the
+coreset's lists and -Oz. A list stays one list per unit, so inter-procedural passes (inlining, dead globals)
+still see the whole unit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from optserve.compiler.ir import IRError, split_functions
+from optserve.engine.interface import Generation, SamplingOptions
+from optserve.serve.errors import ModelInputTooLong
+
+# generate(function IR, options) -> Generation; raises ModelInputTooLong for a function too long itself.
+Generate = Callable[[str, SamplingOptions], Awaitable[Generation]]
+
+
+@dataclass(frozen=True)
+class UnitLists:
+    lists: list[tuple[tuple[str, ...], float]]  # (pass list, logprob), round-robin over the functions read
+    functions_read: list[str]  # names, largest first
+    functions_too_long: int  # largest functions skipped because the model cannot read them either
+
+
+async def unit_lists(ir: str, generate: Generate, options: SamplingOptions, functions: int) -> UnitLists:
+    """Lists for the `functions` largest functions of `ir` the model can read (largest IR first).
+
+    Functions are tried in batches of `functions`, largest first, until that many were read or three
+    batches were tried: a unit whose largest functions are all too long still gets lists from smaller ones.
+    """
+    try:
+        parts = await asyncio.to_thread(split_functions, ir)
+    except IRError:
+        parts = []
+    parts.sort(key=lambda part: (-len(part[1]), part[0]))  # by size; the name breaks ties (determinism)
+    read: list[tuple[str, Generation]] = []
+    too_long = 0
+    for start in range(0, min(len(parts), 3 * functions), functions):
+        batch = parts[start : start + functions - len(read)]
+        results = await asyncio.gather(
+            *(generate(text, options) for _, text in batch), return_exceptions=True
+        )
+        for (name, _), result in zip(batch, results, strict=True):
+            if isinstance(result, ModelInputTooLong):
+                too_long += 1
+            elif isinstance(result, BaseException):
+                raise result
+            else:
+                read.append((name, result))
+        if len(read) >= functions:
+            break
+    lists = _round_robin([generation for _, generation in read], max(options.samples, len(read)))
+    return UnitLists(lists, [name for name, _ in read], too_long)
+
+
+def _round_robin(generations: list[Generation], limit: int) -> list[tuple[tuple[str, ...], float]]:
+    """Each function's first list, then each one's second, ...: unique lists, at most `limit`."""
+    lists: list[tuple[tuple[str, ...], float]] = []
+    seen: set[tuple[str, ...]] = set()
+    depth = max((len(g.candidates) for g in generations), default=0)
+    for rank in range(depth):
+        for generation in generations:
+            if rank < len(generation.candidates) and len(lists) < limit:
+                candidate = generation.candidates[rank]
+                if candidate.pass_list not in seen:
+                    seen.add(candidate.pass_list)
+                    lists.append((candidate.pass_list, candidate.logprob))
+    return lists
