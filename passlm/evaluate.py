@@ -123,7 +123,7 @@ class EvalConfig:
     corpus_dir: Path
     journal_path: Path
     split: str = "test"
-    limit: int | None = None  # the first N labelled functions of the split (shards are in a fixed shuffle)
+    limit: int | None = None  # the first N labelled functions of the split, in id (content hash) order
     samples: tuple[int, ...] = DEFAULT_SAMPLES
     methods: tuple[Method, ...] = field(default_factory=lambda: parse_methods(DEFAULT_METHODS))
     backend: str = "torch"
@@ -424,8 +424,10 @@ class RunSummary:
 
 
 def select_functions(config: EvalConfig) -> list[dict[str, Any]]:
-    """The first `limit` labelled functions of the split, with the autotuner label of the objective."""
-    from itertools import islice
+    """The first `limit` labelled functions of the split in id order, with the label of the objective.
+
+    Ids are content hashes, so any prefix spreads over packages and sources (shards hold one package each).
+    """
 
     from optserve.corpus.label import iter_labelled
     from optserve.corpus.layout import CorpusLayout
@@ -434,7 +436,7 @@ def select_functions(config: EvalConfig) -> list[dict[str, Any]]:
     if not layout.shards((config.split,)):
         raise ValueError(f"no {config.split} shards under {layout.examples_dir}")
     labelled = (e for e in iter_labelled(layout, (config.split,)) if config.objective in e["labels"])
-    functions = list(islice(labelled, config.limit))
+    functions = sorted(labelled, key=lambda e: e["id"])[: config.limit]
     if not functions:
         raise ValueError(
             f"no {config.split} function of {config.corpus_dir} is labelled for {config.objective}"

@@ -59,17 +59,29 @@ def read_records(path: Path) -> list[dict]:
         return [json.loads(line) for line in handle]
 
 
-def tokenize(records: list[dict], tokenizer, max_tokens: int, prompt_weight: float) -> list[Example]:
+LIST = 1.0  # the weight of pass-list tokens: validation metrics read the positions weighted so
+
+
+def tokenize(
+    records: list[dict], tokenizer, max_tokens: int, prompt_weight: float, count_weight: float = LIST
+) -> list[Example]:
+    """Token ids and per-target weights: prompt tokens `prompt_weight`, the pass list (through its closing
+    newline) `LIST`, the predicted costs after it `count_weight` (an auxiliary target, thesis ch. 4)."""
     if not records:
         return []
     prompts = tokenizer([r["prompt"] for r in records], add_special_tokens=False)["input_ids"]
     answers = tokenizer([r["answer"] for r in records], add_special_tokens=False)["input_ids"]
+    newline = {
+        i for token, i in tokenizer.get_vocab().items() if "\n" in tokenizer.convert_tokens_to_string([token])
+    }
     examples = []
     for prompt, answer in zip(prompts, answers, strict=True):
         ids = [tokenizer.bos_token_id, *prompt, *answer, tokenizer.eos_token_id]
         if len(ids) > max_tokens:
             continue
-        weights = [prompt_weight] * len(prompt) + [1.0] * (len(answer) + 1)
+        list_end = next((i + 1 for i, token in enumerate(answer) if token in newline), len(answer))
+        counts = len(answer) - list_end + 1  # the costs and EOS
+        weights = [prompt_weight] * len(prompt) + [LIST] * list_end + [count_weight] * counts
         examples.append(Example(ids, weights))
     return examples
 
@@ -116,14 +128,15 @@ def batch_loss(model, ids, mask, weights) -> tuple[torch.Tensor, torch.Tensor, t
         logits.reshape(-1, logits.size(-1)), ids[:, 1:].reshape(-1), reduction="none"
     )
     token_loss = token_loss.view_as(weights)
-    answer = weights == 1.0
+    answer = weights == LIST
     weighted = (token_loss * weights).sum() / weights.sum()
     return weighted, (token_loss * answer).sum(), answer.sum()
 
 
 @torch.no_grad()
 def evaluate(model, examples, batches, pad_id, device, autocast) -> dict:
-    """Validation: mean answer-token loss and the share of answers reproduced exactly (teacher forcing)."""
+    """Validation: mean loss of the `LIST`-weighted tokens and the share of those reproduced exactly (teacher
+    forcing): the whole answer, or with `--count-weight` below 1 the pass list alone."""
     model.eval()
     loss_sum, tokens, exact, total = 0.0, 0, 0, 0
     for batch in batches:
@@ -131,7 +144,7 @@ def evaluate(model, examples, batches, pad_id, device, autocast) -> dict:
         with autocast():
             logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
         token_loss = F.cross_entropy(logits.transpose(1, 2), ids[:, 1:], reduction="none")
-        answer = weights == 1.0
+        answer = weights == LIST
         loss_sum += float((token_loss * answer).sum())
         tokens += int(answer.sum())
         correct = (logits.argmax(-1) == ids[:, 1:]) | ~answer
@@ -182,6 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=200)
     parser.add_argument("--weight-decay", type=float, default=0.1)
     parser.add_argument("--prompt-loss-weight", type=float, default=0.1)
+    parser.add_argument(
+        "--count-weight", type=float, default=LIST, help="loss weight of the predicted costs after the list"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--val-share", type=float, default=0.02, help="share of groups held out")
     parser.add_argument("--eval-every", type=int, default=500)
@@ -201,8 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     records = read_records(args.data)
     train_records = [r for r in records if not held_out(r, args.val_share)]
     val_records = [r for r in records if held_out(r, args.val_share)]
-    train = tokenize(train_records, tokenizer, args.max_tokens, args.prompt_loss_weight)
-    val = tokenize(val_records, tokenizer, args.max_tokens, args.prompt_loss_weight)
+    train = tokenize(train_records, tokenizer, args.max_tokens, args.prompt_loss_weight, args.count_weight)
+    val = tokenize(val_records, tokenizer, args.max_tokens, args.prompt_loss_weight, args.count_weight)
     arch = Architecture(**json.loads(args.arch))
     args.out.mkdir(parents=True, exist_ok=True)
     log_file = (args.out / "log.jsonl").open("a")

@@ -1,0 +1,226 @@
+"""Whole translation units of held-out real packages through the served Optimize flow, `.text` size.
+
+Each sampled test unit (data/real/units, test split: packages never trained on) is answered by the service's
+own `Optimizer` (serve/optimize.py, in-process: the real engine and the crash-isolated compiler pool, no Ray)
+for three requests, and compared with baselines at equal compile budgets:
+
+  greedy       the default request (a unit longer than the model's context: lists for its largest functions,
+               the coreset's first `engine.coreset_fallback_lists` lists, -Oz)
+  priority@10  strategy priority, samples 10
+  coreset@10   strategy coreset, samples 10 (no model)
+  random@10    the best of 10 random lists (fixed seed per unit)
+  autotune@100 random search + minimization with 100 compiles (`optserve autotune --budget 100`)
+  clang-19     `clang-19 -Oz -c` of the same IR: the user's compiler, which optcc keeps when it is smaller
+
+All with the -Oz floor (the service never answers worse than its -Oz). Totals are sums of `.text` bytes;
+"vs clang" applies optcc's rule (keep the smaller of the service's object and clang's).
+
+    python benchmarks/passlm_units.py --units 40 --workers 2 [--json runs/passlm_units.json]
+    python benchmarks/passlm_units.py --from-json runs/passlm_units.json   # the report again
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import platform
+import random
+import statistics
+import subprocess
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+from tqdm import tqdm
+
+from optserve.compiler.autotune import autotune, random_pass_list
+from optserve.compiler.cache import ResultCache
+from optserve.compiler.cost import text_size
+from optserve.compiler.workers import CompilerPool
+from optserve.config import load_settings
+from optserve.engine.feedback import build_feedback
+from optserve.serve import schemas
+from optserve.serve.engine_host import EngineHost
+from optserve.serve.optimize import Optimizer
+
+REQUESTS = {
+    "greedy": {},
+    "priority@10": {"strategy": "priority", "samples": 10},
+    "coreset@10": {"strategy": "coreset", "samples": 10},
+}
+OBJECTIVE = "text_size"
+
+
+class _LocalGenerator:
+    """The engine host in this process behind the Optimizer's generator seam (the service: a Ray handle)."""
+
+    def __init__(self, host: EngineHost):
+        self.host = host
+
+    async def generate(self, ir, options, feedback):
+        return await self.host.generate(ir, options, feedback)
+
+    async def metadata(self):
+        return self.host.metadata()
+
+
+class _PoolCompiler:
+    def __init__(self, pool: CompilerPool):
+        self.pool = pool
+
+    async def evaluate(self, ir, pass_lists, objective, want_ir, want_object):
+        return await self.pool.evaluate_async(ir, pass_lists, objective, want_ir, want_object)
+
+
+def sample_units(root: Path, count: int, max_bytes: int) -> list[dict]:
+    import hashlib
+
+    from optserve.corpus.journal import read_jsonl
+    from optserve.corpus.real_corpus import RealCorpusLayout
+
+    corpus = RealCorpusLayout(root).corpus("units")
+    units = [u for shard in corpus.shards(("test",)) for u in read_jsonl(shard) if len(u["ir"]) <= max_bytes]
+    units.sort(key=lambda u: hashlib.sha256(u["id"].encode()).hexdigest())
+    return units[:count]
+
+
+def clang_text(ir: str) -> int | None:
+    with tempfile.TemporaryDirectory() as tmp:
+        source, obj = Path(tmp) / "unit.ll", Path(tmp) / "unit.o"
+        source.write_text(ir)
+        done = subprocess.run(
+            ["clang-19", "-Oz", "-c", "-x", "ir", str(source), "-o", str(obj), "-w"], capture_output=True
+        )
+        return text_size(obj.read_bytes()) if done.returncode == 0 else None
+
+
+async def measure(unit: dict, optimizer: Optimizer, pool: CompilerPool) -> dict:
+    row: dict = {"id": unit["id"], "package": unit["package"], "bytes": len(unit["ir"]), "requests": {}}
+    for name, fields in REQUESTS.items():
+        request = schemas.OptimizeRequest(ir=unit["ir"], objective=OBJECTIVE, deadline_s=120, **fields)
+        started = time.perf_counter()
+        response = await optimizer.optimize(request)
+        by_source: dict[str, int] = {}
+        for candidate in response.candidates:
+            if candidate.cost >= 0:
+                by_source[candidate.source] = min(
+                    by_source.get(candidate.source, candidate.cost), candidate.cost
+                )
+        row["oz"] = response.oz_cost
+        row["requests"][name] = {
+            "best": response.best.cost,
+            "best_source": response.best.source,
+            "by_source": by_source,
+            "seconds": time.perf_counter() - started,
+            "sample_s": response.timings.sample_s,
+            "warning": response.warning[:200],
+        }
+    ir = unit["ir"]
+    rng = random.Random(int(unit["id"][:8], 16))
+    random_lists = [random_pass_list(rng, 8) for _ in range(10)]
+    costs = [e.cost for e in await pool.evaluate_async(ir, random_lists, OBJECTIVE) if e.cost is not None]
+    row["random@10"] = min([row["oz"], *costs])
+    tuned = await asyncio.to_thread(autotune, ir, budget=100, objective=OBJECTIVE, seed=1, pool=pool)
+    row["autotune@100"] = min(row["oz"], tuned.best_cost)
+    row["clang"] = await asyncio.to_thread(clang_text, ir)
+    return row
+
+
+def report(rows: list[dict], meta: dict) -> str:
+    rows = [r for r in rows if r.get("clang")]
+    oz = sum(r["oz"] for r in rows)
+    clang = sum(r["clang"] for r in rows)
+
+    def saved(costs: list[int], base: int) -> str:
+        return f"{100 * (base - sum(costs)) / base:.2f}%"
+
+    methods = {name: [r["requests"][name]["best"] for r in rows] for name in REQUESTS}
+    methods["random@10"] = [r["random@10"] for r in rows]
+    methods["autotune@100"] = [r["autotune@100"] for r in rows]
+    lines = [
+        "# Whole real translation units through the served Optimize flow (.text size)",
+        "",
+        f"Generated by `{meta['command']}` on {meta['date']} ({meta['machine']}), model `{meta['model']}`.",
+        f"{len(rows)} test units (held-out packages: {', '.join(sorted({r['package'] for r in rows}))}), "
+        f"units up to {meta['max_bytes'] // 1000} KB of IR; -Oz total {oz:,} B, "
+        f"clang-19 -Oz total {clang:,} B.",
+        "",
+        "| method | saved vs service -Oz | vs clang-19 -Oz (keep smaller) | units better than clang | "
+        "time p50 s |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, costs in methods.items():
+        kept = [min(c, r["clang"]) for c, r in zip(costs, rows, strict=True)]
+        better = sum(c < r["clang"] for c, r in zip(costs, rows, strict=True))
+        seconds = [r["requests"][name]["seconds"] for r in rows] if name in REQUESTS else []
+        p50 = f"{statistics.median(seconds):.2f}" if seconds else "–"
+        lines.append(f"| {name} | {saved(costs, oz)} | {saved(kept, clang)} | {better} | {p50} |")
+    lines.append(f"| clang-19 -Oz | {saved([r['clang'] for r in rows], oz)} | 0.00% | – | – |")
+    model_only = [r["requests"]["greedy"]["by_source"].get("model") for r in rows]
+    read = [c for c in model_only if c is not None]
+    wins = sum(
+        r["requests"][name]["best_source"] == "model" for r in rows for name in ("greedy", "priority@10")
+    )
+    lines += [
+        "",
+        f"Model lists (greedy request, other than -Oz) compiled on {len(read)} of {len(rows)} units; a model "
+        f"list was the service's best in {wins} of {2 * len(rows)} greedy/priority answers.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", type=Path, default=Path("data/real"))
+    parser.add_argument("--units", type=int, default=40)
+    parser.add_argument("--max-bytes", type=int, default=200_000, help="skip units with more IR than this")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--model-dir", type=Path, help="default: the configured model")
+    parser.add_argument("--json", type=Path, help="write the raw rows here")
+    parser.add_argument("--from-json", type=Path, help="only report rows written earlier")
+    parser.add_argument("--report", type=Path, default=Path("docs/bench/passlm_units.md"))
+    args = parser.parse_args(argv)
+    if args.from_json:
+        data = json.loads(args.from_json.read_text())
+    else:
+        settings = load_settings()
+        if args.model_dir:
+            settings = settings.model_copy(
+                update={"engine": settings.engine.model_copy(update={"model_dir": args.model_dir})}
+            )
+        data = asyncio.run(_run(args, settings))
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps(data, indent=1))
+    text = report(data["rows"], data["meta"])
+    args.report.write_text(text)
+    print(text)
+    return 0
+
+
+async def _run(args, settings) -> dict:
+    units = sample_units(args.root, args.units, args.max_bytes)
+    host = EngineHost(settings.engine, settings.compiler)
+    rows = []
+    with CompilerPool(processes=args.workers, timeout_s=settings.compiler.candidate_timeout_s) as pool:
+        optimizer = Optimizer(
+            settings, _LocalGenerator(host), _PoolCompiler(pool), ResultCache(0), build_feedback
+        )
+        for unit in tqdm(units, desc="units", unit="unit"):
+            rows.append(await measure(unit, optimizer, pool))
+    await host.close()
+    command = f"python benchmarks/passlm_units.py --units {args.units} --workers {args.workers}"
+    meta = {
+        "command": command + (f" --model-dir {args.model_dir}" if args.model_dir else ""),
+        "date": date.today().isoformat(),
+        "machine": f"{platform.machine()}, {__import__('os').cpu_count()} cores",
+        "model": host.model_id,
+        "max_bytes": args.max_bytes,
+    }
+    return {"meta": meta, "rows": rows}
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
