@@ -33,6 +33,10 @@ from optserve.compiler.pipeline import Evaluation, evaluate
 _START_TIMEOUT_S = 120.0
 
 
+class PoolBrokenError(RuntimeError):
+    """The pool could not restart a worker process: it has fewer workers than it needs (or none)."""
+
+
 def _worker_main(connection: Connection, memory_limit_bytes: int | None) -> None:
     """Worker loop: answer each task (ir_key, ir or None, pass list, objective, want_ir, want_object)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
@@ -81,7 +85,8 @@ class _Worker:
             ready = False
         if not ready:
             self.kill()
-            raise RuntimeError(f"compiler worker process did not start (exit status {self.process.poll()})")
+            status = self.process.poll()
+            raise PoolBrokenError(f"a compiler worker process did not start (exit status {status})")
 
     def stop(self) -> None:
         try:
@@ -140,8 +145,24 @@ class CompilerPool:
             self._workers.discard(worker)
             self.replaced_workers += 1
         fresh = self._start_worker()
-        fresh.wait_ready()
+        try:
+            fresh.wait_ready()
+        except PoolBrokenError:
+            with self._lock:
+                self._workers.discard(fresh)
+            raise
         return fresh
+
+    def check_health(self) -> None:
+        """Raise `PoolBrokenError` if the pool can no longer evaluate (closed, or a worker it could not
+        restart: calls would wait for a worker that never comes)."""
+        if self._closed:
+            raise PoolBrokenError("the compiler pool is closed")
+        with self._lock:
+            workers = len(self._workers)
+        if workers < self.processes:
+            missing = self.processes - workers
+            raise PoolBrokenError(f"{missing} of {self.processes} compiler workers could not restart")
 
     def worker_pids(self) -> list[int]:
         with self._lock:
@@ -165,7 +186,7 @@ class CompilerPool:
         A candidate whose worker crashes or overruns `timeout_s` gets an Evaluation with `error` set.
         """
         if self._closed:
-            raise RuntimeError("the compiler pool is closed")
+            raise PoolBrokenError("the compiler pool is closed")
         objective = Objective(objective)
         ir_key = hashlib.sha256(ir.encode()).hexdigest()
         candidates = [tuple(pass_list) for pass_list in pass_lists]

@@ -19,12 +19,15 @@ from optserve.config import Settings
 from optserve.engine.interface import Generation, SamplingOptions
 from optserve.serve import schemas
 from optserve.serve.engine_host import EngineHost
+from optserve.serve.errors import unavailable
+from optserve.serve.logs import configure_replica_logging
 from optserve.serve.schedule import schedule
 
 
 @serve.deployment(name="PassOrderingEngine")
 class PassOrderingEngine:
     def __init__(self, settings: dict):
+        configure_replica_logging()
         config = Settings.model_validate(settings)
         self.host = EngineHost(config.engine, config.compiler)
 
@@ -33,6 +36,10 @@ class PassOrderingEngine:
 
     def metadata(self) -> schemas.ModelMetadata:
         return self.host.metadata()
+
+    async def check_health(self) -> None:
+        """Ray Serve calls this periodically: raising makes it replace this replica (a dead engine)."""
+        await self.host.check_health()
 
     async def __del__(self):
         await self.host.close()
@@ -43,6 +50,7 @@ class CompilerWorkers:
     def __init__(self, settings: dict):
         from optserve.compiler.workers import CompilerPool
 
+        configure_replica_logging()
         compiler = Settings.model_validate(settings).compiler
         self.pool = CompilerPool(
             processes=compiler.workers,
@@ -53,7 +61,16 @@ class CompilerWorkers:
     async def evaluate(
         self, ir: str, pass_lists: Sequence[tuple[str, ...]], objective: str, want_ir: bool, want_object: bool
     ) -> list:
-        return await self.pool.evaluate_async(ir, pass_lists, objective, want_ir, want_object)
+        from optserve.compiler.workers import PoolBrokenError
+
+        try:
+            return await self.pool.evaluate_async(ir, pass_lists, objective, want_ir, want_object)
+        except PoolBrokenError as err:
+            raise unavailable(f"the compiler pool cannot compile ({err}); it is being restarted") from None
+
+    def check_health(self) -> None:
+        """Ray Serve calls this periodically: raising makes it replace this replica (a broken pool)."""
+        self.pool.check_health()
 
     def __del__(self):
         self.pool.close()
@@ -62,6 +79,7 @@ class CompilerWorkers:
 @serve.deployment(name="LoopTuneScheduler")
 class LoopTuneScheduler:
     def __init__(self, settings: dict):
+        configure_replica_logging()
         self.settings = Settings.model_validate(settings)
 
     async def schedule(self, request: schemas.ScheduleRequest) -> schemas.ScheduleResponse:

@@ -33,9 +33,10 @@ from optserve.engine.feedback import build_feedback
 from optserve.engine.interface import Generation, SamplingOptions
 from optserve.serve import codec, schemas
 from optserve.serve.access import TOKEN_HEADER, check_peer, check_token, plaintext_grpc_host
-from optserve.serve.deployments import CompilerWorkers, LoopTuneScheduler
-from optserve.serve.errors import ErrorKind, ModelInputTooLong, ServiceError
+from optserve.serve.deployments import CompilerWorkers, LoopTuneScheduler, PassOrderingEngine
+from optserve.serve.errors import ErrorKind, ModelInputTooLong, ServiceError, unavailable
 from optserve.serve.grpc_services import parse_request
+from optserve.serve.logs import access_fields, configure_replica_logging, log_access, start_access
 from optserve.serve.metrics import ServiceMetrics
 from optserve.serve.openapi import install_contract
 from optserve.serve.optimize import Optimizer
@@ -45,8 +46,10 @@ log = logging.getLogger(__name__)
 
 PASS_ORDERING_SERVICE = "optserve.v1.PassOrdering"
 LOOPTUNE_SERVICE = "optserve.v1.LoopTune"
-READINESS_TIMEOUT_S = 5.0
+# How long the ingress waits for the engine's metadata: it answers at once unless no replica is running.
+ENGINE_ANSWER_TIMEOUT_S = 5.0
 _READY_DEPLOYMENT_STATES = {"HEALTHY", "UPSCALING", "DOWNSCALING"}
+HEALTH_REASON_KEY = "optserve-not-serving-reason"  # trailing metadata of a NOT_SERVING health answer
 _SERVING = health_pb2.HealthCheckResponse.SERVING
 _NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 
@@ -76,7 +79,12 @@ def _answer_error(context, err: ServiceError, empty: Any) -> Any:
 
 
 class _EngineClient:
-    """The engine deployment seen through the Optimizer's `CandidateGenerator` seam."""
+    """The engine deployment seen through the Optimizer's `CandidateGenerator` seam.
+
+    A ready model's metadata is kept (it does not change under a running app) until a call to the engine
+    fails: the engine may have died, and the next Optimize asks it again, answering UNAVAILABLE quickly
+    while its replica is replaced instead of waiting for the new one behind the request's deadline.
+    """
 
     def __init__(self, handle: DeploymentHandle):
         self.handle = handle
@@ -86,18 +94,31 @@ class _EngineClient:
         try:
             return await self.handle.generate.remote(ir, options, feedback)
         except RayTaskError as err:  # the Optimizer handles the engine's own errors by type
+            if not isinstance(err.cause, ModelInputTooLong):
+                self.forget()
             if isinstance(err.cause, ServiceError | ModelInputTooLong):
                 raise err.cause from None
             raise
+        except Exception:
+            self.forget()
+            raise
 
-    async def metadata(self) -> schemas.ModelMetadata:
-        # A loaded model does not change under a running app (a new config redeploys the ingress too).
-        if self._ready_metadata is not None:
+    async def metadata(self, fresh: bool = False) -> schemas.ModelMetadata:
+        """The model's metadata; UNAVAILABLE if its engine does not answer (no replica: it is restarting)."""
+        if self._ready_metadata is not None and not fresh:
             return self._ready_metadata
-        metadata = await self.handle.metadata.remote()
-        if metadata.ready:
-            self._ready_metadata = metadata
+        try:
+            metadata = await asyncio.wait_for(self.handle.metadata.remote(), ENGINE_ANSWER_TIMEOUT_S)
+        except TimeoutError:
+            raise unavailable(
+                f"the pass-ordering engine did not answer within {ENGINE_ANSWER_TIMEOUT_S:g} s (its replica "
+                "is starting or being replaced); retry shortly"
+            ) from None
+        self._ready_metadata = metadata if metadata.ready else None
         return metadata
+
+    def forget(self) -> None:
+        self._ready_metadata = None
 
 
 class _CompilerClient:
@@ -195,6 +216,7 @@ class Ingress:
         compiler: DeploymentHandle,
         looptune: DeploymentHandle,
     ):
+        configure_replica_logging()
         self.settings = Settings.model_validate(settings)
         self.engine = _EngineClient(engine)
         self.looptune = looptune
@@ -215,7 +237,10 @@ class Ingress:
     # --- the operations, shared by both protocols ----------------------------------------------------
 
     async def _optimize(self, request: schemas.OptimizeRequest) -> schemas.OptimizeResponse:
+        fields = access_fields()
+        fields.update(strategy=request.strategy, samples=request.samples, objective=request.objective)
         response = await self.optimizer.optimize(request)
+        fields.update(cached=response.cached, deadline_hit=response.deadline_hit)
         if not request.bypass_cache:
             self.metrics.cache_lookups.labels("hit" if response.cached else "miss").inc()
         if not response.cached:
@@ -231,25 +256,31 @@ class Ingress:
     async def _readiness(self) -> dict[str, str]:
         """Per part: "ready", or why not.
 
-        The model answers its metadata (the engine takes many requests at once); the compiler and LoopTune
-        deployments are judged by Ray Serve's health checks of their replicas rather than by a call, which
-        would wait behind a long LoopTune search.
+        Each deployment is judged by Ray Serve's health checks of its replicas (`check_health`: a dead
+        engine, a compiler pool that lost its workers) rather than by a call, which would wait behind a long
+        LoopTune search; the model also by its metadata, which says why it is not ready (not loaded, died).
         """
-        try:
-            model = await asyncio.wait_for(self.engine.metadata(), READINESS_TIMEOUT_S)
-            model_state = "ready" if model.ready else model.reason
-        except TimeoutError:
-            model_state = f"the engine did not answer within {READINESS_TIMEOUT_S} s"
-        except Exception as err:
-            model_state = as_service_error(err).message
         status = await asyncio.to_thread(serve.status)
         application = status.applications.get(self.app_name)
         deployments = application.deployments if application is not None else {}
 
         def state(name: str) -> str:
-            current = deployments[name].status if name in deployments else "missing"
-            return "ready" if current in _READY_DEPLOYMENT_STATES else f"deployment {name} is {current}"
+            if name not in deployments:
+                return f"deployment {name} is missing"
+            deployment = deployments[name]
+            if deployment.status in _READY_DEPLOYMENT_STATES:
+                return "ready"
+            return f"deployment {name} is {deployment.status}: {deployment.message}".rstrip(": ")
 
+        model_state = state(PassOrderingEngine.name)
+        if model_state == "ready":
+            try:
+                model = await self.engine.metadata(fresh=True)
+                model_state = "ready" if model.ready else model.reason
+            except Exception as err:
+                model_state = as_service_error(err).message
+        if model_state != "ready":
+            self.engine.forget()
         return {
             "model": model_state,
             "compiler": state(CompilerWorkers.name),
@@ -257,17 +288,22 @@ class Ingress:
         }
 
     async def _record(self, operation: str, protocol: str, work: Callable[[], Awaitable[Any]]) -> Any:
+        """Run one request's work: count it, time it and write its access line (with the request id)."""
         started = time.monotonic()
         code = "OK"
+        fields = start_access(operation=operation, protocol=protocol)
         try:
             return await work()
         except Exception as err:
             error = as_service_error(err)
             code = error.kind.grpc_code.name
+            fields["error"] = error.message
             raise error from None
         finally:
+            elapsed_s = time.monotonic() - started
             self.metrics.requests.labels(operation, protocol, code).inc()
-            self.metrics.latency.labels(operation).observe(time.monotonic() - started)
+            self.metrics.latency.labels(operation).observe(elapsed_s)
+            log_access(code, elapsed_s)
 
     # --- gRPC ------------------------------------------------------------------------------------------
 
@@ -317,8 +353,11 @@ class Ingress:
             unknown = ServiceError(ErrorKind.NOT_FOUND, f"unknown service {service!r}")
             return _answer_error(grpc_context, unknown, health_pb2.HealthCheckResponse())
         readiness = await self._readiness()
-        ready = all(readiness[part] == "ready" for part in parts[service])
-        return health_pb2.HealthCheckResponse(status=_SERVING if ready else _NOT_SERVING)
+        reasons = [f"{part}: {readiness[part]}" for part in parts[service] if readiness[part] != "ready"]
+        if reasons and grpc_context is not None:  # the health protocol has no field for why
+            reason = " ".join("; ".join(reasons).split()).encode("ascii", "replace").decode()  # a valid value
+            grpc_context.set_trailing_metadata([(HEALTH_REASON_KEY, reason)])
+        return health_pb2.HealthCheckResponse(status=_NOT_SERVING if reasons else _SERVING)
 
     # --- HTTP ------------------------------------------------------------------------------------------
 
