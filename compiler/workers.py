@@ -33,6 +33,20 @@ from optserve.compiler.pipeline import Evaluation, evaluate
 _START_TIMEOUT_S = 120.0
 
 
+# How the pool's own error Evaluations begin (`evaluation_outcome` tells them from compiler errors).
+CRASHED = "compiler worker crashed"
+TIMED_OUT = "timed out"
+
+
+def evaluation_outcome(evaluation: Evaluation) -> str:
+    """ok, error (the compiler refused), crash (the worker died), or timeout (it overran the limit)."""
+    if not evaluation.error:
+        return "ok"
+    if evaluation.error.startswith(CRASHED):
+        return "crash"
+    return "timeout" if evaluation.error.startswith(TIMED_OUT) else "error"
+
+
 class PoolBrokenError(RuntimeError):
     """The pool could not restart a worker process: it has fewer workers than it needs (or none)."""
 
@@ -255,15 +269,13 @@ class CompilerPool:
         now = time.monotonic()
         for connection in [c for c, (_, _, due) in running.items() if due <= now]:
             worker, index, _ = running.pop(connection)
-            message = f"timed out: compiling took longer than {self.timeout_s:g} s"
+            message = f"{TIMED_OUT}: compiling took longer than {self.timeout_s:g} s"
             results[index] = Evaluation(candidates[index], None, message, self.timeout_s)
             spare.append(self._replace(worker))
 
     @staticmethod
     def _crash_message(worker: _Worker) -> str:
-        return (
-            f"compiler worker crashed: the process {worker.exit_description()} while compiling this candidate"
-        )
+        return f"{CRASHED}: the process {worker.exit_description()} while compiling this candidate"
 
     def close(self) -> None:
         """Stop all workers. Calls to `evaluate` must have returned."""

@@ -31,13 +31,12 @@ from optserve.compiler.cache import ResultCache
 from optserve.config import Settings
 from optserve.engine.feedback import build_feedback
 from optserve.engine.interface import Generation, SamplingOptions
-from optserve.serve import codec, schemas
+from optserve.serve import codec, metrics, schemas
 from optserve.serve.access import TOKEN_HEADER, check_peer, check_token, plaintext_grpc_host
 from optserve.serve.deployments import CompilerWorkers, LoopTuneScheduler, PassOrderingEngine
 from optserve.serve.errors import ErrorKind, ModelInputTooLong, ServiceError, unavailable
 from optserve.serve.grpc_services import parse_request
 from optserve.serve.logs import access_fields, configure_replica_logging, log_access, start_access
-from optserve.serve.metrics import ServiceMetrics
 from optserve.serve.openapi import install_contract
 from optserve.serve.optimize import Optimizer
 from optserve.v1 import optserve_pb2 as pb
@@ -53,8 +52,15 @@ HEALTH_REASON_KEY = "optserve-not-serving-reason"  # trailing metadata of a NOT_
 _SERVING = health_pb2.HealthCheckResponse.SERVING
 _NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 
-# One metrics registry per ingress process: the exception handlers below count what FastAPI rejects itself.
-METRICS = ServiceMetrics()
+# Operation label of an HTTP request that never reached its route (bounded values, never the raw path).
+_OPERATIONS_BY_PATH = {"/v1/optimize": "optimize", "/v1/schedule": "schedule", "/v1/model": "model_metadata"}
+
+
+def _count_refused_http(path: str, code: str) -> None:
+    """Count an HTTP request refused before its route ran (the exception handlers and middleware below)."""
+    operation = next((op for suffix, op in _OPERATIONS_BY_PATH.items() if path.endswith(suffix)), "other")
+    recorder = metrics.recorder(*metrics.INGRESS)
+    recorder.count(metrics.REQUESTS, operation=operation, protocol="http", code=code)
 
 
 def as_service_error(err: BaseException) -> ServiceError:
@@ -178,7 +184,7 @@ async def _limit_body_size(request: Request, call_next):
     limit = getattr(request.app.state, "max_body_bytes", None)
     if limit is not None and length.isdigit() and int(length) > limit:
         error = ServiceError(ErrorKind.TOO_LARGE, f"request body is {length} bytes, more than {limit}")
-        METRICS.requests.labels(request.url.path, "http", error.kind.grpc_code.name).inc()
+        _count_refused_http(request.url.path, error.kind.grpc_code.name)
         return JSONResponse(error.to_json(), status_code=error.kind.http_status)
     return await call_next(request)
 
@@ -200,7 +206,7 @@ async def _http_error_response(request: Request, err: HTTPException) -> JSONResp
 @api.exception_handler(RequestValidationError)
 async def _validation_error_response(request: Request, err: RequestValidationError) -> JSONResponse:
     problems = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors()]
-    METRICS.requests.labels(request.url.path, "http", "INVALID_ARGUMENT").inc()
+    _count_refused_http(request.url.path, "INVALID_ARGUMENT")
     return JSONResponse(
         ServiceError(ErrorKind.INVALID_ARGUMENT, "; ".join(problems)).to_json(), status_code=400
     )
@@ -227,7 +233,7 @@ class Ingress:
             ResultCache(self.settings.serve.result_cache_entries),
             build_feedback,
         )
-        self.metrics = METRICS
+        self.metrics = metrics.recorder(*metrics.INGRESS)
         self.app_name = serve.get_replica_context().app_name
         api.state.max_body_bytes = (
             self.settings.compiler.max_ir_bytes * _BODY_BYTES_PER_IR_BYTE + _BODY_OVERHEAD_BYTES
@@ -242,12 +248,12 @@ class Ingress:
         response = await self.optimizer.optimize(request)
         fields.update(cached=response.cached, deadline_hit=response.deadline_hit)
         if not request.bypass_cache:
-            self.metrics.cache_lookups.labels("hit" if response.cached else "miss").inc()
+            self.metrics.count(metrics.CACHE_LOOKUPS, result="hit" if response.cached else "miss")
         if not response.cached:
-            self.metrics.candidates.observe(len(response.candidates))
-            self.metrics.improvement.observe(max(response.improvement_over_oz_pct, 0.0))
+            self.metrics.observe(metrics.CANDIDATES, len(response.candidates))
+            self.metrics.observe(metrics.IMPROVEMENT, max(response.improvement_over_oz_pct, 0.0))
         if response.deadline_hit:
-            self.metrics.deadline_hits.inc()
+            self.metrics.count(metrics.DEADLINE_HITS)
         return response
 
     async def _schedule(self, request: schemas.ScheduleRequest) -> schemas.ScheduleResponse:
@@ -301,8 +307,8 @@ class Ingress:
             raise error from None
         finally:
             elapsed_s = time.monotonic() - started
-            self.metrics.requests.labels(operation, protocol, code).inc()
-            self.metrics.latency.labels(operation).observe(elapsed_s)
+            self.metrics.count(metrics.REQUESTS, operation=operation, protocol=protocol, code=code)
+            self.metrics.observe(metrics.LATENCY, elapsed_s, operation=operation)
             log_access(code, elapsed_s)
 
     # --- gRPC ------------------------------------------------------------------------------------------
@@ -440,4 +446,4 @@ class Ingress:
     @api.get("/metrics", response_class=PlainTextResponse, responses=_errors(401))
     async def http_metrics(self, authorization: str | None = Header(None)) -> Response:
         check_token(authorization, self.settings.serve.auth_token)
-        return Response(self.metrics.render(), media_type=self.metrics.content_type)
+        return Response(await metrics.cluster_metrics(self.app_name), media_type=metrics.CONTENT_TYPE)

@@ -80,6 +80,8 @@ def start(settings: Settings, proxy_location: str = "EveryNode") -> Endpoints:
             num_cpus=None if serve_settings.ray_address else serve_settings.ray_num_cpus,
             include_dashboard=False,
             log_to_driver=True,  # the replicas' logs (serve/logs.py) on this process's terminal
+            # replicas report metrics this often (Ray's default: 10 s), see serve/metrics.py
+            _system_config=None if serve_settings.ray_address else {"metrics_report_interval_ms": 2000},
             runtime_env={"env_vars": {"RAY_SERVE_GRPC_MAX_MESSAGE_SIZE": str(message_limit)}},
         )
     tls = {}
