@@ -33,6 +33,24 @@ from optserve.compiler.pipeline import Evaluation, evaluate
 _START_TIMEOUT_S = 120.0
 
 
+# How the pool's own error Evaluations begin (`evaluation_outcome` tells them from compiler errors).
+CRASHED = "compiler worker crashed"
+TIMED_OUT = "timed out"
+
+
+def evaluation_outcome(evaluation: Evaluation) -> str:
+    """ok, error (the compiler refused), crash (the worker died), or timeout (it overran the limit)."""
+    if not evaluation.error:
+        return "ok"
+    if evaluation.error.startswith(CRASHED):
+        return "crash"
+    return "timeout" if evaluation.error.startswith(TIMED_OUT) else "error"
+
+
+class PoolBrokenError(RuntimeError):
+    """The pool could not restart a worker process: it has fewer workers than it needs (or none)."""
+
+
 def _worker_main(connection: Connection, memory_limit_bytes: int | None) -> None:
     """Worker loop: answer each task (ir_key, ir or None, pass list, objective, want_ir, want_object)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
@@ -81,7 +99,8 @@ class _Worker:
             ready = False
         if not ready:
             self.kill()
-            raise RuntimeError(f"compiler worker process did not start (exit status {self.process.poll()})")
+            status = self.process.poll()
+            raise PoolBrokenError(f"a compiler worker process did not start (exit status {status})")
 
     def stop(self) -> None:
         try:
@@ -140,8 +159,24 @@ class CompilerPool:
             self._workers.discard(worker)
             self.replaced_workers += 1
         fresh = self._start_worker()
-        fresh.wait_ready()
+        try:
+            fresh.wait_ready()
+        except PoolBrokenError:
+            with self._lock:
+                self._workers.discard(fresh)
+            raise
         return fresh
+
+    def check_health(self) -> None:
+        """Raise `PoolBrokenError` if the pool can no longer evaluate (closed, or a worker it could not
+        restart: calls would wait for a worker that never comes)."""
+        if self._closed:
+            raise PoolBrokenError("the compiler pool is closed")
+        with self._lock:
+            workers = len(self._workers)
+        if workers < self.processes:
+            missing = self.processes - workers
+            raise PoolBrokenError(f"{missing} of {self.processes} compiler workers could not restart")
 
     def worker_pids(self) -> list[int]:
         with self._lock:
@@ -165,7 +200,7 @@ class CompilerPool:
         A candidate whose worker crashes or overruns `timeout_s` gets an Evaluation with `error` set.
         """
         if self._closed:
-            raise RuntimeError("the compiler pool is closed")
+            raise PoolBrokenError("the compiler pool is closed")
         objective = Objective(objective)
         ir_key = hashlib.sha256(ir.encode()).hexdigest()
         candidates = [tuple(pass_list) for pass_list in pass_lists]
@@ -234,15 +269,13 @@ class CompilerPool:
         now = time.monotonic()
         for connection in [c for c, (_, _, due) in running.items() if due <= now]:
             worker, index, _ = running.pop(connection)
-            message = f"timed out: compiling took longer than {self.timeout_s:g} s"
+            message = f"{TIMED_OUT}: compiling took longer than {self.timeout_s:g} s"
             results[index] = Evaluation(candidates[index], None, message, self.timeout_s)
             spare.append(self._replace(worker))
 
     @staticmethod
     def _crash_message(worker: _Worker) -> str:
-        return (
-            f"compiler worker crashed: the process {worker.exit_description()} while compiling this candidate"
-        )
+        return f"{CRASHED}: the process {worker.exit_description()} while compiling this candidate"
 
     def close(self) -> None:
         """Stop all workers. Calls to `evaluate` must have returned."""

@@ -18,6 +18,10 @@ from typing import Protocol
 from optserve.engine.grammar import TokenGrammar
 
 
+class DecoderDeadError(RuntimeError):
+    """The backend can no longer decode (its engine or worker process died); only a new decoder recovers."""
+
+
 @dataclass(frozen=True)
 class DecodeRequest:
     prompt_ids: tuple[int, ...]
@@ -69,6 +73,10 @@ class Decoder(Protocol):
 
     def session(self, request: DecodeRequest, width: int = 1) -> DecodeSession:
         """A session for one prompt; `width` = how many sequences it should decode at once."""
+        ...
+
+    async def check_health(self) -> None:
+        """Return if the backend can decode; raise `DecoderDeadError` once it never will again."""
         ...
 
     async def close(self) -> None: ...

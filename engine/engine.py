@@ -141,5 +141,9 @@ class ModelEngine:
             )
         return Generation(tuple(candidates), self.model_id, tokens_computed, result.deadline_hit)
 
+    async def check_health(self) -> None:
+        """Raise `DecoderDeadError` once the backend can no longer decode (its process died)."""
+        await self.decoder.check_health()
+
     async def close(self) -> None:
         await self.decoder.close()

@@ -62,6 +62,9 @@ class TorchDecoder:
     def session(self, request: DecodeRequest, width: int = 1) -> TorchSession:
         return TorchSession(self, request, width)
 
+    async def check_health(self) -> None:
+        return None  # the model runs in this process: if it dies, so does its host (Ray Serve sees that)
+
     async def close(self) -> None:
         return None
 

@@ -23,13 +23,15 @@ from pathlib import Path
 import torch
 from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
 
-from optserve.engine.backend import Continuation, DecodeRequest, Step
+from optserve.engine.backend import Continuation, DecoderDeadError, DecodeRequest, Step
 from optserve.engine.grammar import TokenGrammar
 
 EXTRA_ARGS_KEY = "optserve"
 # vLLM's CPU attention needs multiples of 32; smaller blocks let more of a branch's prefix hit the cache.
 DEFAULT_BLOCK_SIZE = 32
 MAX_CACHED_MASKS = 4096
+# vLLM's EngineDeadError says only "see the stack trace above"; callers get what it means for them.
+_ENGINE_DIED = "the vLLM engine core or its worker process died (killed, or out of memory)"
 
 
 class _RowGrammar:
@@ -175,6 +177,16 @@ class VllmDecoder:
     def next_request_id(self) -> str:
         return f"optserve-{os.getpid()}-{next(self._request_ids)}"
 
+    async def check_health(self) -> None:
+        from vllm.v1.engine.exceptions import EngineDeadError
+
+        if self.engine is None:
+            raise DecoderDeadError("the vLLM engine was shut down")
+        try:
+            await self.engine.check_health()
+        except EngineDeadError:
+            raise DecoderDeadError(_ENGINE_DIED) from None
+
     async def close(self) -> None:
         engine, self.engine = self.engine, None
         if engine is not None:
@@ -237,9 +249,14 @@ class VllmSession:
         return self._continuation(prefix, state, completion)
 
     async def _final(self, prompt, params, request_id):
+        from vllm.v1.engine.exceptions import EngineDeadError
+
         final = None
-        async for output in self.decoder.engine.generate(prompt, params, request_id):
-            final = output
+        try:
+            async for output in self.decoder.engine.generate(prompt, params, request_id):
+                final = output
+        except EngineDeadError:
+            raise DecoderDeadError(_ENGINE_DIED) from None
         return final
 
     def _continuation(self, prefix, state, completion) -> Continuation:

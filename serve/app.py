@@ -12,6 +12,7 @@ from ray.serve.config import BackpressureConfig
 from optserve.config import Settings, load_settings
 from optserve.serve.deployments import CompilerWorkers, LoopTuneScheduler, PassOrderingEngine
 from optserve.serve.ingress import Ingress
+from optserve.serve.logs import LOGGING_CONFIG
 
 APP_NAME = "optserve"
 # The gRPC services Ray Serve's proxy registers; each RPC is routed to the ingress method of the same name,
@@ -28,6 +29,9 @@ INGRESS_CPUS = 0.25
 ENGINE_CPUS = 0.5
 COMPILER_CPUS = 0.5
 LOOPTUNE_CPUS = 0.25
+# Ray Serve calls `check_health` of the engine and compiler replicas this often and replaces a replica after
+# three failures in a row: a dead engine is replaced within about three periods (default period: 10 s).
+HEALTH_CHECK_PERIOD_S = 2.0
 
 
 def _engine_gpus(settings: Settings) -> float:
@@ -51,6 +55,8 @@ def build_app(settings: Settings) -> Application:
         ray_actor_options={"num_cpus": ENGINE_CPUS, "num_gpus": _engine_gpus(settings)},
         max_ongoing_requests=16,  # the engine batches concurrent requests itself
         max_queued_requests=queue_limit,
+        health_check_period_s=HEALTH_CHECK_PERIOD_S,
+        logging_config=LOGGING_CONFIG,
     ).bind(config)
     compiler = CompilerWorkers.options(
         **spread,
@@ -62,6 +68,8 @@ def build_app(settings: Settings) -> Application:
         ray_actor_options={"num_cpus": COMPILER_CPUS},
         max_ongoing_requests=4,
         max_queued_requests=queue_limit,
+        health_check_period_s=HEALTH_CHECK_PERIOD_S,
+        logging_config=LOGGING_CONFIG,
     ).bind(config)
     looptune = LoopTuneScheduler.options(
         autoscaling_config={
@@ -72,6 +80,7 @@ def build_app(settings: Settings) -> Application:
         ray_actor_options={"num_cpus": LOOPTUNE_CPUS},
         max_ongoing_requests=1,  # kernel timings must not share the CPU with each other
         max_queued_requests=queue_limit,
+        logging_config=LOGGING_CONFIG,
     ).bind(config)
     return Ingress.options(
         num_replicas=serve_settings.ingress_replicas,
@@ -79,6 +88,7 @@ def build_app(settings: Settings) -> Application:
         max_ongoing_requests=serve_settings.max_ongoing_requests,
         max_queued_requests=queue_limit,
         backpressure_config=backpressure,
+        logging_config=LOGGING_CONFIG,
     ).bind(config, engine, compiler, looptune)
 
 

@@ -11,28 +11,50 @@ Settings arrive as a plain dict (what a Serve config file can hold) and are vali
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Sequence
 
 from ray import serve
 
 from optserve.config import Settings
 from optserve.engine.interface import Generation, SamplingOptions
-from optserve.serve import schemas
+from optserve.serve import metrics, schemas
 from optserve.serve.engine_host import EngineHost
+from optserve.serve.errors import ErrorKind, ModelInputTooLong, ServiceError, unavailable
+from optserve.serve.logs import configure_replica_logging
 from optserve.serve.schedule import schedule
 
 
 @serve.deployment(name="PassOrderingEngine")
 class PassOrderingEngine:
     def __init__(self, settings: dict):
+        configure_replica_logging()
         config = Settings.model_validate(settings)
         self.host = EngineHost(config.engine, config.compiler)
 
     async def generate(self, ir: str, options: SamplingOptions, feedback: str | None) -> Generation:
-        return await self.host.generate(ir, options, feedback)
+        recorder = metrics.recorder(*metrics.ENGINE)
+        outcome = "error"
+        try:
+            generation = await self.host.generate(ir, options, feedback)
+            outcome = "deadline" if generation.deadline_hit else "ok"
+            recorder.count(metrics.ENGINE_TOKENS, generation.tokens_computed)
+            return generation
+        except ModelInputTooLong:
+            outcome = "too_long"
+            raise
+        except ServiceError as err:
+            outcome = "unavailable" if err.kind is ErrorKind.UNAVAILABLE else "error"
+            raise
+        finally:
+            recorder.count(metrics.ENGINE_GENERATIONS, outcome=outcome)
 
     def metadata(self) -> schemas.ModelMetadata:
         return self.host.metadata()
+
+    async def check_health(self) -> None:
+        """Ray Serve calls this periodically: raising makes it replace this replica (a dead engine)."""
+        await self.host.check_health()
 
     async def __del__(self):
         await self.host.close()
@@ -43,6 +65,7 @@ class CompilerWorkers:
     def __init__(self, settings: dict):
         from optserve.compiler.workers import CompilerPool
 
+        configure_replica_logging()
         compiler = Settings.model_validate(settings).compiler
         self.pool = CompilerPool(
             processes=compiler.workers,
@@ -53,7 +76,20 @@ class CompilerWorkers:
     async def evaluate(
         self, ir: str, pass_lists: Sequence[tuple[str, ...]], objective: str, want_ir: bool, want_object: bool
     ) -> list:
-        return await self.pool.evaluate_async(ir, pass_lists, objective, want_ir, want_object)
+        from optserve.compiler.workers import PoolBrokenError, evaluation_outcome
+
+        try:
+            evaluations = await self.pool.evaluate_async(ir, pass_lists, objective, want_ir, want_object)
+        except PoolBrokenError as err:
+            raise unavailable(f"the compiler pool cannot compile ({err}); it is being restarted") from None
+        recorder = metrics.recorder(*metrics.COMPILER)
+        for outcome, count in Counter(evaluation_outcome(e) for e in evaluations).items():
+            recorder.count(metrics.COMPILER_EVALUATIONS, count, outcome=outcome)
+        return evaluations
+
+    def check_health(self) -> None:
+        """Ray Serve calls this periodically: raising makes it replace this replica (a broken pool)."""
+        self.pool.check_health()
 
     def __del__(self):
         self.pool.close()
@@ -62,6 +98,7 @@ class CompilerWorkers:
 @serve.deployment(name="LoopTuneScheduler")
 class LoopTuneScheduler:
     def __init__(self, settings: dict):
+        configure_replica_logging()
         self.settings = Settings.model_validate(settings)
 
     async def schedule(self, request: schemas.ScheduleRequest) -> schemas.ScheduleResponse:

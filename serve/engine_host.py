@@ -2,6 +2,8 @@
 
 A missing or broken model does not stop the service (LoopTune and health still answer): the host records
 the reason, reports it in the model metadata and readiness, and Optimize answers UNAVAILABLE with it.
+An engine that dies later (its vLLM process killed, e.g. by the OOM killer) is the same, and more: the
+host's `check_health` fails, so Ray Serve replaces the replica, and the new one loads the model afresh.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import logging
 from pathlib import Path
 
 from optserve.config import CompilerSettings, EngineSettings
+from optserve.engine.backend import DecoderDeadError
 from optserve.engine.interface import Engine, Generation, SamplingOptions
 from optserve.serve import schemas
 from optserve.serve.errors import ModelInputTooLong, unavailable
@@ -44,6 +47,7 @@ class EngineHost:
         self.engine: Engine | None = None
         self.version = ""
         self.reason = ""
+        self.dead = False  # the loaded engine died: only a new replica (a new host) recovers
         model_dir = Path(settings.model_dir)
         if not (model_dir / "profile.json").is_file():
             what = "does not exist" if not model_dir.exists() else "has no profile.json"
@@ -73,7 +77,7 @@ class EngineHost:
             version=self.version,
             backend=self.settings.backend,
             platform=_platform(),
-            ready=self.engine is not None,
+            ready=self.engine is not None and not self.dead,
             reason=self.reason,
             strategies=STRATEGIES,
             max_samples=self.settings.max_samples,
@@ -85,12 +89,37 @@ class EngineHost:
         """The engine's candidates; ModelInputTooLong for a module longer than the model's context."""
         from optserve.engine.engine import PromptTooLongError
 
-        if self.engine is None:
+        if self.engine is None or self.dead:
             raise unavailable(f"pass-ordering model {self.model_id!r} is not ready: {self.reason}")
         try:
             return await self.engine.generate(ir, options, feedback)
         except PromptTooLongError as err:
             raise ModelInputTooLong(str(err)) from None
+        except DecoderDeadError as err:
+            self._died(err)
+            raise unavailable(f"pass-ordering model {self.model_id!r} is not ready: {self.reason}") from None
+
+    async def check_health(self) -> None:
+        """Raise once the loaded engine has died (Ray Serve then replaces this replica).
+
+        A model that never loaded is not a failure of this replica: a new one would fail the same way, so it
+        stays up and says why (metadata, readiness).
+        """
+        if self.engine is None:
+            return
+        if not self.dead:
+            try:
+                await self.engine.check_health()
+            except DecoderDeadError as err:
+                self._died(err)
+        if self.dead:
+            raise RuntimeError(self.reason)
+
+    def _died(self, err: DecoderDeadError) -> None:
+        if not self.dead:
+            self.dead = True
+            self.reason = f"{err}; the {self.settings.backend} engine is being restarted, retry shortly"
+            log.error("pass-ordering engine died: %s", err)
 
     async def close(self) -> None:
         if self.engine is not None:

@@ -31,12 +31,12 @@ from optserve.compiler.cache import ResultCache
 from optserve.config import Settings
 from optserve.engine.feedback import build_feedback
 from optserve.engine.interface import Generation, SamplingOptions
-from optserve.serve import codec, schemas
+from optserve.serve import codec, metrics, schemas
 from optserve.serve.access import TOKEN_HEADER, check_peer, check_token, plaintext_grpc_host
-from optserve.serve.deployments import CompilerWorkers, LoopTuneScheduler
-from optserve.serve.errors import ErrorKind, ModelInputTooLong, ServiceError
+from optserve.serve.deployments import CompilerWorkers, LoopTuneScheduler, PassOrderingEngine
+from optserve.serve.errors import ErrorKind, ModelInputTooLong, ServiceError, unavailable
 from optserve.serve.grpc_services import parse_request
-from optserve.serve.metrics import ServiceMetrics
+from optserve.serve.logs import access_fields, configure_replica_logging, log_access, start_access
 from optserve.serve.openapi import install_contract
 from optserve.serve.optimize import Optimizer
 from optserve.v1 import optserve_pb2 as pb
@@ -45,13 +45,22 @@ log = logging.getLogger(__name__)
 
 PASS_ORDERING_SERVICE = "optserve.v1.PassOrdering"
 LOOPTUNE_SERVICE = "optserve.v1.LoopTune"
-READINESS_TIMEOUT_S = 5.0
+# How long the ingress waits for the engine's metadata: it answers at once unless no replica is running.
+ENGINE_ANSWER_TIMEOUT_S = 5.0
 _READY_DEPLOYMENT_STATES = {"HEALTHY", "UPSCALING", "DOWNSCALING"}
+HEALTH_REASON_KEY = "optserve-not-serving-reason"  # trailing metadata of a NOT_SERVING health answer
 _SERVING = health_pb2.HealthCheckResponse.SERVING
 _NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 
-# One metrics registry per ingress process: the exception handlers below count what FastAPI rejects itself.
-METRICS = ServiceMetrics()
+# Operation label of an HTTP request that never reached its route (bounded values, never the raw path).
+_OPERATIONS_BY_PATH = {"/v1/optimize": "optimize", "/v1/schedule": "schedule", "/v1/model": "model_metadata"}
+
+
+def _count_refused_http(path: str, code: str) -> None:
+    """Count an HTTP request refused before its route ran (the exception handlers and middleware below)."""
+    operation = next((op for suffix, op in _OPERATIONS_BY_PATH.items() if path.endswith(suffix)), "other")
+    recorder = metrics.recorder(*metrics.INGRESS)
+    recorder.count(metrics.REQUESTS, operation=operation, protocol="http", code=code)
 
 
 def as_service_error(err: BaseException) -> ServiceError:
@@ -76,7 +85,12 @@ def _answer_error(context, err: ServiceError, empty: Any) -> Any:
 
 
 class _EngineClient:
-    """The engine deployment seen through the Optimizer's `CandidateGenerator` seam."""
+    """The engine deployment seen through the Optimizer's `CandidateGenerator` seam.
+
+    A ready model's metadata is kept (it does not change under a running app) until a call to the engine
+    fails: the engine may have died, and the next Optimize asks it again, answering UNAVAILABLE quickly
+    while its replica is replaced instead of waiting for the new one behind the request's deadline.
+    """
 
     def __init__(self, handle: DeploymentHandle):
         self.handle = handle
@@ -86,18 +100,31 @@ class _EngineClient:
         try:
             return await self.handle.generate.remote(ir, options, feedback)
         except RayTaskError as err:  # the Optimizer handles the engine's own errors by type
+            if not isinstance(err.cause, ModelInputTooLong):
+                self.forget()
             if isinstance(err.cause, ServiceError | ModelInputTooLong):
                 raise err.cause from None
             raise
+        except Exception:
+            self.forget()
+            raise
 
-    async def metadata(self) -> schemas.ModelMetadata:
-        # A loaded model does not change under a running app (a new config redeploys the ingress too).
-        if self._ready_metadata is not None:
+    async def metadata(self, fresh: bool = False) -> schemas.ModelMetadata:
+        """The model's metadata; UNAVAILABLE if its engine does not answer (no replica: it is restarting)."""
+        if self._ready_metadata is not None and not fresh:
             return self._ready_metadata
-        metadata = await self.handle.metadata.remote()
-        if metadata.ready:
-            self._ready_metadata = metadata
+        try:
+            metadata = await asyncio.wait_for(self.handle.metadata.remote(), ENGINE_ANSWER_TIMEOUT_S)
+        except TimeoutError:
+            raise unavailable(
+                f"the pass-ordering engine did not answer within {ENGINE_ANSWER_TIMEOUT_S:g} s (its replica "
+                "is starting or being replaced); retry shortly"
+            ) from None
+        self._ready_metadata = metadata if metadata.ready else None
         return metadata
+
+    def forget(self) -> None:
+        self._ready_metadata = None
 
 
 class _CompilerClient:
@@ -157,7 +184,7 @@ async def _limit_body_size(request: Request, call_next):
     limit = getattr(request.app.state, "max_body_bytes", None)
     if limit is not None and length.isdigit() and int(length) > limit:
         error = ServiceError(ErrorKind.TOO_LARGE, f"request body is {length} bytes, more than {limit}")
-        METRICS.requests.labels(request.url.path, "http", error.kind.grpc_code.name).inc()
+        _count_refused_http(request.url.path, error.kind.grpc_code.name)
         return JSONResponse(error.to_json(), status_code=error.kind.http_status)
     return await call_next(request)
 
@@ -179,7 +206,7 @@ async def _http_error_response(request: Request, err: HTTPException) -> JSONResp
 @api.exception_handler(RequestValidationError)
 async def _validation_error_response(request: Request, err: RequestValidationError) -> JSONResponse:
     problems = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors()]
-    METRICS.requests.labels(request.url.path, "http", "INVALID_ARGUMENT").inc()
+    _count_refused_http(request.url.path, "INVALID_ARGUMENT")
     return JSONResponse(
         ServiceError(ErrorKind.INVALID_ARGUMENT, "; ".join(problems)).to_json(), status_code=400
     )
@@ -195,6 +222,7 @@ class Ingress:
         compiler: DeploymentHandle,
         looptune: DeploymentHandle,
     ):
+        configure_replica_logging()
         self.settings = Settings.model_validate(settings)
         self.engine = _EngineClient(engine)
         self.looptune = looptune
@@ -205,7 +233,7 @@ class Ingress:
             ResultCache(self.settings.serve.result_cache_entries),
             build_feedback,
         )
-        self.metrics = METRICS
+        self.metrics = metrics.recorder(*metrics.INGRESS)
         self.app_name = serve.get_replica_context().app_name
         api.state.max_body_bytes = (
             self.settings.compiler.max_ir_bytes * _BODY_BYTES_PER_IR_BYTE + _BODY_OVERHEAD_BYTES
@@ -215,14 +243,17 @@ class Ingress:
     # --- the operations, shared by both protocols ----------------------------------------------------
 
     async def _optimize(self, request: schemas.OptimizeRequest) -> schemas.OptimizeResponse:
+        fields = access_fields()
+        fields.update(strategy=request.strategy, samples=request.samples, objective=request.objective)
         response = await self.optimizer.optimize(request)
+        fields.update(cached=response.cached, deadline_hit=response.deadline_hit)
         if not request.bypass_cache:
-            self.metrics.cache_lookups.labels("hit" if response.cached else "miss").inc()
+            self.metrics.count(metrics.CACHE_LOOKUPS, result="hit" if response.cached else "miss")
         if not response.cached:
-            self.metrics.candidates.observe(len(response.candidates))
-            self.metrics.improvement.observe(max(response.improvement_over_oz_pct, 0.0))
+            self.metrics.observe(metrics.CANDIDATES, len(response.candidates))
+            self.metrics.observe(metrics.IMPROVEMENT, max(response.improvement_over_oz_pct, 0.0))
         if response.deadline_hit:
-            self.metrics.deadline_hits.inc()
+            self.metrics.count(metrics.DEADLINE_HITS)
         return response
 
     async def _schedule(self, request: schemas.ScheduleRequest) -> schemas.ScheduleResponse:
@@ -231,25 +262,31 @@ class Ingress:
     async def _readiness(self) -> dict[str, str]:
         """Per part: "ready", or why not.
 
-        The model answers its metadata (the engine takes many requests at once); the compiler and LoopTune
-        deployments are judged by Ray Serve's health checks of their replicas rather than by a call, which
-        would wait behind a long LoopTune search.
+        Each deployment is judged by Ray Serve's health checks of its replicas (`check_health`: a dead
+        engine, a compiler pool that lost its workers) rather than by a call, which would wait behind a long
+        LoopTune search; the model also by its metadata, which says why it is not ready (not loaded, died).
         """
-        try:
-            model = await asyncio.wait_for(self.engine.metadata(), READINESS_TIMEOUT_S)
-            model_state = "ready" if model.ready else model.reason
-        except TimeoutError:
-            model_state = f"the engine did not answer within {READINESS_TIMEOUT_S} s"
-        except Exception as err:
-            model_state = as_service_error(err).message
         status = await asyncio.to_thread(serve.status)
         application = status.applications.get(self.app_name)
         deployments = application.deployments if application is not None else {}
 
         def state(name: str) -> str:
-            current = deployments[name].status if name in deployments else "missing"
-            return "ready" if current in _READY_DEPLOYMENT_STATES else f"deployment {name} is {current}"
+            if name not in deployments:
+                return f"deployment {name} is missing"
+            deployment = deployments[name]
+            if deployment.status in _READY_DEPLOYMENT_STATES:
+                return "ready"
+            return f"deployment {name} is {deployment.status}: {deployment.message}".rstrip(": ")
 
+        model_state = state(PassOrderingEngine.name)
+        if model_state == "ready":
+            try:
+                model = await self.engine.metadata(fresh=True)
+                model_state = "ready" if model.ready else model.reason
+            except Exception as err:
+                model_state = as_service_error(err).message
+        if model_state != "ready":
+            self.engine.forget()
         return {
             "model": model_state,
             "compiler": state(CompilerWorkers.name),
@@ -257,17 +294,22 @@ class Ingress:
         }
 
     async def _record(self, operation: str, protocol: str, work: Callable[[], Awaitable[Any]]) -> Any:
+        """Run one request's work: count it, time it and write its access line (with the request id)."""
         started = time.monotonic()
         code = "OK"
+        fields = start_access(operation=operation, protocol=protocol)
         try:
             return await work()
         except Exception as err:
             error = as_service_error(err)
             code = error.kind.grpc_code.name
+            fields["error"] = error.message
             raise error from None
         finally:
-            self.metrics.requests.labels(operation, protocol, code).inc()
-            self.metrics.latency.labels(operation).observe(time.monotonic() - started)
+            elapsed_s = time.monotonic() - started
+            self.metrics.count(metrics.REQUESTS, operation=operation, protocol=protocol, code=code)
+            self.metrics.observe(metrics.LATENCY, elapsed_s, operation=operation)
+            log_access(code, elapsed_s)
 
     # --- gRPC ------------------------------------------------------------------------------------------
 
@@ -317,8 +359,11 @@ class Ingress:
             unknown = ServiceError(ErrorKind.NOT_FOUND, f"unknown service {service!r}")
             return _answer_error(grpc_context, unknown, health_pb2.HealthCheckResponse())
         readiness = await self._readiness()
-        ready = all(readiness[part] == "ready" for part in parts[service])
-        return health_pb2.HealthCheckResponse(status=_SERVING if ready else _NOT_SERVING)
+        reasons = [f"{part}: {readiness[part]}" for part in parts[service] if readiness[part] != "ready"]
+        if reasons and grpc_context is not None:  # the health protocol has no field for why
+            reason = " ".join("; ".join(reasons).split()).encode("ascii", "replace").decode()  # a valid value
+            grpc_context.set_trailing_metadata([(HEALTH_REASON_KEY, reason)])
+        return health_pb2.HealthCheckResponse(status=_NOT_SERVING if reasons else _SERVING)
 
     # --- HTTP ------------------------------------------------------------------------------------------
 
@@ -401,4 +446,4 @@ class Ingress:
     @api.get("/metrics", response_class=PlainTextResponse, responses=_errors(401))
     async def http_metrics(self, authorization: str | None = Header(None)) -> Response:
         check_token(authorization, self.settings.serve.auth_token)
-        return Response(self.metrics.render(), media_type=self.metrics.content_type)
+        return Response(await metrics.cluster_metrics(self.app_name), media_type=metrics.CONTENT_TYPE)

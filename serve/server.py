@@ -66,6 +66,7 @@ def start(settings: Settings, proxy_location: str = "EveryNode") -> Endpoints:
     from ray.serve.config import HTTPOptions, gRPCOptions
 
     from optserve.serve.app import APP_NAME, GRPC_SERVICER_FUNCTIONS, build_app
+    from optserve.serve.logs import LOGGING_CONFIG
 
     serve_settings = settings.serve
     message_limit = settings.compiler.max_ir_bytes * _MESSAGE_BYTES_PER_IR_BYTE + _MESSAGE_OVERHEAD_BYTES
@@ -78,7 +79,9 @@ def start(settings: Settings, proxy_location: str = "EveryNode") -> Endpoints:
             address=serve_settings.ray_address or "local",
             num_cpus=None if serve_settings.ray_address else serve_settings.ray_num_cpus,
             include_dashboard=False,
-            log_to_driver=False,
+            log_to_driver=True,  # the replicas' logs (serve/logs.py) on this process's terminal
+            # replicas report metrics this often (Ray's default: 10 s), see serve/metrics.py
+            _system_config=None if serve_settings.ray_address else {"metrics_report_interval_ms": 2000},
             runtime_env={"env_vars": {"RAY_SERVE_GRPC_MAX_MESSAGE_SIZE": str(message_limit)}},
         )
     tls = {}
@@ -90,6 +93,7 @@ def start(settings: Settings, proxy_location: str = "EveryNode") -> Endpoints:
             "ssl_keyfile": str(serve_settings.tls_keyfile),
         }
     serve.start(
+        logging_config=LOGGING_CONFIG,
         proxy_location=proxy_location,
         http_options=HTTPOptions(host=serve_settings.host, port=serve_settings.http_port, **tls),
         grpc_options=gRPCOptions(

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from optserve.compiler import workers
 from optserve.compiler.pipeline import evaluate
-from optserve.compiler.workers import CompilerPool
+from optserve.compiler.workers import CompilerPool, PoolBrokenError
 
 CANDIDATES = [("-Oz",), ("-O2", "instcombine"), ("sroa", "simplifycfg"), (), ("-O1", "loop-rotate", "dce")]
 
@@ -154,3 +155,16 @@ def test_running_out_of_memory_fails_the_candidate_not_the_pool(c_ir):
         assert first.cost is None and second.cost is None
         assert "compiler worker crashed" in first.error
         assert starved.replaced_workers == 2
+
+
+def test_a_pool_that_cannot_restart_a_worker_says_so(monkeypatch, c_ir):
+    """Its calls fail with PoolBrokenError instead of waiting for a worker that never comes, and its health
+    check fails (Ray Serve then replaces the replica that owns it)."""
+    with CompilerPool(processes=1, timeout_s=30) as broken:
+        broken.check_health()
+        monkeypatch.setattr(workers.sys, "executable", "/bin/false")  # new workers exit at once
+        os.kill(broken.worker_pids()[0], signal.SIGKILL)
+        with pytest.raises(PoolBrokenError, match="did not start"):
+            broken.evaluate(c_ir["structs"], [("-Oz",)], "instruction_count")
+        with pytest.raises(PoolBrokenError, match="1 of 1 compiler workers"):
+            broken.check_health()

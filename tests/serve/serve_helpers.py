@@ -54,3 +54,41 @@ def slow_module() -> str:
     module = "\n".join(synthetic_function(rng, f"f{i}") for i in range(1200))
     assert len(module) < MAX_IR_BYTES
     return module
+
+
+def metric(http, sample: str, **labels: str) -> float:
+    """A sample's value at `/metrics` (0 when absent)."""
+    from optserve.serve.metrics import parse_exposition
+
+    for name, found, value in parse_exposition(http.get("/metrics").text):
+        if name == sample and all(found.get(k) == v for k, v in labels.items()):
+            return value
+    return 0.0
+
+
+METRICS_SETTLE_S = 5.0  # more than twice the service's metrics report interval (2 s, serve/server.py)
+
+
+def settled_metric(http, sample: str, **labels: str) -> float:
+    """The sample's value once every earlier request is in it (unchanged over METRICS_SETTLE_S)."""
+    import time
+
+    value = metric(http, sample, **labels)
+    while True:
+        time.sleep(METRICS_SETTLE_S)  # replicas report periodically: wait a report out
+        latest = metric(http, sample, **labels)
+        if latest == value:
+            return value
+        value = latest
+
+
+def wait_for_metric(http, sample: str, expected: float, timeout_s: float = 60.0, **labels: str) -> float:
+    """Poll `/metrics` until the sample reaches `expected` (returns the last value seen)."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    value = metric(http, sample, **labels)
+    while value < expected and time.monotonic() < deadline:
+        time.sleep(0.5)  # polling the periodic report, bounded by the deadline
+        value = metric(http, sample, **labels)
+    return value

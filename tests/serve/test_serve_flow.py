@@ -18,6 +18,7 @@ from optserve.compiler.cache import ResultCache
 from optserve.compiler.passes import to_opt_pipeline
 from optserve.compiler.workers import CompilerPool
 from optserve.config import Settings
+from optserve.engine.backend import DecoderDeadError
 from optserve.engine.feedback import build_feedback
 from optserve.engine.interface import Candidate, Generation, SamplingOptions
 from optserve.serve import codec, schemas
@@ -398,3 +399,42 @@ def test_a_missing_model_directory_is_reported_not_fatal(tmp_path):
     with pytest.raises(ServiceError) as caught:
         asyncio.run(host.generate("", SamplingOptions(), None))
     assert caught.value.kind is ErrorKind.UNAVAILABLE
+
+
+class _DeadEngine:
+    """An engine whose backend process died: every call says so."""
+
+    model_id = "dead-model"
+
+    async def generate(self, ir, options, feedback):
+        raise DecoderDeadError("the vLLM engine core or its worker process died")
+
+    async def check_health(self):
+        raise DecoderDeadError("the vLLM engine core or its worker process died")
+
+
+def test_a_dead_engine_answers_unavailable_and_fails_the_health_check(tmp_path):
+    settings = Settings.model_validate({"engine": {"model_dir": str(tmp_path / "absent")}})
+    host = EngineHost(settings.engine, settings.compiler)
+    asyncio.run(host.check_health())  # a model that never loaded is no reason to replace the replica
+    host.engine, host.reason = _DeadEngine(), ""
+    with pytest.raises(ServiceError) as caught:
+        asyncio.run(host.generate("", SamplingOptions(), None))
+    assert caught.value.kind is ErrorKind.UNAVAILABLE and "died" in caught.value.message
+    metadata = host.metadata()
+    assert not metadata.ready and "died" in metadata.reason and "restarted" in metadata.reason
+    with pytest.raises(RuntimeError, match="died"):
+        asyncio.run(host.check_health())
+
+
+def test_metrics_are_summed_over_replicas_and_nodes_of_one_application():
+    from optserve.serve.metrics import REQUESTS, sum_over_replicas
+
+    def node(worker: str, app: str, value: float) -> str:
+        labels = f'WorkerId="{worker}",application="{app}",code="OK",operation="optimize",protocol="grpc"'
+        return f"# TYPE x counter\nray_optserve_requests_total{{{labels}}} {value}\n"
+
+    nodes = [node("a", "optserve", 2), node("b", "optserve", 3), node("c", "other", 7)]
+    text = sum_over_replicas(nodes, "optserve")
+    line = 'optserve_requests_total{operation="optimize",protocol="grpc",code="OK"} 5.0'
+    assert line in text.splitlines() and f"# TYPE {REQUESTS.name} counter" in text

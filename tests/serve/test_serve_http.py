@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import llvmlite.binding as llvm
 import pytest
-from serve_helpers import MAX_IR_BYTES, TOKEN, slow_module
+from serve_helpers import MAX_IR_BYTES, TOKEN, settled_metric, slow_module, wait_for_metric
 
 from optserve.compiler.pipeline import evaluate
 
@@ -164,11 +164,36 @@ def test_model_metadata_in_kserve_and_optserve_form(http):
 def test_metrics_count_requests_by_operation_and_code(http, add_ir):
     http.post("/v1/optimize", json={"ir": "not IR"})
     http.post("/v1/optimize", json={"ir": add_ir})
+    invalid = {"code": "INVALID_ARGUMENT", "operation": "optimize", "protocol": "http"}
+    assert wait_for_metric(http, "optserve_requests_total", 1, **invalid) >= 1
+    ok = {"code": "OK", "operation": "optimize", "protocol": "http"}
+    assert wait_for_metric(http, "optserve_requests_total", 1, **ok) >= 1
+    assert wait_for_metric(http, "optserve_request_seconds_count", 2, operation="optimize") >= 2
     text = http.get("/metrics").text
-    assert 'optserve_requests_total{code="INVALID_ARGUMENT",operation="optimize",protocol="http"}' in text
-    assert 'optserve_requests_total{code="OK",operation="optimize",protocol="http"}' in text
-    assert "optserve_request_seconds_bucket" in text
-    assert "optserve_result_cache_lookups_total" in text
+    assert "optserve_request_seconds_bucket" in text and "optserve_result_cache_lookups_total" in text
+
+
+def test_one_scrape_sees_the_other_deployments_replicas(http, sum_ir):
+    """The compiler and engine count in their own replicas; the ingress's `/metrics` shows their counts."""
+    before = settled_metric(http, "optserve_compiler_evaluations_total", outcome="ok")
+    tokens = settled_metric(http, "optserve_engine_tokens_total")
+    answer = http.post("/v1/optimize", json={"ir": sum_ir, "bypass_cache": True, "strategy": "priority"})
+    assert answer.status_code == 200, answer.text
+    compiled = len(answer.json()["candidates"]) + 1  # the candidates, -Oz among them, and the input itself
+    assert wait_for_metric(http, "optserve_compiler_evaluations_total", before + compiled, outcome="ok") >= (
+        before + compiled
+    )
+    assert wait_for_metric(http, "optserve_engine_tokens_total", tokens + 1) > tokens
+    assert wait_for_metric(http, "optserve_engine_generations_total", 1, outcome="ok") >= 1
+
+
+def test_metric_labels_never_carry_a_raw_path(http):
+    """Requests refused before routing (a body over the limit) count under a bounded operation name."""
+    refused = http.post("/v1/nonexistent/" + "x" * 50, content=b"x" * (4 * MAX_IR_BYTES))
+    assert refused.status_code == 413
+    too_large = {"operation": "other", "code": "RESOURCE_EXHAUSTED"}
+    assert wait_for_metric(http, "optserve_requests_total", 1, **too_large) >= 1
+    assert "nonexistent" not in http.get("/metrics").text
 
 
 def test_openapi_describes_the_operations(http):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import grpc
 import httpx
 import pytest
-from serve_helpers import TOKEN, service_settings
+from serve_helpers import TOKEN, service_settings, settled_metric, wait_for_metric
 
 from optserve.serve.client import CallError, OptserveClient, RetryPolicy
 
@@ -58,14 +58,10 @@ def test_the_client_retries_unavailable_and_the_service_counts_each_try(modelles
     """The default client tries three times in all (serve/client_channel.py), one without retries once."""
     endpoints, _ = modelless
     headers = {"authorization": f"Bearer {TOKEN}"}
-    prefix = 'optserve_requests_total{code="UNAVAILABLE",operation="optimize",protocol="grpc"} '
-
-    def unavailable_answers(http: httpx.Client) -> int:
-        lines = [line for line in http.get("/metrics").text.splitlines() if line.startswith(prefix)]
-        return int(float(lines[0].removeprefix(prefix))) if lines else 0
+    labels = {"code": "UNAVAILABLE", "operation": "optimize", "protocol": "grpc"}
 
     with httpx.Client(base_url=f"{endpoints.http_url}/{APP}", headers=headers, timeout=60) as http:
-        before = unavailable_answers(http)
+        before = settled_metric(http, "optserve_requests_total", **labels)
         for retry, tries in ((RetryPolicy(), 3), (None, 1)):
             with (
                 OptserveClient(endpoints.grpc_target, token=TOKEN, application=APP, retry=retry) as client,
@@ -73,5 +69,6 @@ def test_the_client_retries_unavailable_and_the_service_counts_each_try(modelles
             ):
                 client.optimize(add_ir)
             assert caught.value.code is grpc.StatusCode.UNAVAILABLE
-            assert unavailable_answers(http) - before == tries
+            counted = wait_for_metric(http, "optserve_requests_total", before + tries, **labels)
+            assert counted == before + tries
             before += tries
