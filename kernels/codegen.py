@@ -207,6 +207,7 @@ class _Emitter:
         self.tile: dict | None = None
         self.loads: dict = {}
         self.fma_widths: set[int] = set()
+        self.reduce_widths: set[int] = set()
 
     def name(self, prefix: str = "t") -> str:
         self.counter += 1
@@ -308,12 +309,11 @@ class _Emitter:
             kind, offset, width = key
             value = tile["acc"][key]
             address = self._address(0, tile["const"] + offset)
-            if kind == "partial":
+            if kind == "partial":  # a shuffle tree (reassociated), not one extract and add per lane
                 total = self.op(f"load float, ptr {address}, align 4")
-                for lane in range(width):
-                    element = self.op(f"extractelement {_type(width)} {value}, i64 {lane}")
-                    total = self.op(f"fadd float {total}, {element}")
-                value, width = total, 1
+                self.reduce_widths.add(width)
+                value = self.op(f"call reassoc float {_reduce(width)}(float {total}, {_type(width)} {value})")
+                width = 1
             self.lines.append(f"  store {_type(width)} {value}, ptr {address}, align 4")
         self.tile = outer
 
@@ -349,6 +349,10 @@ def _type(width: int) -> str:
     return "float" if width == 1 else f"<{width} x float>"
 
 
+def _reduce(width: int) -> str:
+    return f"@llvm.vector.reduce.fadd.v{width}f32"
+
+
 def _fma(width: int) -> str:
     return "@llvm.fma.f32" if width == 1 else f"@llvm.fma.v{width}f32"
 
@@ -367,7 +371,7 @@ def generate_ir(spec: LoopNestSpec, schedule: Schedule, target: Target) -> str:
     declarations = [
         f"declare {_type(w)} {_fma(w)}({_type(w)}, {_type(w)}, {_type(w)})"
         for w in sorted(emitter.fma_widths)
-    ]
+    ] + [f"declare float {_reduce(w)}(float, {_type(w)})" for w in sorted(emitter.reduce_widths)]
     return "\n".join(
         [
             f"; {spec.text()}  ({spec.sizes_text()})",
