@@ -104,11 +104,12 @@ def candidates(
 def measure_in_order(
     evaluator: Evaluator, options: list[tuple[tuple[str, ...], Schedule]], deadline: float
 ) -> SearchOutcome:
-    """Measure the options in order until the deadline (the first always); the fastest one."""
+    """Measure the options in order until the deadline, and past it until one compiles (the backend may
+    refuse one: 0 GFLOPS); the fastest one."""
     best: SearchOutcome | None = None
     timed_out = False
     for actions, schedule in options:
-        if best is not None and time.perf_counter() >= deadline:
+        if best is not None and best.gflops and time.perf_counter() >= deadline:
             timed_out = True
             break
         gflops = evaluator.gflops(schedule)
@@ -139,7 +140,8 @@ def policy_tiles(
     target: Target | None = None,
     policy_path: str | None = None,
 ) -> SearchOutcome:
-    """The cover's templates, then the Q-policy's final schedule, measured until the deadline."""
+    """The cover's templates, then the Q-policy's final schedule (then the base), measured until the
+    deadline."""
     from optserve.policies.policy import default_policy_path, load_bundle, rollout
 
     target = target or host_target()
@@ -147,4 +149,5 @@ def policy_tiles(
     visited = rollout(bundle.network, evaluator.spec, start=root)
     options = [((TILE_ACTION + name,), s) for name, s in candidates(evaluator, load_cover(), target)]
     options.append((tuple(visited.actions), visited.final.schedule))
+    options.append(((), root.schedule))  # the fallback (already measured by a quick decision)
     return measure_in_order(evaluator, options, deadline)

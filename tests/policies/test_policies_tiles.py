@@ -81,6 +81,10 @@ def test_measuring_in_order_keeps_the_fastest_and_stops_at_the_deadline():
     assert best.gflops == max(len(s.compute) for _, s in options) and not best.timed_out
     late = measure_in_order(Evaluator(MATMUL, more_loops_are_faster), options, time.perf_counter() - 1)
     assert late.state.schedule == base and late.timed_out  # the first option is always measured
+    refused = Evaluator(MATMUL, lambda spec, s: 0.0 if s == base else 1.0)
+    assert (
+        measure_in_order(refused, options, time.perf_counter() - 1).gflops == 1.0
+    )  # past it, to one that runs
 
 
 @pytest.mark.parametrize("method", ["tiles", "policy_tiles"])
@@ -101,7 +105,7 @@ def test_policy_tiles_keeps_the_q_policy_when_it_measures_best():
 
     def q_policy_wins(spec, schedule):
         seen.append(schedule)
-        return 1.0 if len(seen) <= len(load_cover()) else 2.0  # the last option measured: the Q-policy's
+        return 2.0 if len(seen) == len(load_cover()) + 1 else 1.0  # after the cover: the Q-policy's
 
     outcome = run_search("policy_tiles", Evaluator(MATMUL, q_policy_wins), 30.0)
     assert outcome.gflops == 2.0 and not outcome.actions[0].startswith(TILE_ACTION)
