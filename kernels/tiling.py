@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from optserve.kernels.packing import packed_layout
 from optserve.kernels.schedule import Loop, Schedule
 from optserve.kernels.spec import LoopNestSpec
 
@@ -73,7 +74,10 @@ class TileTemplate:
 
 
 def roles(spec: LoopNestSpec) -> Roles:
-    """Index roles from the strides (see the module docstring); every contraction has some."""
+    """Index roles from the strides (see the module docstring), of the packed operands where the backend
+    packs (kernels/packing.py); every contraction has some."""
+    layout = packed_layout(spec)
+    spec = layout.spec if layout else spec
     strides = [spec.strides(t) for t in spec.tensors]
     size = spec.size_of
     outputs = spec.output_indices

@@ -11,6 +11,7 @@ from kernels_helpers import reference
 from test_kernels_codegen import run_and_compare
 
 from optserve.kernels.codegen import Target, generate_ir
+from optserve.kernels.packing import packed_layout
 from optserve.kernels.reference import numpy_gflops_of, numpy_program
 from optserve.kernels.spec import LoopNestSpec
 from optserve.kernels.tiling import TileTemplate, roles, tiled_schedule
@@ -33,6 +34,10 @@ KINDS = {
         {"n": 1, "f": 20, "y": 5, "x": 7, "c": 6, "r": 3, "s": 3},
     ),
     "elementwise": ("C[m] += A[m] * B[m]", {"m": 45}),
+    # no index contiguous in every tensor: the backend packs an input (kernels/packing.py)
+    "output transposed": ("C[n,m] += A[m,k] * B[k,n]", {"m": 21, "k": 11, "n": 9}),
+    "batched, both transposed": ("C[b,m,n] += A[b,k,m] * B[b,n,k]", {"b": 2, "m": 7, "k": 13, "n": 19}),
+    "conv, weights packed": ("O[x,f] += I[x+s,c] * W[f,c,s]", {"x": 12, "f": 20, "c": 3, "s": 3}),
 }
 TEMPLATES = [
     TileTemplate(4, 2),
@@ -111,11 +116,27 @@ def test_numpy_reference_computes_the_contraction(kind):
     einsum, sizes = KINDS[kind]
     spec = LoopNestSpec.parse(einsum, sizes)
     how, program = numpy_program(spec)
-    expected = {"conv NCHW": "im2col+tensordot", "conv NHWC": "im2col+tensordot", "elementwise": "einsum"}
+    expected = {
+        "conv NCHW": "im2col+tensordot",
+        "conv NHWC": "im2col+tensordot",
+        "conv, weights packed": "im2col+tensordot",
+        "elementwise": "einsum",
+    }
     assert how == expected.get(kind, "matmul")
     rng = np.random.default_rng(1)
     out, lhs, rhs = (rng.uniform(-1, 1, spec.shape(t)).astype(np.float32) for t in spec.tensors)
     np.testing.assert_allclose(program(lhs, rhs), reference(spec, out, lhs, rhs) - out, rtol=1e-4, atol=1e-4)
+
+
+def test_packing_moves_the_output_contiguous_index_last_only_where_needed():
+    assert packed_layout(LoopNestSpec.parse(*KINDS["matmul"])) is None
+    assert packed_layout(LoopNestSpec.parse(*KINDS["transposed B"])) is None  # k is contiguous everywhere
+    layout = packed_layout(LoopNestSpec.parse(*KINDS["both transposed"]))
+    assert layout is not None and layout.orders == (None, (1, 0))
+    assert layout.spec.text() == "C[m,n] += A[k,m] * B_packed[k,n]"
+    spec = LoopNestSpec.parse(*KINDS["both transposed"])
+    text = generate_ir(spec, tiled_schedule(spec, TileTemplate(4, 1), 8), Target(vector_widths=(8,)))
+    assert "call void @pack1(ptr %in1, ptr @buffer1)" in text and "fma.v8f32" in text
 
 
 def test_numpy_reference_is_timed():
