@@ -24,6 +24,7 @@ KINDS: dict[str, str] = {
     "vecmat": "y[n] += x[k] * A[k,n]",
     "conv_nchw": "O[n,f,y,x] += I[n,c,y+r,x+s] * W[f,c,r,s]",
     "conv_nhwc": "O[n,y,x,f] += I[n,y+r,x+s,c] * W[r,s,c,f]",
+    "matmul_tt": "C[m,n] += A[k,m] * B[n,k]",  # no index contiguous everywhere: the backend packs B
 }
 TRAIN_SEED = 19
 TRAIN_PER_KIND = 5
@@ -55,6 +56,8 @@ HELD_OUT: tuple[Case, ...] = (
     case("matmul", m=384, k=96, n=640),
     case("matmul", m=100, k=300, n=50),
     case("matmul", m=200, k=130, n=77),
+    case("matmul", m=2000, k=40, n=1000),
+    case("matmul", m=16, k=2048, n=48),
     case("matmul_at", m=128, k=128, n=128),
     case("matmul_at", m=320, k=200, n=96),
     case("matmul_bt", m=256, k=256, n=256),
@@ -69,6 +72,8 @@ HELD_OUT: tuple[Case, ...] = (
     case("conv_nchw", n=2, f=16, c=24, y=26, x=26, r=5, s=5),
     case("conv_nhwc", n=1, y=28, x=28, c=32, f=64, r=3, s=3),
     case("conv_nhwc", n=1, y=14, x=14, c=96, f=48, r=3, s=3),
+    case("matmul_tt", m=256, k=256, n=256),
+    case("matmul_tt", m=96, k=300, n=150),
 )
 
 
@@ -80,7 +85,7 @@ def _draw(kind: str, rng: random.Random) -> Case:
     def dim(low: int = 16, high: int = 512) -> int:
         return _log_uniform(rng, low, high)
 
-    if kind in ("matmul", "matmul_at", "matmul_bt"):
+    if kind in ("matmul", "matmul_at", "matmul_bt", "matmul_tt"):
         return case(kind, m=dim(32), k=dim(32), n=dim(32))
     if kind == "batched":
         return case(kind, b=dim(2, 16), m=dim(16, 160), k=dim(16, 160), n=dim(16, 160))
