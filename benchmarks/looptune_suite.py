@@ -199,8 +199,11 @@ def main(argv: list[str] | None = None) -> int:
     }
     Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json_out).write_text(json.dumps(data, indent=1))
-    plot_path = str(Path(args.out).with_suffix(".png"))
-    plot(data, plot_path)
+    plot_path: str | None = str(Path(args.out).with_suffix(".png"))
+    try:
+        plot(data, plot_path)  # type: ignore[arg-type]
+    except ImportError:  # no matplotlib (the lent machine): the table alone
+        plot_path = None
     text = report(data, plot_path)
     Path(args.out).write_text(text)
     print(text)
