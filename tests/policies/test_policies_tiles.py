@@ -120,3 +120,12 @@ def test_schedule_nest_decides_a_convolution_with_the_quick_protocol():
     result = schedule_nest(spec, "policy_tiles", time_limit_s=5.0)
     assert result.gflops and result.gflops > 0 and result.base_gflops and result.base_gflops > 0
     assert result.evaluations >= 2 and result.seconds < 5.0
+
+
+def test_quick_decision_stops_at_its_budget_and_still_answers_a_measured_schedule():
+    from optserve.config import LoopTuneSettings
+
+    tight = LoopTuneSettings(polish_time_s=1e-3)
+    result = schedule_nest(MATMUL, "policy_tiles", time_limit_s=5.0, settings=tight)
+    assert result.evaluations == 2 and result.timed_out  # the base, then the first template
+    assert result.gflops and result.gflops > 0 and result.actions[0].startswith(TILE_ACTION)
