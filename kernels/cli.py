@@ -22,6 +22,8 @@ METHODS = (
     "random",
     "policy",
     "policy_polish",
+    "tiles",
+    "policy_tiles",
 )
 
 

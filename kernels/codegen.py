@@ -17,8 +17,10 @@ opened only where its unrolled body is small enough.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+from optserve.kernels.packing import PackedLayout, pack_function_ir, packed_layout
 from optserve.kernels.schedule import Schedule, covered_extents, iteration_extents
 from optserve.kernels.spec import LoopNestSpec, SpecError
 
@@ -185,8 +187,9 @@ def emitted_statements(node: object, memo: dict | None = None) -> int:
 
 
 def plan_schedule(spec: LoopNestSpec, schedule: Schedule, target: Target) -> tuple[object, bool]:
-    """The plan of a schedule and whether its innermost loop is vectorized."""
-    planner = _Planner(spec, schedule, target)
+    """The plan of a schedule and whether its innermost loop is vectorized (on packed operands, if any)."""
+    layout = packed_layout(spec)
+    planner = _Planner(layout.spec if layout else spec, schedule, target)
     return planner.plan(), planner.vectorized
 
 
@@ -207,6 +210,7 @@ class _Emitter:
         self.tile: dict | None = None
         self.loads: dict = {}
         self.fma_widths: set[int] = set()
+        self.reduce_widths: set[int] = set()
 
     def name(self, prefix: str = "t") -> str:
         self.counter += 1
@@ -308,12 +312,11 @@ class _Emitter:
             kind, offset, width = key
             value = tile["acc"][key]
             address = self._address(0, tile["const"] + offset)
-            if kind == "partial":
+            if kind == "partial":  # a shuffle tree (reassociated), not one extract and add per lane
                 total = self.op(f"load float, ptr {address}, align 4")
-                for lane in range(width):
-                    element = self.op(f"extractelement {_type(width)} {value}, i64 {lane}")
-                    total = self.op(f"fadd float {total}, {element}")
-                value, width = total, 1
+                self.reduce_widths.add(width)
+                value = self.op(f"call reassoc float {_reduce(width)}(float {total}, {_type(width)} {value})")
+                width = 1
             self.lines.append(f"  store {_type(width)} {value}, ptr {address}, align 4")
         self.tile = outer
 
@@ -349,13 +352,22 @@ def _type(width: int) -> str:
     return "float" if width == 1 else f"<{width} x float>"
 
 
+def _reduce(width: int) -> str:
+    return f"@llvm.vector.reduce.fadd.v{width}f32"
+
+
 def _fma(width: int) -> str:
     return "@llvm.fma.f32" if width == 1 else f"@llvm.fma.v{width}f32"
 
 
 def generate_ir(spec: LoopNestSpec, schedule: Schedule, target: Target) -> str:
-    """LLVM IR text with `kernel(out, in0, in1)` (out += in0 * in1 as scheduled) and `bench(..., reps)`."""
-    emitter = _Emitter(spec, schedule, target)
+    """LLVM IR text with `kernel(out, in0, in1)` (out += in0 * in1 as scheduled) and `bench(..., reps)`.
+
+    A contraction with no index contiguous in every tensor runs on packed operands (kernels/packing.py):
+    `kernel` then copies the blocking inputs into buffers and calls the scheduled nest on them."""
+    layout = packed_layout(spec)
+    scheduled = layout.spec if layout else spec
+    emitter = _Emitter(scheduled, schedule, target)
     plan = emitter.planner.plan()
     statements = emitted_statements(plan)
     if statements > target.max_total_statements:
@@ -367,16 +379,18 @@ def generate_ir(spec: LoopNestSpec, schedule: Schedule, target: Target) -> str:
     declarations = [
         f"declare {_type(w)} {_fma(w)}({_type(w)}, {_type(w)}, {_type(w)})"
         for w in sorted(emitter.fma_widths)
-    ]
+    ] + [f"declare float {_reduce(w)}(float, {_type(w)})" for w in sorted(emitter.reduce_widths)]
+    nest_name = f"{KERNEL_NAME}_packed" if layout else KERNEL_NAME
     return "\n".join(
         [
             f"; {spec.text()}  ({spec.sizes_text()})",
             *(f"; {line}" for line in schedule.text().splitlines()),
-            f"define void @{KERNEL_NAME}(ptr noalias nocapture %out, ptr noalias nocapture readonly %in0,"
+            f"define void @{nest_name}(ptr noalias nocapture %out, ptr noalias nocapture readonly %in0,"
             " ptr noalias nocapture readonly %in1) #0 {",
             body,
             "}",
             "",
+            *(_packing_ir(spec, layout, nest_name) if layout else []),
             f"define void @{BENCH_NAME}(ptr %out, ptr %in0, ptr %in1, i64 %reps) {{",
             "entry:",
             "  br label %loop",
@@ -395,3 +409,31 @@ def generate_ir(spec: LoopNestSpec, schedule: Schedule, target: Target) -> str:
             "",
         ]
     )
+
+
+def _packing_ir(spec: LoopNestSpec, layout: PackedLayout, nest_name: str) -> list[str]:
+    """Buffers, copy functions and the `kernel` that packs, then runs the scheduled nest on the buffers."""
+    lines: list[str] = []
+    arguments = ["ptr %out", "ptr %in0", "ptr %in1"]
+    calls = []
+    for position, (tensor, order) in enumerate(zip(spec.inputs, layout.orders, strict=True)):
+        if order is None:
+            continue
+        shape = spec.shape(tensor)
+        lines.append(
+            f"@buffer{position} = internal global [{math.prod(shape)} x float] zeroinitializer, align 64"
+        )
+        lines += [pack_function_ir(f"pack{position}", shape, order), ""]
+        calls.append(f"  call void @pack{position}(ptr %in{position}, ptr @buffer{position})")
+        arguments[position + 1] = f"ptr @buffer{position}"
+    return [
+        *lines,
+        f"define void @{KERNEL_NAME}(ptr noalias nocapture %out, ptr noalias nocapture readonly %in0,"
+        " ptr noalias nocapture readonly %in1) #0 {",
+        "entry:",
+        *calls,
+        f"  call void @{nest_name}({', '.join(arguments)})",
+        "  ret void",
+        "}",
+        "",
+    ]

@@ -19,6 +19,7 @@ import numpy as np
 from llvmlite import ir
 
 from optserve.kernels.jit import CompiledKernel, host_target, new_target_machine
+from optserve.kernels.spec import LoopNestSpec
 
 
 @dataclass(frozen=True)
@@ -29,10 +30,16 @@ class Timing:
 
 
 def random_operands(kernel: CompiledKernel, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Operands in [-1, 1) for the kernel's spec. The last spec's are kept: the candidates of one search
+    share them, since drawing up to 3 x 64 MiB per candidate costs more than timing it."""
+    return _operands(kernel.spec, seed)
+
+
+@functools.lru_cache(maxsize=1)
+def _operands(spec: LoopNestSpec, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
-    spec = kernel.spec
     return tuple(  # type: ignore[return-value]
-        rng.uniform(-1, 1, spec.shape(t)).astype(np.float32) for t in spec.tensors
+        rng.random(spec.shape(t), dtype=np.float32) * 2 - 1 for t in spec.tensors
     )
 
 

@@ -15,7 +15,7 @@ from optserve.kernels.measure import measure, numpy_gflops, peak_gflops
 from optserve.kernels.schedule import Schedule
 from optserve.kernels.spec import LoopNestSpec, SpecError
 from optserve.policies.env import Evaluator
-from optserve.policies.search import SEARCHES, run_search
+from optserve.policies.search import QUICK_METHODS, SEARCHES, run_search
 
 METHODS = tuple(SEARCHES)
 
@@ -51,14 +51,19 @@ def measure_schedule(
     schedule: Schedule,
     settings: LoopTuneSettings | None = None,
     compile_log: list[float] | None = None,
+    quick: bool = False,
 ) -> float:
-    """Compile, time (warm-up, best of N) and free one schedule; its GFLOPS. Compile seconds go to the log."""
+    """Compile, time (warm-up, best of N; `quick`: the polish's shorter protocol) and free one schedule; its
+    GFLOPS. Compile seconds go to the log."""
     settings = settings or LoopTuneSettings()
     kernel = compile_schedule(spec, schedule, target=host_target(settings.max_kernel_statements))
     if compile_log is not None:
         compile_log.append(kernel.compile_seconds)
+    runs, warmup = settings.timing_repeats, settings.timing_warmup_calls
+    if quick:
+        runs, warmup = settings.polish_timing_repeats, settings.polish_warmup_calls
     try:
-        return measure(kernel, runs=settings.timing_repeats, warmup_calls=settings.timing_warmup_calls).gflops
+        return measure(kernel, runs=runs, warmup_calls=warmup).gflops
     finally:
         kernel.close()
 
@@ -123,12 +128,25 @@ def schedule_nest(
         raise SpecError(f"time limit must be in (0, {settings.search_time_limit_s}] seconds")
     start = time.perf_counter()
     compile_log: list[float] = []
-    evaluator = Evaluator(spec, lambda s, sch: measure_schedule(s, sch, settings, compile_log))
+    compile_seconds: dict[str, float] = {}  # per compute nest: the chosen one's JIT time without recompiling
+    quick = method in QUICK_METHODS
+
+    def measure_fn(s: LoopNestSpec, schedule: Schedule) -> float:
+        gflops = measure_schedule(s, schedule, settings, compile_log, quick)
+        compile_seconds[schedule.compute_key()] = compile_log[-1]
+        return gflops
+
+    evaluator = Evaluator(spec, measure_fn)
     base = Schedule.base(spec)
     if method == "base" and not measure:
         outcome_schedule, actions, gflops, timed_out = base, (), None, False
     else:
-        outcome = run_search(method, evaluator, time_limit_s)
+        budget = time_limit_s
+        if quick:  # the base's timing counts against the decision's budget too
+            if measure:
+                evaluator.gflops(base)
+            budget = max(1e-3, min(time_limit_s, settings.polish_time_s) - (time.perf_counter() - start))
+        outcome = run_search(method, evaluator, budget)
         outcome_schedule, actions, gflops, timed_out = (
             outcome.state.schedule,
             outcome.actions,
@@ -142,7 +160,9 @@ def schedule_nest(
     if measure and base_gflops is None:
         base_gflops = evaluator.gflops(base)
     compile_ms, ir_text = None, None
-    if emit_ir or measure:
+    if measure and not emit_ir and outcome_schedule.compute_key() in compile_seconds:
+        compile_ms = compile_seconds[outcome_schedule.compute_key()] * 1e3
+    elif emit_ir or measure:
         target = host_target(settings.max_kernel_statements)
         kernel = compile_schedule(spec, outcome_schedule, target=target, keep_ir=emit_ir)
         compile_ms = kernel.compile_seconds * 1e3

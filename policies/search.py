@@ -157,7 +157,10 @@ SEARCHES: dict[str, SearchFn] = {
     "random": lambda ev, root, deadline: random_search(ev, root, deadline),
     "policy": lambda ev, root, deadline: _policy(ev, root, with_polish=False),
     "policy_polish": lambda ev, root, deadline: _policy(ev, root, with_polish=True),
+    "tiles": lambda ev, root, deadline: _tiles(ev, root, deadline, with_policy=False),
+    "policy_tiles": lambda ev, root, deadline: _tiles(ev, root, deadline, with_policy=True),
 }
+QUICK_METHODS = ("policy_tiles",)  # decisions under a second: short timing, polish budget (settings)
 
 
 def _policy(evaluator: Evaluator, root: AgentState, with_polish: bool) -> SearchOutcome:
@@ -165,6 +168,13 @@ def _policy(evaluator: Evaluator, root: AgentState, with_polish: bool) -> Search
     from optserve.policies.policy import policy_search
 
     return policy_search(evaluator, root, with_polish)
+
+
+def _tiles(evaluator: Evaluator, root: AgentState, deadline: float, with_policy: bool) -> SearchOutcome:
+    """Tiled schedules (policies/tiles.py): the whole pool, or the learned cover with the Q-policy."""
+    from optserve.policies.tiles import policy_tiles, tiles_search
+
+    return (policy_tiles if with_policy else tiles_search)(evaluator, root, deadline)
 
 
 def run_search(method: str, evaluator: Evaluator, time_limit_s: float) -> SearchOutcome:

@@ -11,7 +11,7 @@ from optserve.kernels.spec import LoopNestSpec, SpecError
 from optserve.serve import schemas
 from optserve.serve.errors import invalid
 
-DEFAULT_METHOD = "policy_polish"  # the bundled LoopTune policy, then the best of the states it visited
+DEFAULT_METHOD = "policy_tiles"  # learned tile cover + the Q-policy, measured within the polish budget
 DEFAULT_TIME_LIMIT_S = 10.0
 
 

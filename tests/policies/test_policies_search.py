@@ -92,4 +92,4 @@ def test_schedule_nest_rejects_unknown_method_and_bad_time_limit():
     with pytest.raises(SpecError, match="time limit"):
         schedule_nest(MATVEC, "greedy2", time_limit_s=0)
     searches = ("base", "greedy1", "greedy2", "beam2dfs", "beam4dfs", "beam2bfs", "beam4bfs", "random")
-    assert (*searches, "policy", "policy_polish") == METHODS
+    assert (*searches, "policy", "policy_polish", "tiles", "policy_tiles") == METHODS

@@ -206,6 +206,14 @@ def test_schedule_returns_a_measured_schedule_and_kernel(client):
     assert response.schedule.count("for ") >= 3
 
 
+def test_schedule_by_default_decides_a_convolution_with_the_tile_cover(client):
+    conv = "O[n,y,x,f] += I[n,y+r,x+s,c] * W[r,s,c,f]"
+    sizes = {"n": 1, "y": 6, "x": 10, "c": 8, "f": 24, "r": 3, "s": 3}
+    response = client.schedule(conv, sizes, time_limit_s=5.0)
+    assert response.method == "policy_tiles" and response.measured and response.gflops > 0
+    assert {loop.index for loop in response.loops} == set(sizes)
+
+
 @pytest.mark.parametrize(
     ("einsum", "sizes", "method", "complaint"),
     [
@@ -214,6 +222,8 @@ def test_schedule_returns_a_measured_schedule_and_kernel(client):
         (MATMUL, {"m": 8, "k": 8, "n": 100000}, "", "allowed"),
         ("C[m,n] = A[m,k] + B[k,n]", {"m": 8, "k": 8, "n": 8}, "", "expected"),
         (MATMUL, {"m": 8, "k": 8, "n": 8}, "telepathy", "unknown method"),
+        ("O[x+r] += I[x] * W[r]", {"x": 8, "r": 3}, "", "single indices"),
+        ("C[m,n] += A[m,k] * B[k,n] * D[n]", {"m": 8, "k": 8, "n": 8}, "", "exactly two"),
     ],
 )
 def test_bad_loop_nests_are_invalid_argument(client, einsum, sizes, method, complaint):

@@ -87,6 +87,12 @@ def test_a_bad_loop_nest_is_400(http):
     assert (status, code) == (400, "INVALID_ARGUMENT") and "no size given" in message
 
 
+def test_an_unsupported_contraction_is_400(http):
+    body = {"einsum": "O[x+r] += I[x] * W[r]", "sizes": {"x": 8, "r": 3}}
+    status, code, message = error_of(http.post("/v1/schedule", json=body))
+    assert (status, code) == (400, "INVALID_ARGUMENT") and "single indices" in message
+
+
 def test_a_body_over_the_limit_is_413(http):
     response = http.post("/v1/optimize", json={"ir": "; " + "x" * (3 * MAX_IR_BYTES)})
     assert error_of(response)[:2] == (413, "RESOURCE_EXHAUSTED")

@@ -1,0 +1,167 @@
+"""Multi-level tiled schedules for any contraction: register tile, cache blocks, unroll-and-jam.
+
+A tiled schedule is an ordinary `Schedule` (loop order and splits with tails), so the code generator, the
+checks and the environment need nothing new; this module only knows which loops to make:
+
+    other output indices            (batch, image, output row: outermost, whole)
+    vector block     v: V / v_block (cache block of the vectorized index)
+    reduction block  k: K / k_block (L1/L2 block of the main reduction index)
+    row block        r: R / r_block
+    tile loops       r: r_block / mr  and  v: v_block / (nv * width), in either order ("rv" or "vr")
+    reductions       other reduction indices, then k: k_block          (runtime loops inside the tile)
+    register tile    r: mr (unrolled and jammed), v: nv * width (innermost, vectorized, unrolled)
+
+Inside the register tile the code generator unrolls the output loops and keeps mr * nv accumulators in
+registers across the reduction loops (unroll-and-jam). `roles` picks the indices from the strides: the
+vector index is contiguous or constant in every tensor (an output index, else a reduction index kept as
+vector partial sums), the row index reuses one operand's vector load across rows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from optserve.kernels.packing import packed_layout
+from optserve.kernels.schedule import Loop, Schedule
+from optserve.kernels.spec import LoopNestSpec
+
+
+@dataclass(frozen=True)
+class Roles:
+    """What each index of a contraction does in a tiled schedule."""
+
+    vector: str  # innermost loop (vectorized when every tensor is contiguous or constant along it)
+    partial: bool  # the vector index is a reduction index: accumulators are vector partial sums
+    rows: tuple[str, ...]  # output indices unrolled in the register tile (one; two with partial sums)
+    reduction: str | None  # main reduction index: blocked for the caches, innermost runtime loop
+    reductions: tuple[str, ...]  # other reduction indices, runtime loops around the main one
+    outer: tuple[str, ...]  # the remaining indices, outermost, unsplit
+
+
+@dataclass(frozen=True)
+class TileTemplate:
+    """Register tile and cache blocks, independent of the shape (blocks are clamped to it)."""
+
+    rows: int  # mr: elements of the row index(es) per register tile
+    vectors: int  # nv: vectors of the innermost index per register tile
+    k_block: int | None = None  # elements of the main reduction index per block (None: all)
+    v_block: int | None = None  # elements of the vector index per block, rounded to the tile (None: all)
+    r_block: int | None = None  # elements of the row index per block, rounded to the tile (None: all)
+    order: str = "rv"  # which tile loop is outer: "rv" (rows) or "vr" (vector index)
+
+    def name(self) -> str:
+        blocks = [
+            f"{key}{value}"
+            for key, value in (("k", self.k_block), ("v", self.v_block), ("r", self.r_block))
+            if value
+        ]
+        return f"{self.rows}x{self.vectors}{self.order}" + ("-" + "-".join(blocks) if blocks else "")
+
+    @classmethod
+    def from_name(cls, name: str) -> TileTemplate:
+        head, *blocks = name.split("-")
+        rows, rest = head.split("x")
+        values = {part[0]: int(part[1:]) for part in blocks}
+        return cls(
+            rows=int(rows),
+            vectors=int(rest[:-2]),
+            order=rest[-2:],
+            k_block=values.get("k"),
+            v_block=values.get("v"),
+            r_block=values.get("r"),
+        )
+
+
+def roles(spec: LoopNestSpec) -> Roles:
+    """Index roles from the strides (see the module docstring), of the packed operands where the backend
+    packs (kernels/packing.py); every contraction has some."""
+    layout = packed_layout(spec)
+    spec = layout.spec if layout else spec
+    strides = [spec.strides(t) for t in spec.tensors]
+    size = spec.size_of
+    outputs = spec.output_indices
+    reductions = [i for i in spec.indices if i not in outputs]
+    contiguous = [i for i in spec.indices if all(s[i] in (0, 1) for s in strides)]
+    vector_outputs = [i for i in contiguous if i in outputs and strides[0][i] == 1]
+    vector_reductions = [i for i in contiguous if i in reductions]
+    if vector_outputs:
+        vector, partial = max(vector_outputs, key=lambda i: size[i]), False
+    elif vector_reductions:
+        vector, partial = max(vector_reductions, key=lambda i: size[i]), True
+    else:  # nothing is contiguous everywhere: scalar code along the output's fastest index
+        vector, partial = min(outputs, key=lambda i: (strides[0][i], -size[i])), False
+
+    def reuse(index: str) -> tuple[int, int]:
+        """Rows that reuse an input's vector (stride 0 in it) first, then the larger ones."""
+        return (any(s[index] == 0 for s in strides[1:]), size[index])
+
+    candidates = sorted((i for i in outputs if i != vector and size[i] > 1), key=reuse, reverse=True)
+    rows = tuple(candidates[: 2 if partial else 1])
+    rest = [i for i in reductions if i != vector]
+    reduction = max(rest, key=lambda i: size[i]) if rest else None
+    return Roles(
+        vector=vector,
+        partial=partial,
+        rows=rows,
+        reduction=reduction,
+        reductions=tuple(i for i in rest if i != reduction),
+        outer=tuple(i for i in spec.indices if i not in (vector, *rows, *rest)),
+    )
+
+
+def tiled_schedule(spec: LoopNestSpec, template: TileTemplate, width: int) -> Schedule:
+    """The schedule of `template` on `spec` for `width`-float vectors (blocks clamped to the sizes)."""
+    role = roles(spec)
+    size = spec.size_of
+    nr = min(size[role.vector], template.vectors * width)
+    v_block = _block(size[role.vector], template.v_block, nr)
+    v_levels = _levels(role.vector, size[role.vector], [v_block, nr])
+    row_tiles = _row_tiles(role.rows, size, template.rows)
+    row_levels = {}
+    for index, mr in row_tiles.items():
+        r_block = _block(size[index], template.r_block, mr) if index == role.rows[0] else mr
+        row_levels[index] = _levels(index, size[index], [r_block, mr])
+    k_levels = []
+    if role.reduction:
+        k_block = min(template.k_block or size[role.reduction], size[role.reduction])
+        k_levels = _levels(role.reduction, size[role.reduction], [k_block])
+    compute: list[Loop] = [Loop(i, size[i]) for i in role.outer]
+    # cache blocks, outermost first; a level equal to the whole extent makes no loop
+    compute += v_levels[:-2] + k_levels[:-1]
+    for index in role.rows:
+        compute += row_levels[index][:-2]
+    tile_loops = {"r": [row_levels[i][-2] for i in role.rows], "v": [v_levels[-2]]}
+    for key in template.order:
+        compute += [lp for lp in tile_loops[key] if lp is not None]
+    compute += [Loop(i, size[i]) for i in role.reductions] + k_levels[-1:]
+    compute += [row_levels[i][-1] for i in role.rows] + [v_levels[-1]]
+    return Schedule(tuple(lp for lp in compute if lp is not None), Schedule.base(spec).writeback)
+
+
+def _row_tiles(rows: tuple[str, ...], size: dict[str, int], mr: int) -> dict[str, int]:
+    """Register extent per row index: all of mr on the first; with two, mr split as evenly as possible."""
+    if len(rows) < 2:
+        return {index: min(mr, size[index]) for index in rows}
+    first = min(size[rows[0]], max(1, round(math.sqrt(mr))))
+    return {rows[0]: first, rows[1]: min(size[rows[1]], max(1, mr // first))}
+
+
+def _block(total: int, block: int | None, tile: int) -> int:
+    """A cache block: a multiple of the tile, at most the whole extent."""
+    if block is None or block >= total:
+        return total
+    return max(tile, block // tile * tile)
+
+
+def _levels(index: str, total: int, extents: list[int]) -> list[Loop | None]:
+    """Loops covering `total` elements in steps of `extents` (outermost first, each a multiple of the next).
+    Always len(extents) + 1 entries; one of a single full iteration is None (no loop needed), except the
+    innermost, which every index keeps."""
+    loops: list[Loop | None] = []
+    covered = [total, *extents, 1]
+    for level, (outer, inner) in enumerate(zip(covered, covered[1:], strict=False)):
+        trips, tail = divmod(outer, min(inner, outer))
+        innermost = level == len(covered) - 2
+        loops.append(None if trips == 1 and tail == 0 and not innermost else Loop(index, trips, tail))
+    return loops

@@ -1,0 +1,153 @@
+"""Tiled schedules as a search space: the template pool, the learned cover, and the two methods over them.
+
+The pool is a fixed-seed sample of the tile templates of kernels/tiling.py (register tile mr x nv vectors,
+reduction / vector / row cache blocks, tile-loop order). Which templates to try first is learned from
+measurements: every pool template is timed on every shape of the training suite
+(benchmarks/looptune_tiles.py), and `choose_cover` keeps the few that together come closest to each
+training shape's best (the templates' greedy cover, as for the action templates). The cover is bundled as
+`models/looptune/tiles.json`.
+
+- `tiles`: measure the whole pool, cover first, until the time limit (the search over the tile space).
+- `policy_tiles`: the Q-policy's final schedule and the cover's templates, measured within the polish
+  budget (cover first), the fastest kept: the service's default decision.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+import time
+from pathlib import Path
+
+import numpy as np
+
+from optserve.kernels.codegen import Target
+from optserve.kernels.jit import host_target
+from optserve.kernels.schedule import Schedule
+from optserve.kernels.tiling import TileTemplate, tiled_schedule
+from optserve.policies.env import AgentState, Evaluator
+from optserve.policies.search import SearchOutcome
+from optserve.policies.templates import greedy_cover
+
+POOL_SIZE = 150
+POOL_SEED = 0
+COVER_SIZE = 8
+TILE_ACTION = "tile:"  # a tiled schedule's "action": the template that built it (not an env action)
+
+
+def template_grid() -> list[TileTemplate]:
+    """Every template of the grid: mr x nv (at most 28 accumulators, AVX-512's budget), blocks, orders."""
+    grid = []
+    for rows in (1, 2, 4, 6, 8, 12, 14):
+        for vectors in (1, 2, 3, 4):
+            if rows * vectors > 28:
+                continue
+            for k_block in (None, 4, 16, 64, 128, 256):
+                for v_block in (None, 1, 128, 256):  # 1: one register tile wide
+                    for r_block in (None, 64, 128):
+                        for order in ("rv", "vr"):
+                            grid.append(TileTemplate(rows, vectors, k_block, v_block, r_block, order))
+    return grid
+
+
+def template_pool(size: int = POOL_SIZE, seed: int = POOL_SEED) -> list[TileTemplate]:
+    """A fixed-seed sample of the grid, in a fixed order."""
+    return random.Random(seed).sample(template_grid(), size)
+
+
+def fits(template: TileTemplate, target: Target) -> bool:
+    """The register tile fits the target's accumulator registers (else the tile would open lower)."""
+    return template.rows * template.vectors <= target.accumulator_registers
+
+
+def choose_cover(gflops: np.ndarray, count: int = COVER_SIZE) -> list[int]:
+    """Rows (templates) of a templates x shapes GFLOPS matrix (0: refused) whose best, per shape, comes
+    closest to the shape's best, picked greedily; each shape weighs the same (log of the fraction of best)."""
+    with np.errstate(divide="ignore"):
+        fraction = np.log(gflops / gflops.max(axis=0, keepdims=True))
+    return greedy_cover(fraction, count)
+
+
+def cover_path() -> Path:
+    from optserve.config import LoopTuneSettings
+
+    return LoopTuneSettings().policy_path.parent / "tiles.json"
+
+
+@functools.cache
+def load_cover(path: str | None = None) -> tuple[TileTemplate, ...]:
+    """The bundled cover (templates in the order they are tried); empty if there is no tiles.json."""
+    file = Path(path) if path else cover_path()
+    if not file.is_file():
+        return ()
+    return tuple(TileTemplate.from_name(name) for name in json.loads(file.read_text())["cover"])
+
+
+def candidates(
+    evaluator: Evaluator, templates: list[TileTemplate] | tuple[TileTemplate, ...], target: Target
+) -> list[tuple[str, Schedule]]:
+    """(template name, schedule) of every template that fits the target, one per distinct compute nest."""
+    seen: set[str] = set()
+    out = []
+    for template in templates:
+        if not fits(template, target):
+            continue
+        width = target.vector_widths[0] if target.vector_widths else 1
+        schedule = tiled_schedule(evaluator.spec, template, width)
+        if schedule.compute_key() not in seen:
+            seen.add(schedule.compute_key())
+            out.append((template.name(), schedule))
+    return out
+
+
+def measure_in_order(
+    evaluator: Evaluator, options: list[tuple[tuple[str, ...], Schedule]], deadline: float
+) -> SearchOutcome:
+    """Measure the options in order until the deadline, and past it until one compiles (the backend may
+    refuse one: 0 GFLOPS); the fastest one."""
+    best: SearchOutcome | None = None
+    timed_out = False
+    for actions, schedule in options:
+        if best is not None and best.gflops and time.perf_counter() >= deadline:
+            timed_out = True
+            break
+        gflops = evaluator.gflops(schedule)
+        if best is None or gflops > best.gflops:  # type: ignore[operator]
+            best = SearchOutcome(AgentState(schedule), actions, gflops)
+    assert best is not None, "no options to measure"
+    best.timed_out = timed_out
+    return best
+
+
+def tiles_search(
+    evaluator: Evaluator, root: AgentState, deadline: float, target: Target | None = None
+) -> SearchOutcome:
+    """The base schedule, the cover, then the rest of the pool, measured until the deadline."""
+    target = target or host_target()
+    cover = load_cover()
+    ordered = list(cover) + [t for t in template_pool() if t not in cover]
+    options = [((), root.schedule)] + [
+        ((TILE_ACTION + name,), schedule) for name, schedule in candidates(evaluator, ordered, target)
+    ]
+    return measure_in_order(evaluator, options, deadline)
+
+
+def policy_tiles(
+    evaluator: Evaluator,
+    root: AgentState,
+    deadline: float,
+    target: Target | None = None,
+    policy_path: str | None = None,
+) -> SearchOutcome:
+    """The cover's templates, then the Q-policy's final schedule (then the base), measured until the
+    deadline."""
+    from optserve.policies.policy import default_policy_path, load_bundle, rollout
+
+    target = target or host_target()
+    bundle = load_bundle(str(policy_path or default_policy_path()))
+    visited = rollout(bundle.network, evaluator.spec, start=root)
+    options = [((TILE_ACTION + name,), s) for name, s in candidates(evaluator, load_cover(), target)]
+    options.append((tuple(visited.actions), visited.final.schedule))
+    options.append(((), root.schedule))  # the fallback (already measured by a quick decision)
+    return measure_in_order(evaluator, options, deadline)

@@ -1,0 +1,131 @@
+"""The tile space: suites kept apart, the learned cover, and the two methods that measure tiled schedules."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from optserve.kernels.codegen import Target
+from optserve.kernels.schedule import Schedule
+from optserve.kernels.spec import LoopNestSpec
+from optserve.kernels.tiling import TileTemplate
+from optserve.policies.env import AgentState, Evaluator, apply_action
+from optserve.policies.schedule import schedule_nest
+from optserve.policies.search import run_search
+from optserve.policies.suites import HELD_OUT, KINDS, training_suite
+from optserve.policies.tiles import (
+    TILE_ACTION,
+    candidates,
+    choose_cover,
+    cover_path,
+    fits,
+    load_cover,
+    measure_in_order,
+    template_pool,
+)
+
+MATMUL = LoopNestSpec.parse("C[m,n] += A[m,k] * B[k,n]", {"m": 96, "k": 80, "n": 112})
+
+
+def more_loops_are_faster(spec, schedule):
+    return float(len(schedule.compute))
+
+
+def test_held_out_shapes_are_never_trained_on_and_every_kind_is_in_both():
+    train = training_suite()
+    assert not {c.name for c in train} & {c.name for c in HELD_OUT}
+    assert {c.kind for c in train} == {c.kind for c in HELD_OUT} == set(KINDS)
+    assert [c.name for c in training_suite()] == [c.name for c in train]  # fixed seed
+    for case in (*train, *HELD_OUT):
+        case.spec()  # within the default limits
+
+
+def test_pool_is_a_fixed_sample_of_the_grid():
+    assert template_pool() == template_pool() and len(set(template_pool())) == len(template_pool())
+
+
+def test_cover_picks_templates_that_together_reach_every_shapes_best():
+    gflops = np.array(
+        [
+            [10.0, 1.0, 1.0],  # best on shape 0 only
+            [1.0, 10.0, 10.0],  # best on shapes 1 and 2
+            [6.0, 6.0, 6.0],  # good everywhere
+        ]
+    )
+    assert choose_cover(gflops, 2) == [2, 1]  # greedy: the all-rounder, then the best gain on top of it
+    assert choose_cover(gflops, 3) == [2, 1, 0]
+
+
+def test_bundled_cover_is_read_and_its_templates_fit_avx512():
+    cover = load_cover()
+    assert cover_path().is_file() and 1 <= len(cover) <= 16
+    assert all(fits(t, Target(vector_widths=(16, 8), accumulator_registers=28)) for t in cover)
+
+
+def test_candidates_skip_tiles_the_target_cannot_hold_and_repeated_nests():
+    evaluator = Evaluator(MATMUL, more_loops_are_faster)
+    small = Target(vector_widths=(8,), accumulator_registers=12)
+    templates = [TileTemplate(14, 2), TileTemplate(4, 2), TileTemplate(4, 2, k_block=1000)]
+    assert [name for name, _ in candidates(evaluator, templates, small)] == ["4x2rv"]
+
+
+def test_measuring_in_order_keeps_the_fastest_and_stops_at_the_deadline():
+    evaluator = Evaluator(MATMUL, more_loops_are_faster)
+    base = Schedule.base(MATMUL)
+    options = [((), base)] + [
+        ((TILE_ACTION + n,), s) for n, s in candidates(evaluator, template_pool(), Target())
+    ]
+    best = measure_in_order(evaluator, options, time.perf_counter() + 60)
+    assert best.gflops == max(len(s.compute) for _, s in options) and not best.timed_out
+    late = measure_in_order(Evaluator(MATMUL, more_loops_are_faster), options, time.perf_counter() - 1)
+    assert late.state.schedule == base and late.timed_out  # the first option is always measured
+    refused = Evaluator(MATMUL, lambda spec, s: 0.0 if s == base else 1.0)
+    assert (
+        measure_in_order(refused, options, time.perf_counter() - 1).gflops == 1.0
+    )  # past it, to one that runs
+
+
+@pytest.mark.parametrize("method", ["tiles", "policy_tiles"])
+def test_tile_methods_return_a_tiled_schedule_named_by_its_template(method):
+    evaluator = Evaluator(MATMUL, more_loops_are_faster)
+    outcome = run_search(method, evaluator, 30.0)
+    (action,) = outcome.actions
+    template = TileTemplate.from_name(action.removeprefix(TILE_ACTION))
+    assert outcome.gflops == len(outcome.state.schedule.compute) and template in (
+        *load_cover(),
+        *template_pool(),
+    )
+    outcome.state.schedule.check(MATMUL)
+
+
+def test_policy_tiles_keeps_the_q_policy_when_it_measures_best():
+    seen = []
+
+    def q_policy_wins(spec, schedule):
+        seen.append(schedule)
+        return 2.0 if len(seen) == len(load_cover()) + 1 else 1.0  # after the cover: the Q-policy's
+
+    outcome = run_search("policy_tiles", Evaluator(MATMUL, q_policy_wins), 30.0)
+    assert outcome.gflops == 2.0 and not outcome.actions[0].startswith(TILE_ACTION)
+    replayed = AgentState(Schedule.base(MATMUL))
+    for action in outcome.actions:
+        replayed = apply_action(replayed, action)  # type: ignore[assignment]
+    assert replayed.schedule == outcome.state.schedule
+
+
+def test_schedule_nest_decides_a_convolution_with_the_quick_protocol():
+    spec = LoopNestSpec.parse(KINDS["conv_nhwc"], {"n": 1, "y": 6, "x": 10, "c": 8, "f": 24, "r": 3, "s": 3})
+    result = schedule_nest(spec, "policy_tiles", time_limit_s=5.0)
+    assert result.gflops and result.gflops > 0 and result.base_gflops and result.base_gflops > 0
+    assert result.evaluations >= 2 and result.seconds < 5.0
+
+
+def test_quick_decision_stops_at_its_budget_and_still_answers_a_measured_schedule():
+    from optserve.config import LoopTuneSettings
+
+    tight = LoopTuneSettings(polish_time_s=1e-3)
+    result = schedule_nest(MATMUL, "policy_tiles", time_limit_s=5.0, settings=tight)
+    assert result.evaluations == 2 and result.timed_out  # the base, then the first template
+    assert result.gflops and result.gflops > 0 and result.actions[0].startswith(TILE_ACTION)
