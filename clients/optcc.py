@@ -26,7 +26,7 @@ Environment (all optional):
   OPTCC_SERVER     host:port of optserve's gRPC API            (default localhost:9000)
   OPTCC_OBJECTIVE  text_size | instruction_count               (default text_size)
   OPTCC_IR         oz | o0: the unoptimized IR sent (settings.IR_MODES) (default oz)
-  OPTCC_STRATEGY   greedy | priority | nucleus | coreset       (default greedy)
+  OPTCC_STRATEGY   greedy | priority | nucleus | coreset | ranked_coreset (default greedy)
   OPTCC_SAMPLES    model candidates per unit                   (default 1 for greedy, else 10)
   OPTCC_DEADLINE   seconds the service may spend on one unit   (default 10; optcc waits 5 s more)
   OPTCC_RETRY      seconds a build skips a service it found unreachable (default 60)

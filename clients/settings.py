@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 OBJECTIVES = ("text_size", "instruction_count")
-STRATEGIES = ("greedy", "priority", "nucleus", "coreset")
+STRATEGIES = ("greedy", "priority", "nucleus", "coreset", "ranked_coreset")
 LEVELS = {"s": "-Os", "z": "-Oz", "os": "-Os", "oz": "-Oz", "-os": "-Os", "-oz": "-Oz"}
 # The unoptimized IR sent to the service. `oz` is what clang itself starts its -Oz (or -Os) pipeline from
 # (functions carry minsize/optsize and no noinline; TBAA and lifetime markers present), so the service's

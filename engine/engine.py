@@ -21,6 +21,9 @@ from optserve.engine.sampling import PriorityOptions, SearchResult, nucleus_samp
 log = logging.getLogger(__name__)
 
 
+_MAX_GRAMMARS = 16
+
+
 class PromptTooLongError(ValueError):
     """The IR does not fit the model's context; callers fall back to a fixed pipeline (-Oz)."""
 
@@ -36,7 +39,7 @@ class ModelEngine:
         self.answer = self.profile.answer_format()
         self.decoder = decoder
         self.context_length = context_length
-        self._grammars: dict[bool, TokenGrammar] = {}
+        self._grammars: dict[tuple, TokenGrammar] = {}
         for with_costs in (False, True):  # built at start-up, not on a first request's clock
             self.grammar(with_costs)
 
@@ -55,12 +58,22 @@ class ModelEngine:
             return cls(model_dir, decoder, decoder.context_length)
         raise ValueError(f"unknown engine backend {backend!r}: use 'torch' or 'vllm'")
 
-    def grammar(self, with_costs: bool) -> TokenGrammar:
-        """The answer automaton (built once per form; a few hundred ms for a small vocabulary)."""
+    def grammar(
+        self, with_costs: bool, pass_lists: tuple[tuple[str, ...], ...] | None = None
+    ) -> TokenGrammar:
+        """The answer automaton (built once per form and list set; a few hundred ms for a small vocabulary).
+
+        Restricted to `pass_lists` it is built on their first request (the service's are its coreset's, a
+        handful of fixed sets).
+        """
         with_costs = with_costs and self.answer.has_costs
-        if with_costs not in self._grammars:
-            self._grammars[with_costs] = TokenGrammar.build(self.answer.regex(with_costs), self.tokenizer)
-        return self._grammars[with_costs]
+        key = (with_costs, pass_lists)
+        if key not in self._grammars:
+            if len(self._grammars) >= _MAX_GRAMMARS:  # unbounded list sets would grow this without end
+                self._grammars.pop(next(k for k in self._grammars if k[1] is not None))
+            regex = self.answer.regex(with_costs, pass_lists)
+            self._grammars[key] = TokenGrammar.build(regex, self.tokenizer)
+        return self._grammars[key]
 
     def prompt_ids(
         self, ir: str, feedback: str | None = None, objective: str | None = None
@@ -83,7 +96,7 @@ class ModelEngine:
     async def generate(self, ir: str, options: SamplingOptions, feedback: str | None = None) -> Generation:
         started = time.monotonic()
         deadline = started + options.deadline_s if options.deadline_s is not None else None
-        grammar = self.grammar(options.predict_costs)
+        grammar = self.grammar(options.predict_costs, options.allowed_lists)
         branching = min(options.top_k, options.max_branch or options.top_k)
         strategy = Strategy(options.strategy)
         request = DecodeRequest(

@@ -31,6 +31,8 @@ class SamplingOptions:
     deadline_s: float | None = None  # wall-clock budget; return what was found when it runs out
     predict_costs: bool = True  # also decode the instruction counts the model predicts, if it writes them
     objective: str | None = None  # what the candidates are for, if the model's prompt names it (profile)
+    # Only these pass lists (e.g. the coreset's): the strategy then ranks them by the model's probability.
+    allowed_lists: tuple[tuple[str, ...], ...] | None = None
 
     def __post_init__(self) -> None:
         checks = {
@@ -41,6 +43,7 @@ class SamplingOptions:
             "temperature must be > 0": self.temperature > 0,
             "top_p must be in (0, 1]": 0 < self.top_p <= 1,
             "deadline_s must be > 0": self.deadline_s is None or self.deadline_s > 0,
+            "allowed_lists must not be empty": self.allowed_lists is None or len(self.allowed_lists) > 0,
         }
         for message, ok in checks.items():
             if not ok:

@@ -147,10 +147,18 @@ class AnswerFormat:
         """The text that closes the pass list."""
         return self.literals[self.fields.index("pass_list") + 1]
 
-    def regex(self, with_costs: bool = True) -> str:
-        """The answer's grammar; without costs it stops right after the pass list's closing text."""
+    def regex(self, with_costs: bool = True, pass_lists: tuple[tuple[str, ...], ...] | None = None) -> str:
+        """The answer's grammar; without costs it stops right after the pass list's closing text.
+
+        `pass_lists` narrows the list to one of those (e.g. the coreset's), as the model spells them.
+        """
+        lists = (
+            "|".join(regex_escape(self.syntax.format(p)) for p in pass_lists)
+            if pass_lists
+            else self.syntax.regex()
+        )
         field_regex = {
-            "pass_list": f"(?:{self.syntax.regex()})",
+            "pass_list": f"(?:{lists})",
             "cost_before": COUNT_REGEX,
             "cost_after": COUNT_REGEX,
         }

@@ -37,7 +37,8 @@ from typing import Any
 
 from optserve.corpus.journal import Journal
 
-MODEL_STRATEGIES = ("greedy", "priority", "nucleus")
+# "ranked": priority sampling restricted to the coreset's lists (the service's strategy ranked_coreset)
+MODEL_STRATEGIES = ("greedy", "priority", "nucleus", "ranked")
 DEFAULT_METHODS = "greedy,priority,nucleus-0.8,nucleus-1.2,random,autotuner"
 DEFAULT_SAMPLES = (1, 3, 5, 10, 30, 100)
 OZ = ("-Oz",)
@@ -69,7 +70,7 @@ class Method:
             return cls(name, kind, temperature)
         if suffix or kind not in (*MODEL_STRATEGIES, "random", "coreset", "autotuner"):
             raise ValueError(
-                f"unknown method {name!r}: choose from greedy, priority, nucleus-T, random, coreset, "
+                f"unknown method {name!r}: choose from greedy, priority, nucleus-T, ranked, random, coreset, "
                 "autotuner"
             )
         return cls(name, kind)
@@ -241,13 +242,13 @@ def method_fingerprint(config: EvalConfig, method: Method, model: str | None) ->
     settings: dict[str, Any] = {"method": method.name, "objective": config.objective}
     if method.uses_model:
         settings |= {"model": model, "deadline_s": config.deadline_s}
-    if method.kind == "priority":
+    if method.kind in ("priority", "ranked"):
         settings |= {"top_k": config.top_k, "parallel": config.parallel}
     if method.kind == "nucleus":
         settings |= {"top_p": config.top_p, "seed": config.seed, "draws": "per n"}
     if method.kind == "random":
         settings |= {"seed": config.seed, "max_passes": RANDOM_MAX_PASSES}
-    if method.kind == "coreset":
+    if method.kind in ("coreset", "ranked"):
         settings |= {"coreset": _coreset(config).version}
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -324,7 +325,7 @@ async def _generate(engine, ir: str, method: Method, config: EvalConfig, samples
     from optserve.engine.interface import SamplingOptions
 
     options = SamplingOptions(
-        strategy=method.kind,
+        strategy="priority" if method.kind == "ranked" else method.kind,
         samples=samples,
         top_k=config.top_k,
         parallel=config.parallel,
@@ -333,6 +334,7 @@ async def _generate(engine, ir: str, method: Method, config: EvalConfig, samples
         seed=config.seed,
         deadline_s=config.deadline_s,
         objective=config.objective,
+        allowed_lists=_coreset(config).first(config.objective, 100) if method.kind == "ranked" else None,
     )
     started = time.perf_counter()
     try:
@@ -346,7 +348,9 @@ async def _generate(engine, ir: str, method: Method, config: EvalConfig, samples
         [c.predicted_cost_after for c in candidates],
         time.perf_counter() - started,
         deadline_hit=generation.deadline_hit,
-        exhausted=method.kind == "priority" and len(candidates) < samples and not generation.deadline_hit,
+        exhausted=method.kind in ("priority", "ranked")
+        and len(candidates) < samples
+        and not generation.deadline_hit,
     )
 
 

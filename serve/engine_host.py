@@ -20,7 +20,7 @@ from optserve.serve.errors import ModelInputTooLong, unavailable
 
 log = logging.getLogger(__name__)
 
-STRATEGIES = ["greedy", "priority", "nucleus", "coreset"]
+STRATEGIES = ["greedy", "priority", "nucleus", "coreset", "ranked_coreset"]
 
 
 def model_version(model_dir: Path) -> str:

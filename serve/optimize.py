@@ -27,6 +27,7 @@ from optserve.serve.result_cache import cache_key
 from optserve.serve.unit_lists import UnitLists, unit_lists
 
 OZ_PASS_LIST = ("-Oz",)
+RANKED_CORESET_LISTS = 100  # strategy ranked_coreset: the model ranks this many of the coreset's first lists
 # How long past the request's deadline we wait for a backend that did not stop on its own.
 BACKEND_GRACE_S = 0.25
 
@@ -88,8 +89,10 @@ class Optimizer:
             raise invalid(f"samples: {request.samples} is more than the limit of {engine.max_samples}")
         if request.strategy == "greedy" and request.samples != 1:
             raise invalid("samples: greedy decoding gives one candidate; use strategy priority or nucleus")
-        if request.strategy == "coreset" and not self.coreset.first(request.objective, 1):
-            raise invalid(f"strategy coreset: the service has no coreset for objective {request.objective}")
+        if request.strategy in ("coreset", "ranked_coreset") and not self.coreset.first(request.objective, 1):
+            raise invalid(
+                f"strategy {request.strategy}: the service has no coreset for objective {request.objective}"
+            )
         if request.feedback_rounds > engine.max_feedback_rounds:
             raise invalid(
                 f"feedback_rounds: {request.feedback_rounds} is more than the limit of "
@@ -196,7 +199,9 @@ class Optimizer:
             started = time.monotonic()
             try:
                 generation = await _until(
-                    self.generator.generate(ir, _sampling_options(request, deadline - started), feedback),
+                    self.generator.generate(
+                        ir, _sampling_options(request, deadline - started, self.coreset), feedback
+                    ),
                     deadline + BACKEND_GRACE_S,
                     "sampling",
                 )
@@ -249,7 +254,7 @@ class Optimizer:
         found = UnitLists([], [], 0)
         if engine.unit_function_prompts:
             try:
-                options = _sampling_options(request, deadline - started)
+                options = _sampling_options(request, deadline - started, self.coreset)
                 found = await unit_lists(ir, generate, options, engine.unit_function_prompts)
             except ServiceError as err:
                 if err.kind is not ErrorKind.DEADLINE_EXCEEDED:
@@ -313,9 +318,12 @@ class Optimizer:
         return evaluations
 
 
-def _sampling_options(request: schemas.OptimizeRequest, remaining_s: float) -> SamplingOptions:
+def _sampling_options(
+    request: schemas.OptimizeRequest, remaining_s: float, coreset: Coreset
+) -> SamplingOptions:
+    ranked = request.strategy == "ranked_coreset"  # priority sampling over the coreset's lists only
     return SamplingOptions(
-        strategy=Strategy(request.strategy),
+        strategy=Strategy.PRIORITY if ranked else Strategy(request.strategy),
         samples=request.samples,
         predict_costs=request.feedback_rounds > 0,  # feedback compares predicted and actual counts
         temperature=request.temperature,
@@ -323,6 +331,7 @@ def _sampling_options(request: schemas.OptimizeRequest, remaining_s: float) -> S
         seed=request.seed,
         deadline_s=remaining_s,
         objective=request.objective,
+        allowed_lists=coreset.first(request.objective, RANKED_CORESET_LISTS) if ranked else None,
     )
 
 

@@ -20,7 +20,7 @@ from pydantic import (
 )
 
 ObjectiveName = Literal["instruction_count", "text_size"]
-StrategyName = Literal["greedy", "priority", "nucleus", "coreset"]
+StrategyName = Literal["greedy", "priority", "nucleus", "coreset", "ranked_coreset"]
 SourceName = Literal["model", "oz", "cache", "coreset"]
 # Raw bytes inside the service, base64 text in JSON (responses only: requests use pydantic's Base64Bytes).
 Base64Out = Annotated[
@@ -55,7 +55,10 @@ _OPTIMIZE_REQUEST_SCHEMA = {
         {"required": ["ir_bitcode"], "properties": {"ir_bitcode": {"type": "string"}}},
     ],
     "anyOf": [
-        {"required": ["strategy"], "properties": {"strategy": {"enum": ["priority", "nucleus", "coreset"]}}},
+        {
+            "required": ["strategy"],
+            "properties": {"strategy": {"enum": ["priority", "nucleus", "coreset", "ranked_coreset"]}},
+        },
         {"properties": {"samples": {"const": 1}}},
     ],
     "examples": [{"ir": _EXAMPLE_IR, "strategy": "priority", "samples": 2, "deadline_s": 10}],

@@ -40,6 +40,18 @@ def test_priority_sampling_is_unique_ordered_and_starts_greedy(torch_engine, sam
     assert priorities == sorted(priorities, reverse=True) and priorities[0] == 1.0
 
 
+def test_allowed_lists_are_ranked_by_the_model_and_nothing_else_is_drawn(torch_engine, sample_ir):
+    allowed = (("-Oz",), ("sroa",), ("-O1", "sroa"), ("-O1",), ("newgvn", "sroa"))
+    options = SamplingOptions(strategy=Strategy.PRIORITY, samples=10, allowed_lists=allowed)
+    generation = run(torch_engine.generate(sample_ir, options))
+    lists = _lists(generation)
+    assert sorted(lists) == sorted(allowed)  # all of them (fewer than asked for), each once
+    priorities = [c.priority for c in generation.candidates]
+    assert priorities == sorted(priorities, reverse=True)  # Algorithm 1's order
+    greedy = run(torch_engine.generate(sample_ir, SamplingOptions(allowed_lists=allowed)))
+    assert _lists(greedy) == lists[:1]
+
+
 def test_priority_sampling_is_deterministic_across_runs(torch_engine, sample_ir):
     first = run(torch_engine.generate(sample_ir, PS10))
     second = run(torch_engine.generate(sample_ir, PS10))

@@ -20,7 +20,7 @@ from optserve.compiler.workers import CompilerPool
 from optserve.config import Settings
 from optserve.engine.backend import DecoderDeadError
 from optserve.engine.feedback import build_feedback
-from optserve.engine.interface import Candidate, Generation, SamplingOptions
+from optserve.engine.interface import Candidate, Generation, SamplingOptions, Strategy
 from optserve.serve import codec, schemas
 from optserve.serve.access import check_peer, check_token, is_loopback_host, peer_host
 from optserve.serve.engine_host import EngineHost
@@ -287,6 +287,21 @@ def test_strategy_coreset_serves_its_first_lists_without_the_model(pool, unrolle
     assert (
         optimize(never, pool, request, settings=settings).candidates == response.candidates
     )  # deterministic
+
+
+def test_strategy_ranked_coreset_has_the_model_rank_the_coreset_lists(pool, unrolled_loop_ir, tmp_path):
+    settings = with_coreset(tmp_path, [("-O2",), ("sroa",), ("-O1",)])
+    generator = ScriptedGenerator([("sroa",), ("-O1",)])  # the model's two likeliest of the three
+    request = schemas.OptimizeRequest(ir=unrolled_loop_ir, strategy="ranked_coreset", samples=2)
+    response = optimize(generator, pool, request, settings=settings)
+    (options,) = generator.calls
+    assert options.strategy is Strategy.PRIORITY and options.samples == 2
+    assert options.allowed_lists == (("-O2",), ("sroa",), ("-O1",))
+    assert response.best.passes == ["sroa"] and response.best.source == "model"
+    no_coreset = with_coreset(tmp_path, [("sroa",)], objective="text_size")
+    with pytest.raises(ServiceError) as caught:
+        optimize(generator, pool, request, settings=no_coreset)
+    assert caught.value.kind is ErrorKind.INVALID_ARGUMENT and "ranked_coreset" in caught.value.message
 
 
 def test_strategy_coreset_without_a_coreset_for_the_objective_is_invalid(pool, add_ir, tmp_path):
