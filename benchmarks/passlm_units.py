@@ -7,6 +7,7 @@ for three requests, and compared with baselines at equal compile budgets:
   greedy       the default request (a unit longer than the model's context: lists for its largest functions,
                the coreset's first `engine.coreset_fallback_lists` lists, -Oz)
   priority@10  strategy priority, samples 10
+  ranked_coreset@10  strategy ranked_coreset, samples 10 (the 10 coreset lists the model finds likeliest)
   coreset@10   strategy coreset, samples 10 (no model)
   random@10    the best of 10 random lists (fixed seed per unit)
   autotune@100 random search + minimization with 100 compiles (`optserve autotune --budget 100`)
@@ -48,9 +49,11 @@ from optserve.serve.optimize import Optimizer
 REQUESTS = {
     "greedy": {},
     "priority@10": {"strategy": "priority", "samples": 10},
+    "ranked_coreset@10": {"strategy": "ranked_coreset", "samples": 10},
     "coreset@10": {"strategy": "coreset", "samples": 10},
 }
 OBJECTIVE = "text_size"
+LONG_UNIT_BYTES = 50_000  # IR bytes; 65 KB of a real unit was 17k tokens
 
 
 class _LocalGenerator:
@@ -136,7 +139,8 @@ def report(rows: list[dict], meta: dict) -> str:
     def saved(costs: list[int], base: int) -> str:
         return f"{100 * (base - sum(costs)) / base:.2f}%"
 
-    methods = {name: [r["requests"][name]["best"] for r in rows] for name in REQUESTS}
+    asked = [name for name in REQUESTS if all(name in r["requests"] for r in rows)]  # older runs: fewer
+    methods = {name: [r["requests"][name]["best"] for r in rows] for name in asked}
     methods["random@10"] = [r["random@10"] for r in rows]
     methods["autotune@100"] = [r["autotune@100"] for r in rows]
     lines = [
@@ -154,7 +158,7 @@ def report(rows: list[dict], meta: dict) -> str:
     for name, costs in methods.items():
         kept = [min(c, r["clang"]) for c, r in zip(costs, rows, strict=True)]
         better = sum(c < r["clang"] for c, r in zip(costs, rows, strict=True))
-        seconds = [r["requests"][name]["seconds"] for r in rows] if name in REQUESTS else []
+        seconds = [r["requests"][name]["seconds"] for r in rows] if name in asked else []
         p50 = f"{statistics.median(seconds):.2f}" if seconds else "–"
         lines.append(f"| {name} | {saved(costs, oz)} | {saved(kept, clang)} | {better} | {p50} |")
     lines.append(f"| clang-19 -Oz | {saved([r['clang'] for r in rows], oz)} | 0.00% | – | – |")
@@ -163,6 +167,14 @@ def report(rows: list[dict], meta: dict) -> str:
     wins = sum(
         r["requests"][name]["best_source"] == "model" for r in rows for name in ("greedy", "priority@10")
     )
+    long_units = [r["requests"]["greedy"]["seconds"] for r in rows if r["bytes"] >= LONG_UNIT_BYTES]
+    if long_units:
+        lines += [
+            "",
+            f"Greedy wall time on the {len(long_units)} units of at least {LONG_UNIT_BYTES // 1000} KB of IR "
+            f"(about 13k tokens and more): p50 {statistics.median(long_units):.2f} s, "
+            f"max {max(long_units):.2f} s.",
+        ]
     lines += [
         "",
         f"Model lists (greedy request, other than -Oz) compiled on {len(read)} of {len(rows)} units; a model "
