@@ -81,6 +81,13 @@ def iter_training_records(
             }
 
 
+def read_ids(path: Path) -> set[str]:
+    """Record ids (`<example id>/<objective>`), one per line: the examples a released model was trained on."""
+    opener = lzma.open if path.suffix == ".xz" else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        return {line.strip() for line in handle if line.strip()}
+
+
 def write_records(records: Iterator[dict], out: Path) -> Counter:
     """Write JSON lines (xz-compressed when `out` ends in .xz); returns counts per source."""
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -107,12 +114,22 @@ def main(argv: list[str] | None = None) -> int:
         "--objectives", default=",".join(PASSFORMER_PROFILE.objectives), help="comma-separated"
     )
     parser.add_argument("--out", type=Path, required=True, help=".jsonl or .jsonl.xz")
+    parser.add_argument(
+        "--only-ids",
+        type=Path,
+        help="keep only these record ids (a released model's set, data/labels/real/training_sets/): labels "
+        "added since then are left out, so its training data is rebuilt exactly",
+    )
     args = parser.parse_args(argv)
     splits = tuple(s.strip() for s in args.splits.split(","))
     objectives = tuple(o.strip() for o in args.objectives.split(","))
     if unknown := set(objectives) - set(PASSFORMER_PROFILE.objectives):
         parser.error(f"--objectives: {sorted(unknown)} not among {PASSFORMER_PROFILE.objectives}")
-    counts = write_records(iter_training_records(args.corpus, splits, objectives), args.out)
+    records = iter_training_records(args.corpus, splits, objectives)
+    if args.only_ids:
+        wanted = read_ids(args.only_ids)
+        records = (r for r in records if r["id"] in wanted)
+    counts = write_records(records, args.out)
     if not counts:
         print(f"error: no labelled {args.splits} examples in {args.corpus} (label first)", file=sys.stderr)
         return 1
