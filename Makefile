@@ -20,6 +20,7 @@ TEST_DIRS := $(filter-out tests/data/,$(sort $(wildcard tests/*/)))
 
 test: $(STAMP) $(PROTO_OUT) system-deps
 	$(VENV)/bin/ruff check .
+	$(PY) tests/contracts/lint_imports.py
 	@failed=; for dir in $(TEST_DIRS); do \
 	  echo "== $$dir"; $(PY) -m pytest -q -p no:cacheprovider $$dir || failed="$$failed $$dir"; \
 	done; \
