@@ -20,15 +20,18 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = REPO_ROOT / "pyproject.toml"
 
 
+def _all_but_python(folder: str, names: list[str]) -> list[str]:
+    """What the staged copy leaves out: caches and every file but Python sources (models, data)."""
+    return [n for n in names if n == "__pycache__" or not (n.endswith(".py") or Path(folder, n).is_dir())]
+
+
 def stage_package(dest: Path, repo_root: Path = REPO_ROOT) -> Path:
-    """Copy the package's folders into `dest` laid out as installed (`dest/optserve/serve/...`)."""
+    """Copy the package's Python files into `dest` laid out as installed (`dest/optserve/serve/...`)."""
     config = tomllib.loads((repo_root / "pyproject.toml").read_text())
     package_dir: dict[str, str] = config["tool"]["setuptools"]["package-dir"]
     for package, folder in sorted(package_dir.items()):
         target = dest.joinpath(*package.split("."))
-        shutil.copytree(
-            repo_root / folder, target, ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True
-        )
+        shutil.copytree(repo_root / folder, target, ignore=_all_but_python, dirs_exist_ok=True)
     return dest
 
 
