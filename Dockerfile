@@ -28,17 +28,16 @@ WORKDIR /opt/optserve
 # torchvision/torchaudio/torchcodec do not match it and break transformers, so they are removed.
 COPY pyproject.toml ./
 RUN mkdir -p optserve/v1 compiler engine kernels policies serve corpus clients passlm \
+       models/coreset models/looptune models/passformer \
     && touch optserve/__init__.py optserve/v1/__init__.py compiler/__init__.py engine/__init__.py \
        kernels/__init__.py policies/__init__.py serve/__init__.py corpus/__init__.py clients/__init__.py \
        passlm/__init__.py \
-    && pip install --extra-index-url https://download.pytorch.org/whl/cpu -e . \
+    && pip install --extra-index-url https://download.pytorch.org/whl/cpu -e '.[serve]' \
     && pip uninstall -y torchvision torchaudio torchcodec || true
 
 COPY . .
-# The gRPC stubs are generated from proto/, never committed (as `make proto` does).
-RUN python -m grpc_tools.protoc -Iproto --python_out=. --grpc_python_out=. --pyi_out=. \
-       proto/optserve/v1/optserve.proto \
-    && pip install --no-deps -e . \
+# The install generates the gRPC stubs from proto/ (setup.py), never committed.
+RUN pip install --no-deps -e . \
     && useradd --create-home optserve && chown -R optserve /opt/optserve
 USER optserve
 

@@ -20,6 +20,7 @@ TEST_DIRS := $(filter-out tests/data/,$(sort $(wildcard tests/*/)))
 
 test: $(STAMP) $(PROTO_OUT) system-deps
 	$(VENV)/bin/ruff check .
+	$(PY) tests/contracts/lint_imports.py
 	@failed=; for dir in $(TEST_DIRS); do \
 	  echo "== $$dir"; $(PY) -m pytest -q -p no:cacheprovider $$dir || failed="$$failed $$dir"; \
 	done; \
@@ -29,17 +30,18 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-# The virtual environment, refreshed whenever pyproject.toml changes.
+# The virtual environment, refreshed whenever pyproject.toml or setup.py changes: everything (the service,
+# the training wing and the test tools; a build machine that needs only optcc installs the base package).
 # PyPI's torchvision/torchaudio/torchcodec do not match torch 2.13.0+cpu and break transformers: remove them.
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (optserve needs Python 3.11)"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[serve,train,dev]'
 	$(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec 2>/dev/null || true
 	touch $(STAMP)
 
-# gRPC stubs are generated from proto/ by the build, never committed.
+# gRPC stubs are generated from proto/ by the build (setup.py; here for a changed .proto), never committed.
 $(PROTO_OUT): $(PROTO_SRC) $(STAMP)
 	$(PY) -m grpc_tools.protoc -Iproto --python_out=. --grpc_python_out=. --pyi_out=. $(PROTO_SRC)
 proto: $(PROTO_OUT)

@@ -19,7 +19,7 @@ import random
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from optserve.passlm.examples import PASSFORMER_PROFILE
+from optserve.engine.passformer import PASSFORMER_PROFILE
 
 # The trained model's format, so the stand-in exercises exactly what the bundled model does.
 TINY_PROFILE = PASSFORMER_PROFILE.model_copy(

@@ -9,11 +9,19 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-BUNDLED_MODELS = REPO_ROOT / "models"
+
+
+def _bundled_models() -> Path:
+    """models/ of the source tree, or optserve/models/ where a wheel installed them (package data)."""
+    installed = Path(__file__).resolve().parent / "models"
+    return installed if installed.is_dir() else REPO_ROOT / "models"
+
+
+# The default model files; engine.model_dir, engine.coreset_path and looptune.policy_path point elsewhere.
+BUNDLED_MODELS = _bundled_models()
 
 
 class _Section(BaseModel):
@@ -135,5 +143,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
     path = path or os.environ.get("OPTSERVE_CONFIG")
     if not path:
         return Settings()
+    import yaml  # only here: the client commands that read defaults need no YAML parser
+
     data = yaml.safe_load(Path(path).read_text()) or {}
     return Settings.model_validate(data)

@@ -22,19 +22,9 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+from optserve.engine.passformer import PASSFORMER_PROFILE  # re-exported: training writes this format
 from optserve.engine.profile import ModelProfile
 
-PASSFORMER_PROFILE = ModelProfile(
-    model_id="passformer-7m-v2",
-    prompt_template="<ir>\n{ir}</ir>\n<objective>{objective}</objective>\n{feedback}<answer>\n",
-    feedback_template="<feedback>\n{feedback}</feedback>\n",
-    answer_template="{pass_list}\n{cost_before} -> {cost_after}",
-    pass_syntax="optserve",
-    normalize_ir=True,
-    add_bos=True,
-    max_new_tokens=64,
-    objectives=("text_size", "instruction_count"),  # optcc's default first
-)
 OBJECTIVE = "instruction_count"  # of the compiler-feedback examples (passlm.feedback_examples)
 # The autotuner prefers the shortest list at equal cost, so "no passes" is a label (the function is already
 # as small as it gets). The grammar has no empty list; -O0 runs no optimization, so it says the same.

@@ -223,8 +223,7 @@ def _schedule(args) -> int:
 
 
 def _health(args) -> int:
-    from optserve.serve.client import CallError, to_dict
-    from optserve.serve.ingress import LOOPTUNE_SERVICE, PASS_ORDERING_SERVICE
+    from optserve.serve.client import LOOPTUNE_SERVICE, PASS_ORDERING_SERVICE, CallError, to_dict
 
     try:
         with _client(args) as client:

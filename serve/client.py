@@ -50,7 +50,9 @@ __all__ = [
     "DEADLINE_MARGIN_S",
     "DEFAULT_TARGET",
     "DEFAULT_TIMEOUT_S",
+    "LOOPTUNE_SERVICE",
     "NO_RETRY",
+    "PASS_ORDERING_SERVICE",
     "TOKEN_ENV",
     "AsyncOptserveClient",
     "CallError",
@@ -60,6 +62,9 @@ __all__ = [
 ]
 
 DEFAULT_TARGET = "localhost:9000"
+# The services' full names, as health checks take them (from the .proto, so the client needs no server code).
+PASS_ORDERING_SERVICE = pb.DESCRIPTOR.services_by_name["PassOrdering"].full_name
+LOOPTUNE_SERVICE = pb.DESCRIPTOR.services_by_name["LoopTune"].full_name
 
 
 class OptserveClient:
