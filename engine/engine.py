@@ -96,7 +96,9 @@ class ModelEngine:
     async def generate(self, ir: str, options: SamplingOptions, feedback: str | None = None) -> Generation:
         started = time.monotonic()
         deadline = started + options.deadline_s if options.deadline_s is not None else None
-        grammar = self.grammar(options.predict_costs, options.allowed_lists)
+        # Ranking a fixed set of lists skips the predicted costs: each branch would decode them, and such a
+        # search expands many branches (one list, many spellings: sampling.PriorityOptions).
+        grammar = self.grammar(options.predict_costs and not options.allowed_lists, options.allowed_lists)
         branching = min(options.top_k, options.max_branch or options.top_k)
         strategy = Strategy(options.strategy)
         request = DecodeRequest(

@@ -31,7 +31,8 @@ class SamplingOptions:
     deadline_s: float | None = None  # wall-clock budget; return what was found when it runs out
     predict_costs: bool = True  # also decode the instruction counts the model predicts, if it writes them
     objective: str | None = None  # what the candidates are for, if the model's prompt names it (profile)
-    # Only these pass lists (e.g. the coreset's): the strategy then ranks them by the model's probability.
+    # Only these pass lists (e.g. the coreset's): the strategy then ranks them by the model's probability
+    # (without predicted costs).
     allowed_lists: tuple[tuple[str, ...], ...] | None = None
 
     def __post_init__(self) -> None:

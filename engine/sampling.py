@@ -37,6 +37,7 @@ class SearchResult:
     samples: list[Sample]
     deadline_hit: bool = False
     queue_exhausted: bool = False  # the tree held fewer unique answers than asked for
+    expansions_hit: bool = False  # stopped after `PriorityOptions.max_expansions` decoded branches
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,10 @@ class PriorityOptions:
     branching: int = 5  # children a node may get: the greedy one and branching - 1 alternatives
     geometric: bool = False  # key = geometric mean of the prefix's token probabilities, not the token's own
     width: int = 1  # queue heads expanded per batch; 1 = Algorithm 1 exactly
+    # Decoded branches per wanted sample before the search gives up. One pass list can be spelled by many
+    # token sequences (a pass name is one token or several): in a grammar of few lists (the coreset's) the
+    # tree holds few unique answers behind very many spellings, and the search would walk them all.
+    max_expansions_per_sample: int = 40
 
 
 @dataclass(order=True, frozen=True)
@@ -79,7 +84,9 @@ async def priority_sampling(
     result = SearchResult(samples=[])
     seen: set[Hashable] = set()
     batch = [_Branch(0.0, next(push_order), (), (), 0.0)]  # the first sample is greedy
+    expansions, max_expansions = 0, options.max_expansions_per_sample * options.samples
     while batch:
+        expansions += len(batch)
         continuations = await session.greedy([branch.prefix for branch in batch])
         for branch, continuation in zip(batch, continuations, strict=True):
             tokens, logprobs = _push_alternatives(
@@ -97,6 +104,9 @@ async def priority_sampling(
             break
         if deadline is not None and time.monotonic() > deadline:
             result.deadline_hit = True
+            break
+        if expansions >= max_expansions:
+            result.expansions_hit = True
             break
         batch = [heapq.heappop(queue) for _ in range(min(options.width, wanted, len(queue)))]
         result.queue_exhausted = not batch
