@@ -36,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     from optserve.policies.env import Evaluator
     from optserve.policies.schedule import measure_schedule
     from optserve.policies.suites import training_suite
-    from optserve.policies.tiles import POOL_SEED, candidates, choose_cover, template_pool
+    from optserve.policies.templates import choose_cover
+    from optserve.policies.tiles import POOL_SEED, candidates, template_pool
 
     settings = LoopTuneSettings()
     target = host_target(settings.max_kernel_statements)

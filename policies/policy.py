@@ -36,7 +36,7 @@ from optserve.policies.env import (
     available_actions,
     observation,
 )
-from optserve.policies.search import SearchOutcome
+from optserve.policies.outcome import SearchOutcome
 
 FEATURE_VERSION = "looptune-10x20-log2size-v1"
 INPUT_SIZE = MAX_LOOPS * LOOP_FEATURES

@@ -15,14 +15,7 @@ from dataclasses import dataclass, field
 
 from optserve.kernels.schedule import Schedule
 from optserve.policies.env import EPISODE_STEPS, AgentState, Evaluator, apply_action, available_actions
-
-
-@dataclass
-class SearchOutcome:
-    state: AgentState
-    actions: tuple[str, ...]
-    gflops: float | None  # None for a method that chose without measuring (a policy)
-    timed_out: bool = False
+from optserve.policies.outcome import SearchOutcome  # re-exported: callers import it from here
 
 
 @dataclass

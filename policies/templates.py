@@ -120,3 +120,12 @@ def greedy_cover(log_gflops: np.ndarray, count: int) -> list[int]:
         chosen.append(pick)
         best = np.maximum(best, log_gflops[pick])
     return chosen
+
+
+def choose_cover(gflops: np.ndarray, count: int) -> list[int]:
+    """Rows (tile templates, policies/tiles.py) of a templates x shapes GFLOPS matrix (0: refused) whose best,
+    per shape, comes closest to the shape's best, picked greedily; each shape weighs the same (log of the
+    fraction of best)."""
+    with np.errstate(divide="ignore"):
+        fraction = np.log(gflops / gflops.max(axis=0, keepdims=True))
+    return greedy_cover(fraction, count)

@@ -20,15 +20,12 @@ import random
 import time
 from pathlib import Path
 
-import numpy as np
-
 from optserve.kernels.codegen import Target
 from optserve.kernels.jit import host_target
 from optserve.kernels.schedule import Schedule
 from optserve.kernels.tiling import TileTemplate, tiled_schedule
 from optserve.policies.env import AgentState, Evaluator
-from optserve.policies.search import SearchOutcome
-from optserve.policies.templates import greedy_cover
+from optserve.policies.outcome import SearchOutcome
 
 POOL_SIZE = 150
 POOL_SEED = 0
@@ -59,14 +56,6 @@ def template_pool(size: int = POOL_SIZE, seed: int = POOL_SEED) -> list[TileTemp
 def fits(template: TileTemplate, target: Target) -> bool:
     """The register tile fits the target's accumulator registers (else the tile would open lower)."""
     return template.rows * template.vectors <= target.accumulator_registers
-
-
-def choose_cover(gflops: np.ndarray, count: int = COVER_SIZE) -> list[int]:
-    """Rows (templates) of a templates x shapes GFLOPS matrix (0: refused) whose best, per shape, comes
-    closest to the shape's best, picked greedily; each shape weighs the same (log of the fraction of best)."""
-    with np.errstate(divide="ignore"):
-        fraction = np.log(gflops / gflops.max(axis=0, keepdims=True))
-    return greedy_cover(fraction, count)
 
 
 def cover_path() -> Path:

@@ -29,8 +29,13 @@ def optserve_target(tmp_path_factory) -> str:
             "compiler": {"workers": 2},
             # No coreset or per-function lists for inputs longer than the stand-in model's context: the
             # never-larger tests need units where the service answers -Oz (LLVM 20), which clang-19 beats.
-            "engine": {"model_dir": str(model_dir), "backend": "torch", "max_samples": 20,
-                       "coreset_fallback_lists": 0, "unit_function_prompts": 0},  # fmt: skip
+            "engine": {
+                "model_dir": str(model_dir),
+                "backend": "torch",
+                "max_samples": 20,
+                "coreset_fallback_lists": 0,
+                "unit_function_prompts": 0,
+            },  # fmt: skip
             "serve": {"http_port": HTTP_PORT, "grpc_port": GRPC_PORT, "ray_num_cpus": 4},
         }
     )

@@ -15,10 +15,10 @@ from optserve.policies.env import AgentState, Evaluator, apply_action
 from optserve.policies.schedule import schedule_nest
 from optserve.policies.search import run_search
 from optserve.policies.suites import HELD_OUT, KINDS, training_suite
+from optserve.policies.templates import choose_cover
 from optserve.policies.tiles import (
     TILE_ACTION,
     candidates,
-    choose_cover,
     cover_path,
     fits,
     load_cover,
