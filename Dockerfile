@@ -11,10 +11,10 @@
 # engine.model_dir at it to serve a different one. On a Ray cluster, use the same image for every node and
 # `serve deploy serve/config.yaml` instead (see serve/README.md).
 #
-# BASE: any Debian bookworm image with python3 (3.11) and python3-venv; `make image` builds one from Debian's
-# packages with mmdebstrap and builds this file with buildah, where no registry or docker daemon is reachable
-# (serve/image/build.sh). PIP_EXTRA_INDEX_URL / PIP_FIND_LINKS: where pip finds torch's CPU build; PIP_CERT:
-# a CA bundle for a network whose TLS is intercepted.
+# BASE: any Debian bookworm image with python3 (3.11), its headers and venv; `make image` builds one from
+# Debian's packages with mmdebstrap and builds this file with buildah, where no registry or docker daemon
+# is reachable (serve/image/build.sh). PIP_EXTRA_INDEX_URL / PIP_FIND_LINKS: where pip finds torch's CPU
+# build; PIP_CERT: a CA bundle for a network whose TLS is intercepted.
 ARG BASE=python:3.11-slim-bookworm
 FROM ${BASE}
 ARG PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu
