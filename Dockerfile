@@ -10,17 +10,30 @@
 # The bundled models in models/ are copied into the image; mount another model directory and point
 # engine.model_dir at it to serve a different one. On a Ray cluster, use the same image for every node and
 # `serve deploy serve/config.yaml` instead (see serve/README.md).
-FROM python:3.11-slim-bookworm
+#
+# BASE: any Debian bookworm image with python3 (3.11), its headers and venv; `make image` builds one from
+# Debian's packages with mmdebstrap and builds this file with buildah, where no registry or docker daemon
+# is reachable (serve/image/build.sh). PIP_EXTRA_INDEX_URL / PIP_FIND_LINKS: where pip finds torch's CPU
+# build; PIP_CERT: a CA bundle for a network whose TLS is intercepted.
+ARG BASE=python:3.11-slim-bookworm
+FROM ${BASE}
+ARG PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu
+ARG PIP_FIND_LINKS=
+ARG PIP_CERT=
 
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONUNBUFFERED=1 \
-    RAY_USAGE_STATS_ENABLED=0
+    RAY_USAGE_STATS_ENABLED=0 \
+    PATH=/opt/venv/bin:$PATH
 
-# libgomp: torch's OpenMP; libnuma: vLLM's CPU worker.
+# libgomp: torch's OpenMP; libnuma: vLLM's CPU worker; g++: vLLM's CPU sampler is compiled by torch.compile
+# (inductor) at the first request. A virtual environment: Debian's own python3 refuses pip installs into the
+# system (PEP 668).
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libgomp1 libnuma1 \
-    && rm -rf /var/lib/apt/lists/*
+    && apt-get install -y --no-install-recommends libgomp1 libnuma1 g++ \
+    && rm -rf /var/lib/apt/lists/* \
+    && python3 -m venv /opt/venv
 
 WORKDIR /opt/optserve
 
@@ -32,8 +45,8 @@ RUN mkdir -p optserve/v1 compiler engine kernels policies serve corpus clients p
     && touch optserve/__init__.py optserve/v1/__init__.py compiler/__init__.py engine/__init__.py \
        kernels/__init__.py policies/__init__.py serve/__init__.py corpus/__init__.py clients/__init__.py \
        passlm/__init__.py \
-    && pip install --extra-index-url https://download.pytorch.org/whl/cpu -e '.[serve]' \
-    && pip uninstall -y torchvision torchaudio torchcodec || true
+    && pip install -e '.[serve]' \
+    && pip uninstall -y torchvision torchaudio torchcodec
 
 COPY . .
 # The install generates the gRPC stubs from proto/ (setup.py), never committed.

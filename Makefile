@@ -9,7 +9,7 @@ PROTO_SRC := proto/optserve/v1/optserve.proto
 PROTO_OUT := optserve/v1/optserve_pb2.py
 APT_PACKAGES := clang-19 llvm-19 csmith libcsmith-dev
 
-.PHONY: serve test lint proto system-deps bench clean
+.PHONY: serve test lint proto system-deps bench clean image
 
 serve: $(STAMP) $(PROTO_OUT)
 	$(VENV)/bin/optserve serve
@@ -54,6 +54,10 @@ system-deps:
 	$$SUDO apt-get install -y -q $(APT_PACKAGES) >/dev/null \
 	  || { $$SUDO apt-get update -q >/dev/null && $$SUDO apt-get install -y -q $(APT_PACKAGES) >/dev/null; } \
 	  || { echo "error: could not install $(APT_PACKAGES); install them (Debian: apt-get install $(APT_PACKAGES)) and retry"; exit 1; }
+
+# The service image without a registry or docker daemon (as root): mmdebstrap base + buildah (serve/image/).
+image:
+	serve/image/build.sh
 
 clean:
 	rm -rf $(VENV) optserve/v1/*_pb2*.py optserve/v1/*_pb2*.pyi build *.egg-info

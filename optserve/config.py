@@ -45,7 +45,12 @@ class EngineSettings(_Section):
     """The pass-ordering model and how candidates are drawn from it."""
 
     model_dir: Path = Field(BUNDLED_MODELS / "passformer", description="HF model directory with profile.json")
-    backend: str = Field("vllm", pattern="^(vllm|torch)$", description="vllm, or torch where vLLM cannot run")
+    backend: str = Field(
+        "vllm",
+        pattern="^(vllm|torch)$",
+        description="vllm (faster greedy, batches concurrent clients) or torch (starts 2-3x faster, faster "
+        "priority sampling for one client; where vLLM cannot run); docs/bench/serve.md",
+    )
     max_samples: int = Field(100, gt=0)
     max_feedback_rounds: int = Field(3, ge=0)
     coreset_path: Path = Field(

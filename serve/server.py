@@ -44,11 +44,10 @@ class Endpoints:
         return self.grpc_target.rsplit(":", 1)[0] + f":{self.grpc_tls_port}"
 
     def describe(self) -> str:
-        plain_callers = "loopback only" if self.tls else "outside loopback refused unless serve.host allows"
-        lines = [
-            f"optserve gRPC listening on {self.grpc_target} (all interfaces at the socket; callers "
-            f"{plain_callers})"
-        ]
+        line = f"optserve gRPC listening on {self.grpc_target}"
+        if self.tls:
+            line += " (plaintext: loopback callers only)"
+        lines = [line]
         if self.grpc_tls_target:
             lines.append(f"optserve gRPC over TLS listening on {self.grpc_tls_target}")
         lines.append(f"optserve HTTP listening on {self.http_url} (OpenAPI docs at {self.http_url}/docs)")
@@ -65,24 +64,32 @@ def start(settings: Settings, proxy_location: str = "EveryNode") -> Endpoints:
     from ray import serve
     from ray.serve.config import HTTPOptions, gRPCOptions
 
+    from optserve.serve.access import plaintext_grpc_host
     from optserve.serve.app import APP_NAME, GRPC_SERVICER_FUNCTIONS, build_app
     from optserve.serve.logs import LOGGING_CONFIG
+    from optserve.serve.loopback import local_ray_on_loopback
 
     serve_settings = settings.serve
     message_limit = settings.compiler.max_ir_bytes * _MESSAGE_BYTES_PER_IR_BYTE + _MESSAGE_OVERHEAD_BYTES
     # Read by Serve's proxy process, which inherits the environment of the Ray instance started here.
     os.environ["RAY_SERVE_GRPC_MAX_MESSAGE_SIZE"] = str(message_limit)
     if not ray.is_initialized():
+        local = serve_settings.ray_address is None
+        # a local Ray is this machine alone: all of it on 127.0.0.1 (serve/loopback.py); the gRPC proxy on
+        # serve.host, or on loopback behind the TLS front
+        grpc_host = plaintext_grpc_host(serve_settings)
+        runtime_env = local_ray_on_loopback(grpc_host) if local else {"env_vars": {}}
+        runtime_env["env_vars"]["RAY_SERVE_GRPC_MAX_MESSAGE_SIZE"] = str(message_limit)
         ray.init(
             # "local" starts a new instance: Ray would otherwise join whatever /tmp/ray/ray_current_cluster
             # names, even a cluster left behind by a killed service
-            address=serve_settings.ray_address or "local",
-            num_cpus=None if serve_settings.ray_address else serve_settings.ray_num_cpus,
+            address="local" if local else serve_settings.ray_address,
+            num_cpus=serve_settings.ray_num_cpus if local else None,
             include_dashboard=False,
             log_to_driver=True,  # the replicas' logs (serve/logs.py) on this process's terminal
             # replicas report metrics this often (Ray's default: 10 s), see serve/metrics.py
-            _system_config=None if serve_settings.ray_address else {"metrics_report_interval_ms": 2000},
-            runtime_env={"env_vars": {"RAY_SERVE_GRPC_MAX_MESSAGE_SIZE": str(message_limit)}},
+            _system_config={"metrics_report_interval_ms": 2000} if local else None,
+            runtime_env=runtime_env,
         )
     tls = {}
     if serve_settings.tls_certfile or serve_settings.tls_keyfile:

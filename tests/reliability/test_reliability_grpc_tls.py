@@ -215,20 +215,15 @@ def test_serve_healthz_over_tls(tls_channel):
     assert b"success" in healthz(b"", timeout=30)
 
 
-def test_tls_port_and_plaintext_grpc_refuse_other_hosts(grpc_tls_client, add_ir):
-    """serve.host is loopback: the TLS front binds loopback only, and plaintext gRPC (Ray's socket listens
-    on every interface) refuses a caller arriving over another interface."""
+def test_tls_port_and_plaintext_grpc_listen_on_loopback_only(grpc_tls_client):
+    """serve.host is loopback: the TLS front and plaintext gRPC (serve/loopback.py) bind loopback only, so
+    neither is reachable over another interface (the ingress would also refuse such a caller: check_peer)."""
     address = _non_loopback_address()
     if address is None:
         pytest.skip("this host has no non-loopback address")
-    with socket.socket() as probe:
-        assert probe.connect_ex((address, GRPC_TLS_PORT)) != 0
-    with (
-        OptserveClient(f"{address}:{GRPC_PORT}", token=TOKEN, timeout_s=30) as outsider,
-        pytest.raises(CallError) as caught,
-    ):
-        outsider.optimize(add_ir)
-    assert caught.value.code is grpc.StatusCode.PERMISSION_DENIED, caught.value
+    for port in (GRPC_TLS_PORT, GRPC_PORT):
+        with socket.socket() as probe:
+            assert probe.connect_ex((address, port)) != 0, port
     assert grpc_tls_client.health() == "SERVING"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,8 +11,10 @@ from optserve.config import Settings
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "serve"
 TOKEN = "test-token-7f3a"
-HTTP_PORT = 18000
-GRPC_PORT = 19000
+# Ray Serve's proxies share ports (SO_REUSEPORT): on a machine where others run this suite too, give each run
+# its own ports (OPTSERVE_TEST_HTTP_PORT / OPTSERVE_TEST_GRPC_PORT), or calls may reach another run's service.
+HTTP_PORT = int(os.environ.get("OPTSERVE_TEST_HTTP_PORT", "18000"))
+GRPC_PORT = int(os.environ.get("OPTSERVE_TEST_GRPC_PORT", "19000"))
 # Small limits, so overload and size errors are cheap to provoke.
 MAX_IR_BYTES = 1536 * 1024
 MAX_QUEUED = 4
