@@ -59,6 +59,13 @@ class EngineSettings(_Section):
     coreset_fallback_lists: int = Field(
         10, ge=0, description="coreset lists tried for an input longer than the model's context"
     )
+    coreset_lists_with_model: int = Field(
+        1,
+        ge=0,
+        description="the coreset's first lists compiled beside the model's candidates of every model "
+        "strategy (one more compile: on real test functions the first list alone saves most of what search "
+        "finds; docs/bench/passlm_v2.md); 0: model candidates only",
+    )
     unit_function_prompts: int = Field(
         4,
         ge=0,

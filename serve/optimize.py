@@ -237,7 +237,20 @@ class Optimizer:
             feedback = self.feedback_builder(
                 ir, list(zip(fresh, evaluations, strict=True)), request.objective
             )
+        await self._coreset_beside_model(ir, request, deadline, sampled, seen)
         return sampled
+
+    async def _coreset_beside_model(
+        self, ir: str, request: schemas.OptimizeRequest, deadline: float, sampled: _Sampled, seen: set
+    ) -> None:
+        """The coreset's first lists beside the model's (engine.coreset_lists_with_model), unless drawn."""
+        count = self.settings.engine.coreset_lists_with_model
+        if not count or request.strategy == "ranked_coreset" or sampled.deadline_hit:
+            return
+        drawn = seen | {m.pass_list for m in sampled.measured}
+        lists = [(p, 0.0) for p in self.coreset.first(request.objective, count) if p not in drawn]
+        if lists:
+            await self._measure(ir, request.objective, deadline, sampled, lists, "coreset")
 
     async def _long_module(
         self, ir: str, request: schemas.OptimizeRequest, deadline: float, sampled: _Sampled, why: str

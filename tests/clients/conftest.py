@@ -35,6 +35,7 @@ def optserve_target(tmp_path_factory) -> str:
                 "max_samples": 20,
                 "coreset_fallback_lists": 0,
                 "unit_function_prompts": 0,
+                "coreset_lists_with_model": 0,
             },  # fmt: skip
             "serve": {"http_port": HTTP_PORT, "grpc_port": GRPC_PORT, "ray_num_cpus": 4},
         }

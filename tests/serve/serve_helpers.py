@@ -32,7 +32,13 @@ def service_settings(model_dir: Path, **serve_fields) -> Settings:
     return Settings.model_validate(
         {
             "compiler": {"workers": 2, "max_ir_bytes": MAX_IR_BYTES},
-            "engine": {"model_dir": str(model_dir), "backend": "torch", "max_samples": 20},
+            # model candidates alone: the tests count and compare them (the coreset's beside them: flow tests)
+            "engine": {
+                "model_dir": str(model_dir),
+                "backend": "torch",
+                "max_samples": 20,
+                "coreset_lists_with_model": 0,
+            },  # fmt: skip
             "serve": {
                 "http_port": HTTP_PORT,
                 "grpc_port": GRPC_PORT,

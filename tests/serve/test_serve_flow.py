@@ -29,7 +29,10 @@ from optserve.serve.optimize import Optimizer
 from optserve.serve.result_cache import cache_key
 from optserve.v1 import optserve_pb2 as pb
 
-SETTINGS = Settings.model_validate({"engine": {"max_samples": 10, "max_feedback_rounds": 2}})
+# Model candidates alone (the coreset's lists beside them have their own test).
+SETTINGS = Settings.model_validate(
+    {"engine": {"max_samples": 10, "max_feedback_rounds": 2, "coreset_lists_with_model": 0}}
+)
 
 
 class ScriptedGenerator:
@@ -212,12 +215,13 @@ def test_a_model_that_is_not_ready_is_unavailable(pool, add_ir):
     assert caught.value.kind is ErrorKind.UNAVAILABLE and "weights missing" in caught.value.message
 
 
-def with_coreset(tmp_path, lists, objective="instruction_count", fallback=10) -> Settings:
+def with_coreset(tmp_path, lists, objective="instruction_count", fallback=10, beside=0) -> Settings:
     path = tmp_path / "coreset.json"
     items = [{"passes": list(p), "gain": 0.0, "wins": 0} for p in lists]
     path.write_text(json.dumps({"version": "test", "objectives": {objective: items}}))
     engine = {"max_samples": 10, "max_feedback_rounds": 2, "coreset_path": str(path)}
-    return Settings.model_validate({"engine": engine | {"coreset_fallback_lists": fallback}})
+    engine |= {"coreset_fallback_lists": fallback, "coreset_lists_with_model": beside}
+    return Settings.model_validate({"engine": engine})
 
 
 def test_a_module_longer_than_the_context_gets_oz_with_a_warning_without_a_coreset(pool, add_ir, tmp_path):
@@ -302,6 +306,17 @@ def test_strategy_ranked_coreset_has_the_model_rank_the_coreset_lists(pool, unro
     with pytest.raises(ServiceError) as caught:
         optimize(generator, pool, request, settings=no_coreset)
     assert caught.value.kind is ErrorKind.INVALID_ARGUMENT and "ranked_coreset" in caught.value.message
+
+
+def test_the_coreset_s_first_lists_are_compiled_beside_the_model_s(pool, unrolled_loop_ir, tmp_path):
+    settings = with_coreset(tmp_path, [("-O1",), ("sroa",), ("-O2",)], beside=2)
+    generator = ScriptedGenerator([("-O1",), ("-O3",)])  # -O1 is drawn: not compiled twice
+    request = schemas.OptimizeRequest(ir=unrolled_loop_ir, strategy="priority", samples=2)
+    response = optimize(generator, pool, request, settings=settings)
+    assert sorted((c.source, tuple(c.passes)) for c in response.candidates) == [
+        ("coreset", ("sroa",)), ("model", ("-O1",)), ("model", ("-O3",)), ("oz", ("-Oz",))
+    ]  # fmt: skip
+    assert response.best.passes == ["sroa"] and response.best.source == "coreset"
 
 
 def test_strategy_coreset_without_a_coreset_for_the_objective_is_invalid(pool, add_ir, tmp_path):
