@@ -281,6 +281,9 @@ def result_at(record: dict[str, Any], n: int) -> MethodResult:
 # --- candidates of one function --------------------------------------------------------------------------
 
 
+_UNITS = {"instruction_count": "instructions", "text_size": "bytes of .text"}
+
+
 def _coreset(config: EvalConfig):
     """The coreset (loaded once per path), as `strategy coreset` serves it: its first n lists, in order."""
     from optserve.engine.coreset import Coreset
@@ -682,7 +685,8 @@ def report(data: dict[str, Any], plot_path: str | None = None) -> str:
         f"- Corpus: `{meta['corpus_dir']}`, split {meta['split']}, objective {meta['objective']}; "
         f"{results['functions']} functions evaluated of {results['selected']} selected "
         f"(excluded: {excluded}; not evaluated yet: {results['not_evaluated_yet']})",
-        f"- -Oz total {results['oz_total']} instructions, unoptimized total {results['unoptimized_total']}",
+        f"- -Oz total {results['oz_total']} {_UNITS.get(meta['objective'], '')}, unoptimized total "
+        f"{results['unoptimized_total']}",
         f"- This run: {meta['run']['computed']} (function, method) results computed in "
         f"{meta['run']['seconds']:.0f} s ({meta['run']['reused']} reused from the journal)",
         "",
