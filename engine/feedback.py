@@ -14,6 +14,7 @@ equal compile budget, for the bundled model and a feedback fine-tune.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -29,12 +30,16 @@ def build_feedback(
     measured: Iterable[tuple[Candidate, Evaluation]],
     objective: Objective | str = Objective.INSTRUCTION_COUNT,
 ) -> str:
-    """The feedback text of one round for the candidates of that round and their evaluations."""
+    """The feedback text of one round for the candidates of that round and their evaluations.
+
+    The costs the model predicted are in the objective's unit (its answers were trained so: instructions, or
+    bytes of `.text`); the unoptimized `.text` size is not measured here, so only its prediction is shown.
+    """
     objective = Objective(objective)
-    try:
-        actual_before = instruction_count(ir)
-    except IRError:
-        actual_before = None
+    actual_before = None
+    if objective is Objective.INSTRUCTION_COUNT:
+        with contextlib.suppress(IRError):
+            actual_before = instruction_count(ir)
     lines = []
     for candidate, evaluation in measured:
         lines.append(f"pass list: {format_pass_list(candidate.pass_list) or '(none)'}")
@@ -42,12 +47,13 @@ def build_feedback(
             lines.append(f"valid: no ({evaluation.error})")
             continue
         lines.append("valid: yes")
-        lines.append(f"instructions before: {_versus(candidate.predicted_cost_before, actual_before)}")
         if objective is Objective.INSTRUCTION_COUNT:
+            lines.append(f"instructions before: {_versus(candidate.predicted_cost_before, actual_before)}")
             lines.append(f"instructions after: {_versus(candidate.predicted_cost_after, evaluation.cost)}")
         else:
-            lines.append(f"instructions after: predicted {_or_none(candidate.predicted_cost_after)}")
-            lines.append(f"{objective.value} after: {evaluation.cost}")
+            name = objective.value
+            lines.append(f"{name} before: predicted {_or_none(candidate.predicted_cost_before)}")
+            lines.append(f"{name} after: {_versus(candidate.predicted_cost_after, evaluation.cost)}")
     return "\n".join(lines) + "\n"
 
 

@@ -30,6 +30,15 @@ def test_feedback_compares_predicted_and_actual_counts(loop_function_ir):
     assert f"instructions after: predicted 10, actual {evaluation.cost}" in text
 
 
+def test_feedback_for_text_size_speaks_of_text_size(loop_function_ir):
+    candidate = Candidate(("-Oz",), -0.5, predicted_cost_before=120, predicted_cost_after=40)
+    evaluation = evaluate(loop_function_ir, candidate.pass_list, Objective.TEXT_SIZE)
+    text = build_feedback(loop_function_ir, [(candidate, evaluation)], Objective.TEXT_SIZE)
+    assert "text_size before: predicted 120\n" in text
+    assert f"text_size after: predicted 40, actual {evaluation.cost}" in text
+    assert "instructions" not in text  # the model's counts are bytes here, not instructions
+
+
 def test_feedback_reports_compile_errors(loop_function_ir):
     candidate = Candidate(("sroa",), -0.5)
     failed = Evaluation(("sroa",), None, "compiler worker crashed: the process was killed", 0.1)
