@@ -10,6 +10,10 @@ the same way. A function labelled for both objectives gives two examples. The ou
 ids: the trainer tokenizes with the tokenizer it is given (and runs on a machine without pydantic). Each
 record's `group` (the package, else the source) is what the trainer holds out for validation, so validation
 loss is measured on packages it did not train on.
+
+With `--coreset-answers`, a function whose search measured every list of the bundled coreset also gets a second
+example whose answer is the coreset list that was best for it: the model learns to rank the coreset's lists
+(strategy `ranked_coreset`), as Coreset-NVP predicts the best coreset list per program.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import json
 import lzma
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from optserve.engine.passformer import PASSFORMER_PROFILE  # re-exported: training writes this format
@@ -47,19 +51,41 @@ def training_texts(
     return profile.prompt(example["ir"], objective=objective), answer
 
 
+def best_coreset_list(
+    known: Mapping[tuple[str, ...], int], coreset: Sequence[Sequence[str]]
+) -> tuple[tuple[str, ...], int] | None:
+    """The coreset list with the lowest measured cost (the earlier one on ties), or None unless every list of
+    the coreset was measured: a partly measured coreset could hide its best list."""
+    lists = [tuple(p) for p in coreset]
+    if not lists or any(p not in known for p in lists):
+        return None
+    cost, _, best = min((known[p], index, p) for index, p in enumerate(lists))
+    return best, cost
+
+
 def iter_training_records(
-    corpus: Path, splits: tuple[str, ...], objectives: tuple[str, ...] = PASSFORMER_PROFILE.objectives
+    corpus: Path,
+    splits: tuple[str, ...],
+    objectives: tuple[str, ...] = PASSFORMER_PROFILE.objectives,
+    coresets: Mapping[str, Sequence[Sequence[str]]] | None = None,
 ) -> Iterator[dict]:
-    from optserve.corpus.label import iter_labelled
+    """Training records; with `coresets` (objective -> lists) also the best-coreset-list examples."""
+    from optserve.corpus.coreset import known_costs
+    from optserve.corpus.label import iter_labelled, searched_labels
+    from optserve.corpus.label_store import seed_sets
     from optserve.corpus.layout import CorpusLayout
 
-    for example in iter_labelled(CorpusLayout(corpus), splits):
+    layout = CorpusLayout(corpus)
+    searched = searched_labels(layout, layout.shards(splits)) if coresets else {}
+    seeds = seed_sets(layout.labels_dir / "local") if coresets else {}
+    answer_format = PASSFORMER_PROFILE.answer_format()
+    for example in iter_labelled(layout, splits):
         for objective in objectives:
             label = example["labels"].get(objective)
             if label is None or label.get("best") is None:
                 continue
             prompt, answer = training_texts(example, objective=objective)
-            yield {
+            record = {
                 "id": f"{example['id']}/{objective}",
                 "group": example.get("package") or example["source"],
                 "source": example["source"],
@@ -68,6 +94,19 @@ def iter_training_records(
                 "best": label["best"],
                 "prompt": prompt,
                 "answer": answer,
+            }
+            yield record
+            raw = searched.get(example["id"], {}).get(objective)
+            if raw is None or objective not in (coresets or {}):
+                continue
+            found = best_coreset_list(known_costs(raw, seeds), coresets[objective])
+            if found is None or found[0] == label_pass_list(label["pass_list"]):
+                continue
+            yield {
+                **record,
+                "id": f"{record['id']}/coreset",
+                "best": found[1],
+                "answer": answer_format.render(found[0], label["unoptimized"], found[1]),
             }
 
 
@@ -110,12 +149,22 @@ def main(argv: list[str] | None = None) -> int:
         help="keep only these record ids (a released model's set, data/labels/real/training_sets/): labels "
         "added since then are left out, so its training data is rebuilt exactly",
     )
+    parser.add_argument(
+        "--coreset-answers",
+        type=Path,
+        help="a coreset (models/coreset/coreset.json): also write, for each function whose search measured all "
+        "of its lists, an example answering with the coreset list that was best for it",
+    )
     args = parser.parse_args(argv)
     splits = tuple(s.strip() for s in args.splits.split(","))
     objectives = tuple(o.strip() for o in args.objectives.split(","))
     if unknown := set(objectives) - set(PASSFORMER_PROFILE.objectives):
         parser.error(f"--objectives: {sorted(unknown)} not among {PASSFORMER_PROFILE.objectives}")
-    records = iter_training_records(args.corpus, splits, objectives)
+    coresets = None
+    if args.coreset_answers:
+        objective_lists = json.loads(args.coreset_answers.read_text())["objectives"]
+        coresets = {o: [entry["passes"] for entry in lists] for o, lists in objective_lists.items()}
+    records = iter_training_records(args.corpus, splits, objectives, coresets)
     if args.only_ids:
         wanted = read_ids(args.only_ids)
         records = (r for r in records if r["id"] in wanted)

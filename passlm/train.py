@@ -189,6 +189,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--init-from", type=Path, help="start from the weights of an earlier run's final/ (fresh optimizer)"
     )
+    parser.add_argument(
+        "--skip-kind",
+        action="append",
+        default=[],
+        help="leave out records whose id ends in /KIND (e.g. coreset: the best-coreset-list examples)",
+    )
     parser.add_argument("--max-tokens", type=int, default=2048, help="longest example (prompt + answer)")
     parser.add_argument("--batch-tokens", type=int, default=65536)
     parser.add_argument("--lr", type=float, default=1.5e-3)
@@ -214,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         return torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16)
 
     tokenizer = PreTrainedTokenizerFast.from_pretrained(args.tokenizer)
-    records = read_records(args.data)
+    records = [r for r in read_records(args.data) if r["id"].rsplit("/", 1)[-1] not in args.skip_kind]
     train_records = [r for r in records if not held_out(r, args.val_share)]
     val_records = [r for r in records if held_out(r, args.val_share)]
     train = tokenize(train_records, tokenizer, args.max_tokens, args.prompt_loss_weight, args.count_weight)

@@ -12,6 +12,7 @@ from optserve.engine.tiny_model import synthetic_function
 from optserve.passlm.examples import (
     NO_PASSES,
     PASSFORMER_PROFILE,
+    best_coreset_list,
     read_records,
     training_texts,
     write_records,
@@ -55,6 +56,15 @@ def test_the_prompt_names_the_objective_the_model_was_trained_for_else_its_defau
     assert "<objective>instruction_count</objective>" in unknown.prompt(ir, objective="text_size")
 
 
+def test_the_best_coreset_list_is_the_cheapest_measured_one_and_needs_every_list_measured():
+    coreset = [["sroa"], ["-O1", "newgvn"], ["instcombine"]]
+    known = {("sroa",): 30, ("-O1", "newgvn"): 25, ("instcombine",): 25, ("-Oz",): 40}
+    assert best_coreset_list(known, coreset) == (("-O1", "newgvn"), 25)  # the earlier of two at 25
+    del known[("instcombine",)]
+    assert best_coreset_list(known, coreset) is None  # the unmeasured list might have been best
+    assert best_coreset_list(known, []) is None
+
+
 def test_an_empty_best_list_is_written_as_o0_which_the_grammar_accepts():
     import re
 
@@ -73,7 +83,8 @@ def records(tmp_path_factory):
         prompt, answer = training_texts(_example(ir, lists[i % len(lists)], 20 + i, 10 + i % 7))
         out.append(
             {
-                "id": f"{i:04d}",
+                # every tenth is a best-coreset-list example (passlm.examples --coreset-answers)
+                "id": f"{i:04d}/text_size" + ("/coreset" if i % 10 == 0 else ""),
                 "source": "synthetic",
                 "oz": 10,
                 "best": 10,
@@ -156,10 +167,15 @@ def test_training_run_resumes_and_packages_a_loadable_model(records, tokenizer_d
                 "1",
                 "--init-from",
                 str(run / "final"),
+                "--skip-kind",
+                "coreset",
             ]
         )
         == 0
     )
+    second = [json.loads(line) for line in (tmp_path / "run2" / "log.jsonl").read_text().splitlines()]
+    start = next(e for e in second if e.get("event") == "start")
+    assert start["train_examples"] + start["val_examples"] == 54  # the 6 coreset examples left out
 
     model_dir = package(run, tmp_path / "model")
     assert ModelProfile.load(model_dir) == PASSFORMER_PROFILE
