@@ -19,13 +19,20 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
 import datetime  # noqa: E402
-import json  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
-from looptune_suite import NAIVE, time_case  # noqa: E402
+from looptune_suite import (  # noqa: E402
+    NAIVE,
+    SHARED_NOTE,
+    add_shard_arguments,
+    merge_parts,
+    shard_of,
+    time_case,
+    write_outputs,
+)
 
 METHODS = ("policy", "search", "numpy", NAIVE)
 CUBES = (16, 48, 100, 256, 384, 512)  # largest: 2 * 512^3 flops, the default limit
@@ -109,19 +116,25 @@ def report(data: dict, plot_path: str | None) -> str:
     inference = [r["inference_ms"] for r in rows]
     jit = [r["compile_ms"] or 0.0 for r in rows]
     decisions = [r["decision_s"] for r in rows]
+    budget = ""
+    if meta["search_time_s"] < 60:
+        budget = (
+            f" (the issue asks for 60 s: {len(rows)} shapes x 60 s is more than a shared 2-core machine"
+            " affords; benchmarks/looptune_suite_lent.sh runs 60 s on the lent 16-core machine)"
+        )
     lines = [
         "# LoopTune: GFLOPS vs size, every contraction kind",
         "",
-        f"- Machine: {meta['cpu']}, {meta['cores']} cores, shared with other work (ratios come from one run,"
-        " interleaved rounds). Date: " + meta["date"] + ".",
+        f"- Machine: {meta['cpu']}, {meta['cores']} cores ({meta.get('note', SHARED_NOTE)})."
+        f" Date: {meta['date']}.",
         f"- Command: `{meta['command']}`",
         "- policy: `optserve schedule`'s default decision `policy_tiles`; search: the `tiles` search with"
-        f" {meta['search_time_s']:g} s per shape (the issue asks for 60 s: {len(rows)} shapes x 60 s is more"
-        " than this shared 2-core machine affords; the lent-machine script runs 60 s); numpy: single-thread"
-        " (kernels/reference.py); naive: the base nest compiled scalar. GFLOPS: best of"
-        f" {meta['rounds']} interleaved rounds.",
-        f"- Q-policy inference (10-step rollout, slowest of 3 per shape): median"
-        f" {statistics.median(inference):.1f} ms, max {max(inference):.1f} ms (goal < 50 ms). Decision"
+        f" {meta['search_time_s']:g} s per shape{budget}; numpy: single-thread (kernels/reference.py); naive:"
+        f" the base nest compiled scalar. GFLOPS: best of {meta['rounds']} interleaved rounds.",
+        f"- Q-policy inference (10-step rollout, slowest of 3 per shape): wall median"
+        f" {statistics.median(inference):.1f} ms, max {max(inference):.1f} ms; CPU time max"
+        f" {max(r['inference_cpu_ms'] for r in rows):.1f} ms (goal < 50 ms; load average at the end"
+        f" {meta.get('load_average', float('nan')):.1f} on {meta['cores']} cores). Decision"
         f" (policy + polish, wall): median {statistics.median(decisions):.2f} s, max {max(decisions):.2f} s."
         f" JIT of the chosen kernel (wall, inside the decision): median {statistics.median(jit):.0f} ms, max"
         f" {max(jit):.0f} ms.",
@@ -149,55 +162,55 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kinds", default="", help="comma-separated kinds (default: all)")
     parser.add_argument("--out", default="docs/bench/looptune_sizes.md")
     parser.add_argument("--json-out", default="runs/looptune_sizes.json")
+    add_shard_arguments(parser)
     args = parser.parse_args(argv)
 
     from optserve.config import LoopTuneSettings
     from optserve.kernels.jit import host_description
     from optserve.policies.suites import training_suite
 
+    command = args.command or "OPENBLAS_NUM_THREADS=1 python benchmarks/looptune_sizes.py " + " ".join(
+        argv or sys.argv[1:]
+    )
+    wanted = [k for k in args.kinds.split(",") if k]
+    points = [
+        (case, label)
+        for kind, (label, cases) in sweep().items()
+        if not wanted or kind in wanted
+        for case in cases
+    ]
+    if args.merge:
+        data = merge_parts(args.merge, [case.name for case, _ in points], command, args.note)
+        write_outputs(data, args.out, args.json_out, report, plot)
+        return 0
     settings = LoopTuneSettings()
     trained = {c.name for c in training_suite()}
-    wanted = [k for k in args.kinds.split(",") if k]
     results = []
-    for kind, (label, cases) in sweep().items():
-        if wanted and kind not in wanted:
-            continue
-        for case in cases:
-            if case.name in trained:
-                raise SystemExit(f"{case.name} is a training shape; the sweep must be held out")
-            row = time_case(case, settings, args.search_time, args.rounds)
-            row.update(size=swept_size(case), size_label=label, einsum=case.einsum)
-            results.append(row)
-            g = row["gflops"]
-            print(
-                f"{case.name}: policy {g['policy']:.1f}, search {g['search']:.1f}, numpy {g['numpy']:.1f},"
-                f" naive {g[NAIVE]:.2f} GFLOPS; inference {row['inference_ms']:.1f} ms,"
-                f" decision {row['decision_s']:.2f} s",
-                flush=True,
-            )
-    data = {
-        "meta": {
-            "cpu": host_description(),
-            "cores": os.cpu_count(),
-            "date": datetime.date.today().isoformat(),
-            "command": "OPENBLAS_NUM_THREADS=1 python benchmarks/looptune_sizes.py "
-            + " ".join(argv or sys.argv[1:]),
-            "search_time_s": args.search_time,
-            "rounds": args.rounds,
-        },
-        "results": results,
+    for case, label in shard_of(points, args.shard):
+        if case.name in trained:
+            raise SystemExit(f"{case.name} is a training shape; the sweep must be held out")
+        row = time_case(case, settings, args.search_time, args.rounds)
+        row.update(size=swept_size(case), size_label=label, einsum=case.einsum)
+        results.append(row)
+        g = row["gflops"]
+        print(
+            f"{case.name}: policy {g['policy']:.1f}, search {g['search']:.1f}, numpy {g['numpy']:.1f},"
+            f" naive {g[NAIVE]:.2f} GFLOPS; inference {row['inference_ms']:.1f} ms,"
+            f" decision {row['decision_s']:.2f} s",
+            flush=True,
+        )
+    meta = {
+        "cpu": host_description(),
+        "cores": os.cpu_count(),
+        "date": datetime.date.today().isoformat(),
+        "command": command,
+        "search_time_s": args.search_time,
+        "rounds": args.rounds,
+        "load_average": os.getloadavg()[0],  # at the end: over 1 per core, timings wait for a core
     }
-    Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json_out).write_text(json.dumps(data, indent=1))
-    plot_path: str | None = str(Path(args.out).with_suffix(".png"))
-    try:
-        plot(data, plot_path)  # type: ignore[arg-type]
-    except ImportError:  # no matplotlib (the lent machine): the table alone
-        plot_path = None
-    text = report(data, plot_path)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text)
-    print(text)
+    if args.note:
+        meta["note"] = args.note
+    write_outputs({"meta": meta, "results": results}, args.out, args.json_out, report, plot)
     return 0
 
 
