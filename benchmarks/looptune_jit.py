@@ -100,7 +100,9 @@ def report(data: dict) -> str:
     lines = [
         "# JIT time of the chosen kernels (held-out suite)",
         "",
-        f"- Machine: {meta['cpu']}, {meta['cores']} cores (shared with other work). Date: {meta['date']}.",
+        f"- Machine: {meta['cpu']}, {meta['cores']} cores, shared with other work (load average"
+        f" {meta['load_average'][0]:.1f} at the start, {meta['load_average'][1]:.1f} at the end: wall times"
+        " wait for a core; CPU times do not). Date: " + meta["date"] + ".",
         f"- Command: `{meta['command']}`",
         f"- before: kernels/codegen.py at `{meta['before']}`; after: this checkout. Same schedule (the"
         f" `policy_tiles` decision), {meta['repeats']} compiles each, alternating; GFLOPS best of"
@@ -112,7 +114,9 @@ def report(data: dict) -> str:
         f" {worst('jit_ms_median', 'after'):.1f} |",
         f"| JIT ms, worst single compile | {worst('jit_ms_max', 'before'):.1f} |"
         f" {worst('jit_ms_max', 'after'):.1f} |",
-        f"| JIT CPU ms of this thread, worst single compile (what the machine's load does not inflate) |"
+        f"| JIT CPU ms of this thread, worst case (median of {meta['repeats']}) |"
+        f" {worst('jit_cpu_ms_median', 'before'):.1f} | {worst('jit_cpu_ms_median', 'after'):.1f} |",
+        f"| JIT CPU ms of this thread, worst single compile |"
         f" {worst('jit_cpu_ms_max', 'before'):.1f} | {worst('jit_cpu_ms_max', 'after'):.1f} |",
         f"| cases with a compile over 50 ms (wall) | {over['before']} of {len(rows)} |"
         f" {over['after']} of {len(rows)} |",
@@ -158,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     generators = {"before": generator_at(revision), "after": generate_ir}
     prefixes = [p for p in args.cases.split(",") if p]
     cases = [c for c in HELD_OUT if not prefixes or any(c.name.startswith(p) for p in prefixes)]
+    load_at_start = os.getloadavg()[0]
     results = []
     for number, case in enumerate(cases, 1):
         row = time_case(case, settings, generators, args.repeats, args.rounds)
@@ -176,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
             "command": "OPENBLAS_NUM_THREADS=1 python benchmarks/looptune_jit.py "
             + " ".join(argv or sys.argv[1:]),
             "before": revision,
+            "load_average": [load_at_start, os.getloadavg()[0]],
             "repeats": args.repeats,
             "rounds": args.rounds,
         },
