@@ -18,7 +18,6 @@ os.environ["OPENBLAS_NUM_THREADS"] = "1"  # before numpy loads OpenBLAS
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
-import datetime  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -27,8 +26,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from looptune_suite import (  # noqa: E402
     NAIVE,
     SHARED_NOTE,
-    add_shard_arguments,
+    add_run_arguments,
     merge_parts,
+    recorded_command,
+    run_meta,
     shard_of,
     time_case,
     write_outputs,
@@ -157,21 +158,14 @@ def report(data: dict, plot_path: str | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--search-time", type=float, default=10.0, help="seconds of the tiles search")
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds")
+    add_run_arguments(parser, "looptune_sizes", search_time=10.0)
     parser.add_argument("--kinds", default="", help="comma-separated kinds (default: all)")
-    parser.add_argument("--out", default="docs/bench/looptune_sizes.md")
-    parser.add_argument("--json-out", default="runs/looptune_sizes.json")
-    add_shard_arguments(parser)
     args = parser.parse_args(argv)
 
     from optserve.config import LoopTuneSettings
-    from optserve.kernels.jit import host_description
     from optserve.policies.suites import training_suite
 
-    command = args.command or "OPENBLAS_NUM_THREADS=1 python benchmarks/looptune_sizes.py " + " ".join(
-        argv or sys.argv[1:]
-    )
+    command = recorded_command(args, "looptune_sizes.py", argv)
     wanted = [k for k in args.kinds.split(",") if k]
     points = [
         (case, label)
@@ -190,27 +184,10 @@ def main(argv: list[str] | None = None) -> int:
         if case.name in trained:
             raise SystemExit(f"{case.name} is a training shape; the sweep must be held out")
         row = time_case(case, settings, args.search_time, args.rounds)
-        row.update(size=swept_size(case), size_label=label, einsum=case.einsum)
-        results.append(row)
-        g = row["gflops"]
-        print(
-            f"{case.name}: policy {g['policy']:.1f}, search {g['search']:.1f}, numpy {g['numpy']:.1f},"
-            f" naive {g[NAIVE]:.2f} GFLOPS; inference {row['inference_ms']:.1f} ms,"
-            f" decision {row['decision_s']:.2f} s",
-            flush=True,
-        )
-    meta = {
-        "cpu": host_description(),
-        "cores": os.cpu_count(),
-        "date": datetime.date.today().isoformat(),
-        "command": command,
-        "search_time_s": args.search_time,
-        "rounds": args.rounds,
-        "load_average": os.getloadavg()[0],  # at the end: over 1 per core, timings wait for a core
-    }
-    if args.note:
-        meta["note"] = args.note
-    write_outputs({"meta": meta, "results": results}, args.out, args.json_out, report, plot)
+        results.append({**row, "size": swept_size(case), "size_label": label, "einsum": case.einsum})
+    write_outputs(
+        {"meta": run_meta(args, command, settings), "results": results}, args.out, args.json_out, report, plot
+    )
     return 0
 
 

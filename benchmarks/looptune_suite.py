@@ -48,13 +48,41 @@ def merge_parts(paths: list[str], order: list[str], command: str, note: str | No
     return {"meta": meta, "results": results}
 
 
-def add_shard_arguments(parser: argparse.ArgumentParser) -> None:
+def add_run_arguments(parser: argparse.ArgumentParser, name: str, search_time: float) -> None:
+    """The options a timing run of held-out shapes shares: search budget, rounds, outputs, shards."""
+    parser.add_argument("--search-time", type=float, default=search_time, help="seconds of the tiles search")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds")
+    parser.add_argument("--out", default=f"docs/bench/{name}.md")
+    parser.add_argument("--json-out", default=f"runs/{name}.json")
     parser.add_argument("--shard", default="0/1", help="k/n: time only every n-th case from the k-th")
-    parser.add_argument(
-        "--merge", nargs="+", metavar="JSON", help="report the shards' JSON files; time nothing"
-    )
+    parser.add_argument("--merge", nargs="+", metavar="JSON", help="report the shards' JSON; time nothing")
     parser.add_argument("--command", help="the command to record (default: this one)")
     parser.add_argument("--note", help="how the machine was used, for the report (default: shared, one run)")
+
+
+def recorded_command(args: argparse.Namespace, script: str, argv: list[str] | None) -> str:
+    return args.command or f"OPENBLAS_NUM_THREADS=1 python benchmarks/{script} " + " ".join(
+        argv or sys.argv[1:]
+    )
+
+
+def run_meta(args: argparse.Namespace, command: str, settings) -> dict:
+    """What a report says about the run: machine, date, command, budgets, load."""
+    from optserve.kernels.jit import host_description
+
+    meta = {
+        "cpu": host_description(),
+        "cores": os.cpu_count(),
+        "date": datetime.date.today().isoformat(),
+        "command": command,
+        "search_time_s": args.search_time,
+        "polish_time_s": settings.polish_time_s,
+        "rounds": args.rounds,
+        "load_average": os.getloadavg()[0],  # at the end: over 1 per core, timings wait for a core
+    }
+    if args.note:
+        meta["note"] = args.note
+    return meta
 
 
 def time_case(case, settings, search_time: float, rounds: int) -> dict:
@@ -92,6 +120,13 @@ def time_case(case, settings, search_time: float, rounds: int) -> dict:
     finally:
         for kernel in kernels.values():
             kernel.close()
+    g, choice = best, decision.actions[0] if decision.actions else "(base)"
+    print(
+        f"{case.name}: policy {g['policy']:.1f}, search {g['search']:.1f}, numpy {g['numpy']:.1f}, naive"
+        f" {g[NAIVE]:.2f} GFLOPS; policy/numpy {g['policy'] / g['numpy']:.2f}; inference"
+        f" {inference_ms:.1f} ms; decision {decision.seconds:.2f} s ({choice})",
+        flush=True,
+    )
     return {
         "case": case.name,
         "kind": case.kind,
@@ -103,7 +138,7 @@ def time_case(case, settings, search_time: float, rounds: int) -> dict:
         "inference_ms": inference_ms,
         "inference_cpu_ms": inference_cpu_ms,
         "compile_ms": decision.compile_ms,
-        "policy_choice": decision.actions[0] if decision.actions else "(base)",
+        "policy_choice": choice,
         "search_choice": search.actions[0] if search.actions else "(base)",
         "search_evaluations": search.evaluations,
         "search_s": search.search_seconds,
@@ -188,23 +223,14 @@ def plot(data: dict, path: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--search-time", type=float, default=20.0, help="seconds of the tiles search per case"
-    )
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds")
+    add_run_arguments(parser, "looptune_suite", search_time=20.0)
     parser.add_argument("--cases", default="", help="comma-separated case-name prefixes (default: all)")
-    parser.add_argument("--out", default="docs/bench/looptune_suite.md")
-    parser.add_argument("--json-out", default="runs/looptune_suite.json")
-    add_shard_arguments(parser)
     args = parser.parse_args(argv)
 
     from optserve.config import LoopTuneSettings
-    from optserve.kernels.jit import host_description
     from optserve.policies.suites import HELD_OUT
 
-    command = args.command or "OPENBLAS_NUM_THREADS=1 python benchmarks/looptune_suite.py " + " ".join(
-        argv or sys.argv[1:]
-    )
+    command = recorded_command(args, "looptune_suite.py", argv)
     if args.merge:
         data = merge_parts(args.merge, [c.name for c in HELD_OUT], command, args.note)
         write_outputs(data, args.out, args.json_out)
@@ -214,29 +240,9 @@ def main(argv: list[str] | None = None) -> int:
     cases = [c for c in HELD_OUT if not prefixes or any(c.name.startswith(p) for p in prefixes)]
     cases = shard_of(cases, args.shard)
     results = []
-    for number, case in enumerate(cases, 1):
-        row = time_case(case, settings, args.search_time, args.rounds)
-        results.append(row)
-        g = row["gflops"]
-        print(
-            f"[{number}/{len(cases)}] {case.name}: policy {g['policy']:.1f}, search {g['search']:.1f},"
-            f" numpy {g['numpy']:.1f}, naive {g[NAIVE]:.2f} GFLOPS; policy/numpy"
-            f" {g['policy'] / g['numpy']:.2f}; decision {row['decision_s']:.2f} s ({row['policy_choice']})",
-            flush=True,
-        )
-    meta = {
-        "cpu": host_description(),
-        "cores": os.cpu_count(),
-        "date": datetime.date.today().isoformat(),
-        "command": command,
-        "search_time_s": args.search_time,
-        "polish_time_s": settings.polish_time_s,
-        "rounds": args.rounds,
-        "load_average": os.getloadavg()[0],  # at the end: over 1 per core, timings wait for a core
-    }
-    if args.note:
-        meta["note"] = args.note
-    write_outputs({"meta": meta, "results": results}, args.out, args.json_out)
+    for case in cases:
+        results.append(time_case(case, settings, args.search_time, args.rounds))
+    write_outputs({"meta": run_meta(args, command, settings), "results": results}, args.out, args.json_out)
     return 0
 
 
