@@ -34,18 +34,21 @@ sharded() {  # sharded NAME ARGS...: `python3 ARGS --shard k/WORKERS` on core k+
   wait
   local done=$(ls "$OUT"/parts/$name.*.json 2>/dev/null | wc -l)
   echo "$name: $done of $WORKERS shards wrote results (${SECONDS} s so far)"
-  [ "$done" = "$WORKERS" ] || tail -n 3 "$OUT"/parts/$name.*.log
+  [ "$done" = "$WORKERS" ] || { MISSING=1; tail -n 3 "$OUT"/parts/$name.*.log; }
 }
+MISSING=0
 
 SECONDS=0
 if [ "$RELEARN" = relearn ]; then
   sharded tiles "$REPO/benchmarks/looptune_tiles.py" --data-out "$OUT/parts/tiles.{k}.json"
+  [ "$MISSING" = 0 ] || { echo "cover not learned: shapes are missing" >&2; exit 1; }
   python3 "$REPO/benchmarks/looptune_tiles.py" --merge "$OUT"/parts/tiles.*.json --out "$OUT/tiles.json" \
     --data-out "$OUT/tiles_data.json" > "$OUT/tiles.log" 2>&1
   echo "cover exit $?"; grep -A1 '"cover"' "$OUT/tiles.json" | head -3
   cp "$OUT/tiles.json" "$REPO/models/looptune/tiles.json"  # this copy of the repository only
 elif [ -n "$RELEARN" ]; then
-  cp "$REPO/$RELEARN" "$REPO/models/looptune/tiles.json" || exit 1
+  case $RELEARN in /*) COVER=$RELEARN ;; *) COVER=$REPO/$RELEARN ;; esac
+  cp "$COVER" "$REPO/models/looptune/tiles.json" || exit 1
   echo "cover from $RELEARN"
 fi
 sharded "$PART" "$SCRIPT" --search-time "$SEARCH_S" --rounds 3 --out "$OUT/parts/$PART.{k}.md" \
@@ -57,3 +60,4 @@ python3 "$SCRIPT" --merge "$OUT"/parts/$PART.*.json --out "$OUT/looptune_$PART.m
 echo "merge exit $? after ${SECONDS} s"
 sed -n '/^| kind |/,/^$/p' "$OUT/looptune_$PART.md" | head -30
 grep -m1 "inference" "$OUT/looptune_$PART.md"
+[ "$MISSING" = 0 ] || { echo "some shards wrote no results: the report misses their shapes" >&2; exit 1; }
