@@ -42,7 +42,8 @@ def merge_parts(paths: list[str], order: list[str], command: str, note: str | No
     """One result set from the JSON files of the shards of one run, in `order` (case names)."""
     parts = [json.loads(Path(path).read_text()) for path in paths]
     results = sorted((r for part in parts for r in part["results"]), key=lambda r: order.index(r["case"]))
-    meta = {**parts[0]["meta"], "command": command, "shards": len(parts)}
+    shards = sum(part["meta"].get("shards", 1) for part in parts)  # a merged file counts its own
+    meta = {**parts[0]["meta"], "command": command, "shards": shards}
     if note:
         meta["note"] = note
     return {"meta": meta, "results": results}

@@ -11,8 +11,9 @@
 # the decisions then use (in this copy of the repository only; it comes back as $OUT/tiles.json); COVER, a
 # carried tiles.json (an earlier call's), is used instead of the bundled one. At 60 s of search per shape
 # on 15 cores: suite ~4 min, sizes ~6 min.
-# Writes $OUT/looptune_<part>.md and .json (render the plot here: python benchmarks/looptune_<part>.py
-# --merge that.json --note ...).
+# Writes $OUT/looptune_<part>.md and .json; the plot is drawn here from the JSON (matplotlib):
+#   python benchmarks/looptune_<part>.py --merge looptune_<part>.json --out docs/bench/looptune_<part>_lent.md \
+#     --json-out runs/looptune_<part>_lent.json --command "bash benchmarks/looptune_suite_lent.sh <args>"
 set -u
 PART=${1:?suite or sizes}; SEARCH_S=${2:-60}; RELEARN=${3:-}
 REPO=$PWD
