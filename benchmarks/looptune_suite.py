@@ -27,6 +27,63 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 NAIVE = "naive"
+SHARED_NOTE = "shared with other work; ratios come from one run, interleaved rounds"
+
+
+def shard_of(items: list, shard: str) -> list:
+    """Items k, k + n, k + 2n, ... of shard "k/n": one process per core runs one shard."""
+    k, n = (int(part) for part in shard.split("/"))
+    if not 0 <= k < n:
+        raise SystemExit(f"--shard {shard}: want k/n with 0 <= k < n")
+    return items[k::n]
+
+
+def merge_parts(paths: list[str], order: list[str], command: str, note: str | None) -> dict:
+    """One result set from the JSON files of the shards of one run, in `order` (case names)."""
+    parts = [json.loads(Path(path).read_text()) for path in paths]
+    results = sorted((r for part in parts for r in part["results"]), key=lambda r: order.index(r["case"]))
+    shards = sum(part["meta"].get("shards", 1) for part in parts)  # a merged file counts its own
+    meta = {**parts[0]["meta"], "command": command, "shards": shards}
+    if note:
+        meta["note"] = note
+    return {"meta": meta, "results": results}
+
+
+def add_run_arguments(parser: argparse.ArgumentParser, name: str, search_time: float) -> None:
+    """The options a timing run of held-out shapes shares: search budget, rounds, outputs, shards."""
+    parser.add_argument("--search-time", type=float, default=search_time, help="seconds of the tiles search")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds")
+    parser.add_argument("--out", default=f"docs/bench/{name}.md")
+    parser.add_argument("--json-out", default=f"runs/{name}.json")
+    parser.add_argument("--shard", default="0/1", help="k/n: time only every n-th case from the k-th")
+    parser.add_argument("--merge", nargs="+", metavar="JSON", help="report the shards' JSON; time nothing")
+    parser.add_argument("--command", help="the command to record (default: this one)")
+    parser.add_argument("--note", help="how the machine was used, for the report (default: shared, one run)")
+
+
+def recorded_command(args: argparse.Namespace, script: str, argv: list[str] | None) -> str:
+    return args.command or f"OPENBLAS_NUM_THREADS=1 python benchmarks/{script} " + " ".join(
+        argv or sys.argv[1:]
+    )
+
+
+def run_meta(args: argparse.Namespace, command: str, settings) -> dict:
+    """What a report says about the run: machine, date, command, budgets, load."""
+    from optserve.kernels.jit import host_description
+
+    meta = {
+        "cpu": host_description(),
+        "cores": os.cpu_count(),
+        "date": datetime.date.today().isoformat(),
+        "command": command,
+        "search_time_s": args.search_time,
+        "polish_time_s": settings.polish_time_s,
+        "rounds": args.rounds,
+        "load_average": os.getloadavg()[0],  # at the end: over 1 per core, timings wait for a core
+    }
+    if args.note:
+        meta["note"] = args.note
+    return meta
 
 
 def time_case(case, settings, search_time: float, rounds: int) -> dict:
@@ -40,9 +97,12 @@ def time_case(case, settings, search_time: float, rounds: int) -> dict:
 
     spec = case.spec(settings)
     bundle = load_bundle(str(default_policy_path()))
-    start = time.perf_counter()
-    rollout(bundle.network, spec)
-    inference_ms = (time.perf_counter() - start) * 1e3
+    inference_ms = inference_cpu_ms = 0.0  # the slowest of 3 Q-policy rollouts (10 steps each): wall, CPU
+    for _ in range(3):
+        start, cpu_start = time.perf_counter(), time.process_time()
+        rollout(bundle.network, spec)
+        inference_ms = max(inference_ms, (time.perf_counter() - start) * 1e3)
+        inference_cpu_ms = max(inference_cpu_ms, (time.process_time() - cpu_start) * 1e3)
     decision = schedule_nest(spec, "policy_tiles", time_limit_s=10.0, settings=settings)
     search = schedule_nest(spec, "tiles", time_limit_s=search_time, settings=settings)
     target = host_target(settings.max_kernel_statements)
@@ -61,6 +121,13 @@ def time_case(case, settings, search_time: float, rounds: int) -> dict:
     finally:
         for kernel in kernels.values():
             kernel.close()
+    g, choice = best, decision.actions[0] if decision.actions else "(base)"
+    print(
+        f"{case.name}: policy {g['policy']:.1f}, search {g['search']:.1f}, numpy {g['numpy']:.1f}, naive"
+        f" {g[NAIVE]:.2f} GFLOPS; policy/numpy {g['policy'] / g['numpy']:.2f}; inference"
+        f" {inference_ms:.1f} ms; decision {decision.seconds:.2f} s ({choice})",
+        flush=True,
+    )
     return {
         "case": case.name,
         "kind": case.kind,
@@ -70,8 +137,9 @@ def time_case(case, settings, search_time: float, rounds: int) -> dict:
         "decision_s": decision.seconds,
         "decision_evaluations": decision.evaluations,
         "inference_ms": inference_ms,
+        "inference_cpu_ms": inference_cpu_ms,
         "compile_ms": decision.compile_ms,
-        "policy_choice": decision.actions[0] if decision.actions else "(base)",
+        "policy_choice": choice,
         "search_choice": search.actions[0] if search.actions else "(base)",
         "search_evaluations": search.evaluations,
         "search_s": search.search_seconds,
@@ -87,8 +155,7 @@ def report(data: dict, plot_path: str | None) -> str:
     lines = [
         "# LoopTune on the held-out suite (every contraction kind)",
         "",
-        f"- Machine: {meta['cpu']}, {meta['cores']} cores (shared with other work; ratios come from one run,"
-        " interleaved rounds); the lent AVX-512 Xeon was not run.",
+        f"- Machine: {meta['cpu']}, {meta['cores']} cores ({meta.get('note', SHARED_NOTE)}).",
         f"- Date: {meta['date']}. Command: `{meta['command']}`",
         "- policy: `optserve schedule`'s default decision `policy_tiles` (learned tile cover + Q-policy,"
         f" quick polish within {meta['polish_time_s']} s); search: `tiles` with {meta['search_time_s']} s;"
@@ -157,57 +224,43 @@ def plot(data: dict, path: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--search-time", type=float, default=20.0, help="seconds of the tiles search per case"
-    )
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds")
+    add_run_arguments(parser, "looptune_suite", search_time=20.0)
     parser.add_argument("--cases", default="", help="comma-separated case-name prefixes (default: all)")
-    parser.add_argument("--out", default="docs/bench/looptune_suite.md")
-    parser.add_argument("--json-out", default="runs/looptune_suite.json")
     args = parser.parse_args(argv)
 
     from optserve.config import LoopTuneSettings
-    from optserve.kernels.jit import host_description
     from optserve.policies.suites import HELD_OUT
 
+    command = recorded_command(args, "looptune_suite.py", argv)
+    if args.merge:
+        data = merge_parts(args.merge, [c.name for c in HELD_OUT], command, args.note)
+        write_outputs(data, args.out, args.json_out)
+        return 0
     settings = LoopTuneSettings()
     prefixes = [p for p in args.cases.split(",") if p]
     cases = [c for c in HELD_OUT if not prefixes or any(c.name.startswith(p) for p in prefixes)]
+    cases = shard_of(cases, args.shard)
     results = []
-    for number, case in enumerate(cases, 1):
-        row = time_case(case, settings, args.search_time, args.rounds)
-        results.append(row)
-        g = row["gflops"]
-        print(
-            f"[{number}/{len(cases)}] {case.name}: policy {g['policy']:.1f}, search {g['search']:.1f},"
-            f" numpy {g['numpy']:.1f}, naive {g[NAIVE]:.2f} GFLOPS; policy/numpy"
-            f" {g['policy'] / g['numpy']:.2f}; decision {row['decision_s']:.2f} s ({row['policy_choice']})",
-            flush=True,
-        )
-    data = {
-        "meta": {
-            "cpu": host_description(),
-            "cores": os.cpu_count(),
-            "date": datetime.date.today().isoformat(),
-            "command": "OPENBLAS_NUM_THREADS=1 python benchmarks/looptune_suite.py "
-            + " ".join(argv or sys.argv[1:]),
-            "search_time_s": args.search_time,
-            "polish_time_s": settings.polish_time_s,
-            "rounds": args.rounds,
-        },
-        "results": results,
-    }
-    Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json_out).write_text(json.dumps(data, indent=1))
-    plot_path: str | None = str(Path(args.out).with_suffix(".png"))
+    for case in cases:
+        results.append(time_case(case, settings, args.search_time, args.rounds))
+    write_outputs({"meta": run_meta(args, command, settings), "results": results}, args.out, args.json_out)
+    return 0
+
+
+def write_outputs(data: dict, out: str, json_out: str, render=None, draw=None) -> None:
+    """The raw results, the plot beside the markdown (where matplotlib is installed) and the markdown."""
+    render, draw = render or report, draw or plot
+    Path(json_out).parent.mkdir(parents=True, exist_ok=True)
+    Path(json_out).write_text(json.dumps(data, indent=1))
+    plot_path: str | None = str(Path(out).with_suffix(".png"))
     try:
-        plot(data, plot_path)  # type: ignore[arg-type]
+        draw(data, plot_path)
     except ImportError:  # no matplotlib (the lent machine): the table alone
         plot_path = None
-    text = report(data, plot_path)
-    Path(args.out).write_text(text)
+    text = render(data, plot_path)
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(text)
     print(text)
-    return 0
 
 
 if __name__ == "__main__":

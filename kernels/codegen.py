@@ -5,10 +5,13 @@
   is kept as vector partial sums, reduced once when its register tile is written back.
 - Register tile: the outermost loop whose body touches few enough output vectors to stay in registers
   opens a tile. Inside it, loops over output indices are unrolled, loops over reduction indices stay loops
-  (short ones are unrolled), and accumulators are SSA values carried around loops by phis: they are loaded
-  once when the tile opens and stored once when it closes, and never spill by construction.
-- Loops run in exactly the scheduled order; tails are generated as separate straight-line code, because
-  every size is a compile-time constant.
+  (short ones with only straight-line code below are unrolled), and accumulators are SSA values carried
+  around loops by phis: they are loaded once when the tile opens and stored once when it closes, and never
+  spill by construction.
+- Loops run in exactly the scheduled order; tails are generated as separate code, because every size is a
+  compile-time constant. One exception keeps code size (and JIT time, which grows with it) down: a block
+  loop's tail that is the block with fewer trips in inner loops over the same index is one more trip of
+  the block loop, whose inner loops then run the tail's trip counts.
 
 The generator first builds a small plan (loops, shifts, tiles, multiply-adds), then writes IR text from it
 directly (much faster than building llvmlite.ir objects). The plan is also what bounds code size: a tile is
@@ -63,6 +66,8 @@ class RuntimeLoop:
     trips: int
     step: int
     body: object
+    # trips in the last iteration of the enclosing loop over the same index (its tail block), if fewer
+    last_trips: int | None = None
 
 
 @dataclass(frozen=True)
@@ -82,6 +87,9 @@ class _Planner:
         self.vectorized = all(s in (0, 1) for s in strides)
         self.widths = target.vector_widths if self.vectorized else ()
         self.partial_sums = self.vectorized and self.out_strides[inner] == 0
+        # per loop: whether a deeper reduction loop stays a runtime loop inside a tile
+        reductions = [lp.index not in self.output_indices and lp.size > UNROLL_TRIPS for lp in self.loops]
+        self.runtime_below = [any(reductions[p + 1 : -1]) for p in range(len(self.loops))]
 
     def chunks(self, extent: int) -> list[tuple[int, int]]:
         """(offset, width) pieces of the innermost loop: widest vectors first, scalars last."""
@@ -105,13 +113,17 @@ class _Planner:
         full, rem = divmod(extent, self.extents[pos])
         body = self._count(pos + 1, {**avail, loop.index: self.extents[pos]}) if full else 0
         tail = self._count(pos + 1, {**avail, loop.index: rem}) if rem else 0
-        if self._unrolled_in_tile(loop.index, full):
+        if self._unrolled_in_tile(pos, full):
             return full * body + tail
         return body + tail
 
-    def _unrolled_in_tile(self, index: str, trips: int) -> bool:
-        """Inside a tile, output loops are unrolled (each element its own register), short loops too."""
-        return index in self.output_indices or trips <= UNROLL_TRIPS
+    def _unrolled_in_tile(self, pos: int, trips: int) -> bool:
+        """Inside a tile, output loops are unrolled (each element its own register), and so are short
+        reduction loops with only straight-line code below: unrolling one around a runtime loop would only
+        copy that loop (a 3x3 convolution window around its channel loop: 9 copies, no gain)."""
+        if self.loops[pos].index in self.output_indices:
+            return True
+        return trips <= UNROLL_TRIPS and not self.runtime_below[pos]
 
     def _build(self, pos: int, avail: dict[str, int], tiled: bool) -> object:
         loop = self.loops[pos]
@@ -136,18 +148,25 @@ class _Planner:
         step = self.extents[pos]
         full, rem = divmod(extent, step)
         items = []
-        if full:
-            body = self._build(pos + 1, {**avail, loop.index: step}, tiled)
-            if tiled and self._unrolled_in_tile(loop.index, full):
+        body = self._build(pos + 1, {**avail, loop.index: step}, tiled) if full else None
+        tail = self._build(pos + 1, {**avail, loop.index: rem}, tiled) if rem else None
+        unrolled = tiled and self._unrolled_in_tile(pos, full)
+        if body is not None and tail is not None and not unrolled:
+            # The tail block is often the full block with shorter inner loops over the same index (a cache
+            # block of 64 with a tail of 44): one more iteration whose inner loops run fewer trips, instead
+            # of a second copy of the code (half the IR, half the JIT time).
+            folded = _with_last_trips(body, tail, loop.index)
+            if folded is not None:
+                return RuntimeLoop(loop.index, full + 1, step, folded)
+        if body is not None:
+            if unrolled:
                 items.extend(Shift(loop.index, j * step, body) for j in range(full))
             elif full == 1:
                 items.append(body)
             else:
                 items.append(RuntimeLoop(loop.index, full, step, body))
-        if rem:
-            items.append(
-                Shift(loop.index, full * step, self._build(pos + 1, {**avail, loop.index: rem}, tiled))
-            )
+        if tail is not None:
+            items.append(Shift(loop.index, full * step, tail))
         return Seq(tuple(items))
 
     def accumulators_at(self, node: object, offset: int) -> set[tuple[str, int, int]]:
@@ -171,6 +190,38 @@ class _Planner:
         if width == 1:
             return ("scalar", offset, 1)
         return ("partial" if self.partial_sums else "vector", offset, width)
+
+
+def _with_last_trips(body: object, tail: object, index: str) -> object | None:
+    """`body` with the trips of the tail block marked on its runtime loops over `index`, when `tail` is
+    `body` with only those trip counts smaller; else None."""
+    if type(body) is not type(tail):
+        return None
+    if isinstance(body, MulAdd):
+        return body if body == tail else None
+    if isinstance(body, Seq):
+        if len(body.items) != len(tail.items):
+            return None
+        items = [_with_last_trips(a, b, index) for a, b in zip(body.items, tail.items, strict=True)]
+        return None if any(item is None for item in items) else Seq(tuple(items))
+    if isinstance(body, Shift):
+        if (body.index, body.amount) != (tail.index, tail.amount):
+            return None
+        inner = _with_last_trips(body.body, tail.body, index)
+        return None if inner is None else Shift(body.index, body.amount, inner)
+    if isinstance(body, Tile):
+        inner = _with_last_trips(body.body, tail.body, index)
+        return None if inner is None else Tile(inner)
+    if isinstance(body, RuntimeLoop):
+        same = (body.index, body.step, body.last_trips) == (tail.index, tail.step, tail.last_trips)
+        if not same or (body.trips != tail.trips and (body.index != index or body.last_trips is not None)):
+            return None
+        inner = _with_last_trips(body.body, tail.body, index)
+        if inner is None:
+            return None
+        last = tail.trips if tail.trips != body.trips else body.last_trips
+        return RuntimeLoop(body.index, body.trips, body.step, inner, last)
+    raise TypeError(body)  # pragma: no cover - the planner makes only the nodes above
 
 
 def emitted_statements(node: object, memo: dict | None = None) -> int:
@@ -206,6 +257,7 @@ class _Emitter:
         self.block = "entry"
         self.pointers = ["%out", "%in0", "%in1"]
         self.offsets: list[str | None] = [None, None, None]  # runtime element offset of each pointer
+        self.enclosing: dict[str, tuple[str, str]] = {}  # index -> (counter, trips) of its innermost loop
         self.consts = [0, 0, 0]
         self.tile: dict | None = None
         self.loads: dict = {}
@@ -254,12 +306,19 @@ class _Emitter:
     def _emit_loop(self, node: RuntimeLoop) -> None:
         self.counter += 1
         head, done = f"loop.{node.index}{self.counter}", f"done.{node.index}{self.counter}"
+        bound = str(node.trips)
+        if node.last_trips is not None:  # fewer trips in the enclosing loop's tail block
+            outer_counter, outer_bound = self.enclosing[node.index]
+            outer_next = self.op(f"add nuw nsw i64 {outer_counter}, 1")
+            last = self.op(f"icmp eq i64 {outer_next}, {outer_bound}")
+            bound = self.op(f"select i1 {last}, i64 {node.last_trips}, i64 {node.trips}")
         pre = self.block
         self.lines.append(f"  br label %{head}")
         self.start_block(head)
         phi_at = len(self.lines)
         counter = self.name("i")
-        saved = (list(self.pointers), list(self.offsets))
+        saved = (list(self.pointers), list(self.offsets), dict(self.enclosing))
+        self.enclosing[node.index] = (counter, bound)
         for t, strides in enumerate(self.strides):
             stride = strides[node.index] * node.step
             if stride:
@@ -277,7 +336,7 @@ class _Emitter:
                 self.tile["acc"][key] = carried[key][1]
         self._emit(node.body)
         nxt = self.op(f"add nuw nsw i64 {counter}, 1")
-        more = self.op(f"icmp ult i64 {nxt}, {node.trips}")
+        more = self.op(f"icmp ult i64 {nxt}, {bound}")
         latch = self.block
         self.lines.append(f"  br i1 {more}, label %{head}, label %{done}")
         phis = [f"  {counter} = phi i64 [ 0, %{pre} ], [ {nxt}, %{latch} ]"]
@@ -287,7 +346,7 @@ class _Emitter:
             )
         self.lines[phi_at:phi_at] = phis
         self.start_block(done)
-        self.pointers, self.offsets = saved
+        self.pointers, self.offsets, self.enclosing = saved
 
     def _address(self, t: int, const: int) -> str:
         if const == 0:

@@ -95,11 +95,18 @@ class CompiledKernel:
 def compile_schedule(
     spec: LoopNestSpec, schedule: Schedule, target: Target | None = None, keep_ir: bool = False
 ) -> CompiledKernel:
-    """Generate, optimize and JIT-compile `schedule`; raises SpecError for a schedule that does not fit."""
+    """Generate and JIT-compile `schedule`; raises SpecError for a schedule that does not fit."""
     schedule.check(spec)
     start = time.perf_counter()
-    target = target or host_target()
-    text = generate_ir(spec, schedule, target)
+    text = generate_ir(spec, schedule, target or host_target())
+    return compile_ir(spec, schedule, text, keep_ir, start)
+
+
+def compile_ir(
+    spec: LoopNestSpec, schedule: Schedule, text: str, keep_ir: bool = False, start: float | None = None
+) -> CompiledKernel:
+    """JIT-compile the IR text of `schedule` (generate_ir's); compile seconds count from `start`."""
+    start = time.perf_counter() if start is None else start
     parsed = llvm.parse_assembly(text)
     parsed.verify()
     engine = llvm.create_mcjit_compiler(parsed, new_target_machine())

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kernels_helpers import random_schedule, reference
 
-from optserve.kernels.codegen import Target, plan_schedule
+from optserve.kernels.codegen import Target, emitted_statements, plan_schedule
 from optserve.kernels.jit import compile_schedule
 from optserve.kernels.schedule import Loop, Schedule
 from optserve.kernels.spec import LoopNestSpec, SpecError
@@ -77,6 +77,45 @@ def test_reduction_innermost_uses_vector_partial_sums():
     )
     plan, vectorized = plan_schedule(spec, schedule, Target(vector_widths=(8,)))
     assert vectorized
+    run_and_compare(spec, schedule)
+
+
+def matmul_schedule(spec: LoopNestSpec, *loops: Loop) -> Schedule:
+    return Schedule(compute=loops, writeback=Schedule.base(spec).writeback)
+
+
+def test_a_cache_block_tail_reuses_the_block_code():
+    # k in blocks of 64 with a tail of 44 (300 = 4 * 64 + 44): the tail is a fifth trip of the block loop
+    # whose inner k loop runs 44 trips, so the kernel has no more code than one without a tail.
+    def statements(k: int, tail: int) -> int:
+        spec = LoopNestSpec.parse(MATMUL, {"m": 8, "k": k, "n": 32})
+        schedule = matmul_schedule(spec, Loop("k", 4, tail), Loop("k", 64), Loop("m", 8), Loop("n", 32))
+        run_and_compare(spec, schedule)
+        return emitted_statements(plan_schedule(spec, schedule, Target(vector_widths=(8,)))[0])
+
+    assert statements(300, 44) == statements(256, 0)
+
+
+def test_nested_block_tails_run_their_own_trip_counts():
+    # n: 50 = 31 + 19; each block in pieces of 12 (31 = 2 * 12 + 7, 19 = 12 + 7): the middle loop runs
+    # 3 or 2 trips, and its last trip's inner loop 7 instead of 12, in either block.
+    spec = LoopNestSpec.parse(MATMUL, {"m": 19, "k": 35, "n": 50})
+    schedule = matmul_schedule(
+        spec, Loop("n", 1, 19), Loop("k", 35), Loop("n", 2, 7), Loop("n", 12), Loop("m", 19)
+    )
+    run_and_compare(spec, schedule)
+
+
+def test_a_short_window_loop_around_a_channel_loop_is_not_unrolled():
+    # A 3x3 window around a runtime channel loop: unrolling it would copy the channel loop nine times.
+    einsum = "O[n,f,y,x] += I[n,c,y+r,x+s] * W[f,c,r,s]"
+    spec = LoopNestSpec.parse(einsum, {"n": 1, "f": 2, "c": 24, "y": 4, "x": 16, "r": 3, "s": 3})
+    schedule = matmul_schedule(
+        spec, Loop("n", 1), Loop("r", 3), Loop("s", 3), Loop("c", 24), Loop("f", 2), Loop("y", 4),
+        Loop("x", 16),
+    )  # fmt: skip
+    plan, _ = plan_schedule(spec, schedule, Target(vector_widths=(16,)))
+    assert emitted_statements(plan) == 2 * 4  # one register tile: f x y rows of one 16-wide vector
     run_and_compare(spec, schedule)
 
 
