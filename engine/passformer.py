@@ -10,7 +10,7 @@ from __future__ import annotations
 from optserve.engine.profile import ModelProfile
 
 PASSFORMER_PROFILE = ModelProfile(
-    model_id="passformer-7m-v2",
+    model_id="passformer-7m-v3",
     prompt_template="<ir>\n{ir}</ir>\n<objective>{objective}</objective>\n{feedback}<answer>\n",
     feedback_template="<feedback>\n{feedback}</feedback>\n",
     answer_template="{pass_list}\n{cost_before} -> {cost_after}",
