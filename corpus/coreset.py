@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from optserve.compiler.passes import PassListError, validate_pass_list
 from optserve.corpus.label import OBJECTIVES
 from optserve.corpus.label_store import seed_sets, stored_labels
 
@@ -65,6 +66,15 @@ def known_costs(record: dict[str, Any], seed_sets: dict[str, Sequence[Sequence[s
     return costs
 
 
+def servable(pass_list: Sequence[str]) -> bool:
+    """Whether the vocabulary still offers every pass of the list (labels predate dropped passes)."""
+    try:
+        validate_pass_list(pass_list)
+    except PassListError:
+        return False
+    return True
+
+
 def build_coreset(store: Path, k: int = MAX_LISTS, split: str = "train") -> dict[str, Any]:
     """The coreset per objective from the store's `split` labels (functions and units together)."""
     sets = seed_sets(store)
@@ -78,7 +88,9 @@ def build_coreset(store: Path, k: int = MAX_LISTS, split: str = "train") -> dict
         ]
         if not records:
             continue
-        examples = [(r["oz"], known_costs(r, sets)) for r in records]
+        examples = [
+            (r["oz"], {p: c for p, c in known_costs(r, sets).items() if servable(p)}) for r in records
+        ]
         chosen = select(examples, k)
         result["objectives"][objective] = [
             {"passes": list(p), "gain": round(gain, 6), "wins": wins} for p, gain, wins in chosen

@@ -46,6 +46,7 @@ def test_vocabulary_is_every_optimization_pass_llvmlite_exposes():
         "add_lower_atomic_pass",
         "add_lower_invoke_pass",
         "add_refprune_pass",
+        "add_new_gvn_pass",  # left out on purpose: it miscompiles real code (compiler/passes.py)
     }
     assert {spec.adder for spec in PASS_SPECS} == exposed - not_optimizations
     assert len(PASS_NAMES) == len(set(PASS_NAMES)) == len(exposed - not_optimizations)

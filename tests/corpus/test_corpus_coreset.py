@@ -25,3 +25,18 @@ def test_no_gain_no_list_and_costs_come_from_seeds_and_top_lists():
     record = {"oz": 40, "seeds": "fp", "seed_costs": [38, None], "top": [[37, ["-O1", "dce"]]]}
     costs = known_costs(record, {"fp": [["-Os"], ["-O3"]]})
     assert costs == {("-Os",): 38, ("-O1", "dce"): 37, ("-Oz",): 40}
+
+
+def test_lists_with_a_pass_the_vocabulary_dropped_are_not_servable():
+    # newgvn miscompiles real code (compiler/passes.py): labels found with it must not reach the coreset
+    from optserve.compiler.passes import PassListError, validate_pass_list
+    from optserve.corpus.coreset import servable
+
+    assert servable(["-O1", "dse"]) and servable(["sroa"])
+    assert not servable(["instcombine", "newgvn", "sroa"])
+    try:
+        validate_pass_list(["newgvn"])
+    except PassListError as err:
+        assert "unknown pass 'newgvn'" in str(err)
+    else:
+        raise AssertionError("newgvn is still in the vocabulary")

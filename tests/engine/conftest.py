@@ -18,7 +18,7 @@ DATA = Path(__file__).resolve().parent.parent / "data"
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> Path:
-    return build_tiny_model(tmp_path_factory.mktemp("tiny-model"), seed=0)
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-model"), seed=2)
 
 
 @pytest.fixture(scope="session")

@@ -41,7 +41,7 @@ def test_priority_sampling_is_unique_ordered_and_starts_greedy(torch_engine, sam
 
 
 def test_allowed_lists_are_ranked_by_the_model_and_nothing_else_is_drawn(torch_engine, sample_ir):
-    allowed = (("-Oz",), ("sroa",), ("-O1", "sroa"), ("-O1",), ("newgvn", "sroa"))
+    allowed = (("-Oz",), ("sroa",), ("-O1", "sroa"), ("-O1",), ("dse", "sroa"))
     options = SamplingOptions(strategy=Strategy.PRIORITY, samples=10, allowed_lists=allowed)
     generation = run(torch_engine.generate(sample_ir, options))
     lists = _lists(generation)
