@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from ray import serve
 
 from optserve.config import Settings
-from optserve.engine.interface import Generation, SamplingOptions
+from optserve.engine.interface import Generation, PromptTooLongError, SamplingOptions
 from optserve.serve import metrics, schemas
 from optserve.serve.engine_host import EngineHost
-from optserve.serve.errors import ErrorKind, ModelInputTooLong, ServiceError, unavailable
+from optserve.serve.errors import ErrorKind, ServiceError, unavailable
 from optserve.serve.logs import configure_replica_logging
 from optserve.serve.schedule import schedule
 
@@ -40,7 +40,7 @@ class PassOrderingEngine:
             outcome = "deadline" if generation.deadline_hit else "ok"
             recorder.count(metrics.ENGINE_TOKENS, generation.tokens_computed)
             return generation
-        except ModelInputTooLong:
+        except PromptTooLongError:
             outcome = "too_long"
             raise
         except ServiceError as err:
