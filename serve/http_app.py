@@ -64,9 +64,12 @@ _BODY_OVERHEAD_BYTES = 64 * 1024
 _OPERATIONS_BY_PATH = {"/v1/optimize": "optimize", "/v1/schedule": "schedule", "/v1/model": "model_metadata"}
 
 
-def limit_bodies(settings: Settings) -> None:
-    """Refuse bodies larger than any acceptable request under `settings` (413, before reading them)."""
-    api.state.max_body_bytes = settings.compiler.max_ir_bytes * _BODY_BYTES_PER_IR_BYTE + _BODY_OVERHEAD_BYTES
+def limit_bodies(app: FastAPI, settings: Settings) -> None:
+    """Refuse bodies larger than any acceptable request under `settings` (413, before reading them).
+
+    `app` is the ingress's own: Ray Serve serves a copy of `api` made when the ingress class was decorated.
+    """
+    app.state.max_body_bytes = settings.compiler.max_ir_bytes * _BODY_BYTES_PER_IR_BYTE + _BODY_OVERHEAD_BYTES
 
 
 def _count_refused(path: str, code: str) -> None:

@@ -59,7 +59,7 @@ class Ingress:
             self.app_name,
         )
         self.grpc = GrpcMethods(self.operations, self.settings)
-        limit_bodies(self.settings)
+        limit_bodies(api, self.settings)  # the app Ray Serve serves (see limit_bodies)
         install_contract(api, self.settings)
 
     # --- gRPC ------------------------------------------------------------------------------------------
