@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     from optserve.config import LoopTuneSettings
     from optserve.kernels.jit import host_description, host_target
     from optserve.policies.env import Evaluator
-    from optserve.policies.schedule import measure_schedule
+    from optserve.policies.scheduler import measure_schedule
     from optserve.policies.suites import training_suite
     from optserve.policies.templates import choose_cover
     from optserve.policies.tiles import POOL_SEED, candidates, template_pool

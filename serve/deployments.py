@@ -22,7 +22,7 @@ from optserve.serve import metrics, schemas
 from optserve.serve.engine_host import EngineHost
 from optserve.serve.errors import ErrorKind, ServiceError, unavailable
 from optserve.serve.logs import configure_replica_logging
-from optserve.serve.schedule import schedule
+from optserve.serve.schedule_flow import schedule
 
 
 @serve.deployment(name="PassOrderingEngine")

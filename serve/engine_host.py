@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-STRATEGIES = ["greedy", "priority", "nucleus", "coreset", "ranked_coreset"]
+STRATEGIES = [strategy.value for strategy in schemas.ServedStrategy]
 
 
 def model_version(model_dir: Path) -> str:

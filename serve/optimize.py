@@ -26,7 +26,8 @@ from optserve.engine.feedback import generate_with_feedback
 from optserve.engine.interface import Engine, Generation, SamplingOptions, Strategy
 from optserve.serve import schemas
 from optserve.serve.errors import ErrorKind, ServiceError, invalid, unavailable
-from optserve.serve.result_cache import cache_key
+from optserve.serve.result_cache import answer_key
+from optserve.serve.schemas import ServedStrategy
 from optserve.serve.unit_lists import UnitLists, unit_lists
 
 OZ_PASS_LIST = ("-Oz",)
@@ -78,9 +79,10 @@ class Optimizer:
         engine, serve = self.settings.engine, self.settings.serve
         if request.samples > engine.max_samples:
             raise invalid(f"samples: {request.samples} is more than the limit of {engine.max_samples}")
-        if request.strategy == "greedy" and request.samples != 1:
+        if request.strategy == ServedStrategy.GREEDY and request.samples != 1:
             raise invalid("samples: greedy decoding gives one candidate; use strategy priority or nucleus")
-        if request.strategy in ("coreset", "ranked_coreset") and not self.coreset.first(request.objective, 1):
+        coreset_strategies = (ServedStrategy.CORESET, ServedStrategy.RANKED_CORESET)
+        if request.strategy in coreset_strategies and not self.coreset.first(request.objective, 1):
             raise invalid(
                 f"strategy {request.strategy}: the service has no coreset for objective {request.objective}"
             )
@@ -104,10 +106,10 @@ class Optimizer:
         validate_s = time.monotonic() - started
 
         model = await self.model_metadata()
-        if not model.ready and request.strategy != "coreset":
+        if not model.ready and request.strategy != ServedStrategy.CORESET:
             raise unavailable(f"pass-ordering model {model.name!r} is not ready: {model.reason}")
         digest = ir_digest(ir)
-        key = cache_key(digest, request, f"{model.version}+coreset-{self.coreset.version}")
+        key = answer_key(digest, request, f"{model.version}+coreset-{self.coreset.version}")
         if not request.bypass_cache and (hit := self.cache.get(key)) is not None:
             return _as_cached(hit, time.monotonic() - started)
 
@@ -178,7 +180,7 @@ class Optimizer:
     ) -> _Sampled:
         """Model candidates of every feedback round, each compiled and measured, until the deadline."""
         sampled = _Sampled()
-        if request.strategy == "coreset":
+        if request.strategy == ServedStrategy.CORESET:
             await self._measure_coreset(ir, request, deadline, request.samples, sampled)
             return sampled
         rounds = await generate_with_feedback(
@@ -207,7 +209,7 @@ class Optimizer:
     ) -> None:
         """The coreset's first lists beside the model's (engine.coreset_lists_with_model), unless drawn."""
         count = self.settings.engine.coreset_lists_with_model
-        if not count or request.strategy == "ranked_coreset" or sampled.deadline_hit:
+        if not count or request.strategy == ServedStrategy.RANKED_CORESET or sampled.deadline_hit:
             return
         drawn = {OZ_PASS_LIST} | {m.pass_list for m in sampled.measured}
         lists = [(p, 0.0) for p in self.coreset.first(request.objective, count) if p not in drawn]
@@ -295,7 +297,7 @@ class Optimizer:
 
 def _sampling_options(request: schemas.OptimizeRequest, coreset: Coreset) -> SamplingOptions:
     """The engine's options for the request; each generation gets the time left as its `deadline_s`."""
-    ranked = request.strategy == "ranked_coreset"  # priority sampling over the coreset's lists only
+    ranked = request.strategy == ServedStrategy.RANKED_CORESET  # priority sampling over the coreset's lists
     return SamplingOptions(
         strategy=Strategy.PRIORITY if ranked else Strategy(request.strategy),
         samples=request.samples,

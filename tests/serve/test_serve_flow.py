@@ -25,7 +25,7 @@ from optserve.serve.access import check_peer, check_token, is_loopback_host, pee
 from optserve.serve.engine_host import EngineHost
 from optserve.serve.errors import ErrorKind, ServiceError
 from optserve.serve.optimize import Optimizer
-from optserve.serve.result_cache import cache_key
+from optserve.serve.result_cache import answer_key
 from optserve.v1 import optserve_pb2 as pb
 
 # Model candidates alone (the coreset's lists beside them have their own test).
@@ -321,16 +321,18 @@ def test_strategy_coreset_without_a_coreset_for_the_objective_is_invalid(pool, a
 def test_the_cache_key_covers_ir_options_and_model_version():
     request = schemas.OptimizeRequest(ir="x", strategy="priority", samples=5)
     digest = hashlib.sha256(b"x").hexdigest()
-    key = cache_key(digest, request, "v1")
-    assert key != cache_key(hashlib.sha256(b"y").hexdigest(), request, "v1")
-    assert key != cache_key(digest, request, "v2")
-    assert key != cache_key(digest, request.model_copy(update={"samples": 6}), "v1")
-    assert key != cache_key(digest, request.model_copy(update={"objective": "text_size"}), "v1")
-    assert key != cache_key(digest, request.model_copy(update={"return_object": True}), "v1")
-    assert key == cache_key(digest, request.model_copy(update={"deadline_s": 3.0}), "v1")
-    assert key == cache_key(digest, request.model_copy(update={"seed": 4}), "v1")  # not nucleus
+    key = answer_key(digest, request, "v1")
+    assert key != answer_key(hashlib.sha256(b"y").hexdigest(), request, "v1")
+    assert key != answer_key(digest, request, "v2")
+    assert key != answer_key(digest, request.model_copy(update={"samples": 6}), "v1")
+    assert key != answer_key(digest, request.model_copy(update={"objective": "text_size"}), "v1")
+    assert key != answer_key(digest, request.model_copy(update={"return_object": True}), "v1")
+    assert key == answer_key(digest, request.model_copy(update={"deadline_s": 3.0}), "v1")
+    assert key == answer_key(digest, request.model_copy(update={"seed": 4}), "v1")  # not nucleus
     nucleus = request.model_copy(update={"strategy": "nucleus"})
-    assert cache_key(digest, nucleus, "v1") != cache_key(digest, nucleus.model_copy(update={"seed": 4}), "v1")
+    assert answer_key(digest, nucleus, "v1") != answer_key(
+        digest, nucleus.model_copy(update={"seed": 4}), "v1"
+    )
 
 
 def test_the_cache_forgets_the_least_recently_used_entry():
