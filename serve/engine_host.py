@@ -57,7 +57,7 @@ class EngineHost:
             what = "does not exist" if not model_dir.exists() else "has no profile.json"
             self.reason = (
                 f"model directory {model_dir} {what}; set engine.model_dir in the config file to a trained "
-                "model (or build a stand-in with `python -m optserve.engine.tiny_model DIR`)"
+                "model (or build a stand-in with `python -m optserve.passlm.tiny_model DIR`)"
             )
             log.warning("pass-ordering model not loaded: %s", self.reason)
             return

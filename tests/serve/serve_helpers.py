@@ -23,7 +23,7 @@ MAX_ONGOING = 6
 
 def build_tiny_model(directory: Path) -> Path:
     subprocess.run(
-        [sys.executable, "-m", "optserve.engine.tiny_model", str(directory)], check=True, capture_output=True
+        [sys.executable, "-m", "optserve.passlm.tiny_model", str(directory)], check=True, capture_output=True
     )
     return directory
 
@@ -57,7 +57,7 @@ def slow_module() -> str:
     """A valid module just under the size limit that -Oz needs about two seconds for."""
     import random
 
-    from optserve.engine.tiny_model import synthetic_function
+    from optserve.passlm.tiny_model import synthetic_function
 
     rng = random.Random(0)
     module = "\n".join(synthetic_function(rng, f"f{i}") for i in range(1200))
