@@ -10,5 +10,5 @@ code over the engine and compiler seams) or the Schedule flow (`schedule_flow`) 
 - `readiness`: per-part readiness (HTTP `/v2/health/ready`, gRPC health); `openapi`: the exact contract;
 - `engine_host`: one model behind the engine deployment; `unit_lists`, `result_cache`: Optimize's helpers;
 - `access`, `grpc_tls`, `loopback`: who may call; `logs`, `metrics`: what is recorded;
-- `client*`: the Python client (grpcio, protobuf and pydantic only); `cli`: `optserve optimize|schedule|health`.
+- `client*`: the Python client (grpcio, protobuf, pydantic only); `cli`: `optserve optimize|schedule|health`.
 """

@@ -18,20 +18,12 @@ from optserve.compiler.ir import normalize_ir
 from optserve.compiler.workers import CompilerPool
 from optserve.corpus.journal import read_jsonl, write_jsonl_atomic
 from optserve.corpus.layout import CorpusLayout
-from optserve.passlm.evaluate import (
-    EvalConfig,
-    FunctionCosts,
-    Method,
-    MethodResult,
-    collect,
-    parse_methods,
-    parse_samples,
-    random_lists,
-    result_at,
-    run,
-    select_functions,
-    summarize,
-)
+from optserve.passlm.evaluation.candidates import random_lists
+from optserve.passlm.evaluation.journal import result_at
+from optserve.passlm.evaluation.methods import EvalConfig, Method, parse_methods, parse_samples
+from optserve.passlm.evaluation.metrics import FunctionCosts, MethodResult, summarize
+from optserve.passlm.evaluation.pipeline import run, select_functions
+from optserve.passlm.evaluation.report import collect
 from optserve.passlm.tiny_model import build_tiny_model, synthetic_function
 
 FUNCTIONS = 3
