@@ -101,3 +101,35 @@ def test_kserve_names_the_hosted_model_only():
     with pytest.raises(ServiceError) as caught:
         named_model(METADATA, "llama")
     assert caught.value.kind is ErrorKind.NOT_FOUND and "passformer" in caught.value.message
+
+
+def test_ray_serve_does_not_hand_the_ingress_the_call_s_deadline():
+    """Why the work budget is the request's `deadline_s`, not the gRPC call's deadline (serve/README.md):
+    gRPC keeps `grpc-timeout` out of the invocation metadata, and the context Ray Serve's proxy passes the
+    ingress (`RayServegRPCContext`, built from the proxy's own servicer context) has no `time_remaining`.
+    If this fails, Ray now passes the deadline on: bound the work by it (issue 21)."""
+    import grpc
+    from ray.serve.grpc_util import RayServegRPCContext
+
+    seen = {}
+
+    async def handler(request, context):
+        seen["proxy_remaining_s"] = context.time_remaining()
+        seen["metadata"] = {key for key, _ in context.invocation_metadata()}
+        seen["ingress_context"] = RayServegRPCContext(context)
+        return b""
+
+    async def call_with_deadline() -> None:
+        server = grpc.aio.server()
+        method = grpc.unary_unary_rpc_method_handler(handler)
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("probe.P", {"M": method}),))
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            await channel.unary_unary("/probe.P/M")(b"", timeout=7.5)
+        await server.stop(None)
+
+    asyncio.run(call_with_deadline())
+    assert 5 < seen["proxy_remaining_s"] <= 7.5  # the proxy knows the deadline ...
+    assert not {"grpc-timeout", "grpc-deadline"} & seen["metadata"]  # ... the metadata does not carry it
+    assert not hasattr(seen["ingress_context"], "time_remaining")  # ... nor what the ingress receives
