@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ray import serve
 
@@ -23,6 +24,9 @@ from optserve.serve.engine_host import EngineHost
 from optserve.serve.errors import ErrorKind, ServiceError, unavailable
 from optserve.serve.logs import configure_replica_logging
 from optserve.serve.schedule_flow import schedule
+
+if TYPE_CHECKING:
+    from optserve.compiler.pipeline import Evaluation
 
 
 @serve.deployment(name="PassOrderingEngine")
@@ -75,7 +79,7 @@ class CompilerWorkers:
 
     async def evaluate(
         self, ir: str, pass_lists: Sequence[tuple[str, ...]], objective: str, want_ir: bool, want_object: bool
-    ) -> list:
+    ) -> list[Evaluation]:
         from optserve.compiler.workers import PoolBrokenError, evaluation_outcome
 
         try:
