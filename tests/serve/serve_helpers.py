@@ -43,7 +43,9 @@ def service_settings(model_dir: Path, **serve_fields) -> Settings:
                 "http_port": HTTP_PORT,
                 "grpc_port": GRPC_PORT,
                 "auth_token": TOKEN,
-                "ray_num_cpus": 4,
+                # Logical CPUs of the test Ray: the app (3: a compiler replica reserves one per worker), one
+                # more compiler replica the autoscaler may add (2), and a second app some tests run (2).
+                "ray_num_cpus": 8,
                 "max_queued_requests": MAX_QUEUED,
                 "max_ongoing_requests": MAX_ONGOING,
                 "default_deadline_s": 60.0,
