@@ -4,7 +4,7 @@ tokens computed per unique sample (prefix reuse), and parallel vs sequential pri
     python benchmarks/engine_bench.py --doc docs/bench/engine.md
 
 The model is a randomly initialized stand-in of the trained passformer's architecture
-(`optserve.engine.tiny_model --shape passformer`: 6 layers, hidden 256, 8 heads / 2 KV heads, vocabulary
+(`optserve.passlm.tiny_model --shape passformer`: 6 layers, hidden 256, 8 heads / 2 KV heads, vocabulary
 ~8.2k, tied embeddings, bf16 weights run in fp32), built into data/engine/passformer-random unless
 --model-dir is given. Its answers are valid but uninformed, and a random model writes long lists (often the
 grammar's 24 passes), so its answers are several times longer than a trained model's: the table also gives
@@ -304,7 +304,7 @@ def main() -> None:
         return
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     if not (args.model_dir / "profile.json").is_file():
-        from optserve.engine.tiny_model import SHAPES, build_tiny_model
+        from optserve.passlm.tiny_model import SHAPES, build_tiny_model
 
         build_tiny_model(args.model_dir, shape=SHAPES["passformer"])
     functions = test_functions(args.max_bytes, args.functions)

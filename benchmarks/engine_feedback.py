@@ -7,11 +7,13 @@ For each of the first N labelled test functions (shard order; instruction-count 
 compilations:
 - PS@B: priority sampling, B candidates, all compiled (no feedback);
 - FB@B: greedy (instruction counts decoded), then B-1 feedback rounds of one candidate each: the prompt
-  carries the feedback of the previous round's candidate (`optserve.engine.feedback.build_feedback`, as
-  `generate_with_feedback` builds it), and the round compiles the first pass list the model ranks highest
-  (priority sampling under the feedback prompt) that no earlier round compiled, so every round spends its
-  compilation on a new list. `generate_with_feedback`'s own stopping rule (a round that adds nothing ends the
-  loop) is reported too: how many rounds greedy decoding under feedback still gave a new list.
+  carries the feedback of the previous round's candidate (`optserve.engine.feedback.build_feedback`), and
+  the round compiles the first pass list the model ranks highest (priority sampling under the feedback
+  prompt) that no earlier round compiled, so every round spends its compilation on a new list. Both methods
+  run through the service's own loop, `optserve.engine.feedback.generate_with_feedback` (PS@B as its first
+  round alone; FB@B with `feedback_options` and `per_round=1`), compiling on a `CompilerPool`. What greedy
+  rounds with the loop's stopping rule (a round that adds nothing ends it) would run is reported too: how
+  many rounds greedy decoding under feedback still gave a new list.
 Priority sampling's first k samples do not depend on how many are asked for, and rounds are sequential, so
 one run up to the largest budget gives every smaller budget as a prefix.
 
@@ -30,12 +32,13 @@ import time
 from pathlib import Path
 
 from optserve.compiler.cost import Objective
-from optserve.compiler.pipeline import evaluate
-from optserve.engine.feedback import build_feedback
+from optserve.compiler.workers import CompilerPool
+from optserve.engine.feedback import generate_with_feedback
 from optserve.engine.interface import SamplingOptions, Strategy
 
 REPO = Path(__file__).resolve().parent.parent
 OBJECTIVE = Objective.INSTRUCTION_COUNT
+COMPILE_TIMEOUT_S = 60.0  # per candidate; test-suite functions compile in milliseconds
 
 
 def test_functions(corpus: Path, limit: int) -> list[dict]:
@@ -53,37 +56,33 @@ def test_functions(corpus: Path, limit: int) -> list[dict]:
     return chosen
 
 
-async def priority_costs(engine, ir: str, budget: int) -> list[int | None]:
-    generation = await engine.generate(
-        ir, SamplingOptions(strategy=Strategy.PRIORITY, samples=budget, predict_costs=False)
-    )
-    return [evaluate(ir, c.pass_list, OBJECTIVE).cost for c in generation.candidates]
+async def priority_costs(engine, pool: CompilerPool, ir: str, budget: int) -> list[int | None]:
+    """Costs of PS@budget's candidates: the loop's first round, no feedback."""
+    options = SamplingOptions(strategy=Strategy.PRIORITY, samples=budget, predict_costs=False)
+    result = await generate_with_feedback(engine, pool, ir, options, 0, OBJECTIVE)
+    return [evaluation.cost for _, evaluation in result.measured]
 
 
-async def feedback_costs(engine, ir: str, budget: int) -> tuple[list[int | None], int]:
+async def feedback_costs(engine, pool: CompilerPool, ir: str, budget: int) -> tuple[list[int | None], int]:
     """Costs of the candidates of 1 + (budget - 1) feedback rounds; and how many rounds greedy alone fills."""
-    seen: set[tuple[str, ...]] = set()
-    costs: list[int | None] = []
+    result = await generate_with_feedback(
+        engine,
+        pool,
+        ir,
+        SamplingOptions(predict_costs=True),
+        budget - 1,
+        OBJECTIVE,
+        feedback_options=SamplingOptions(strategy=Strategy.PRIORITY, samples=budget, predict_costs=True),
+        per_round=1,
+    )
+    compiled: set[tuple[str, ...]] = set()
     greedy_rounds = 0
-    greedy_alive = True
-    feedback = None
-    for round_ in range(budget):
-        options = SamplingOptions(strategy=Strategy.PRIORITY, samples=budget, predict_costs=True)
-        if round_ == 0:
-            options = SamplingOptions(predict_costs=True)
-        generation = await engine.generate(ir, options, feedback)
-        fresh = [c for c in generation.candidates if c.pass_list not in seen]
-        if not fresh:
-            break
-        if greedy_alive and generation.candidates[0].pass_list in seen:
-            greedy_alive = False  # generate_with_feedback (greedy rounds) would have stopped here
-        greedy_rounds += greedy_alive
-        candidate = fresh[0]
-        seen.add(candidate.pass_list)
-        evaluation = evaluate(ir, candidate.pass_list, OBJECTIVE)
-        costs.append(evaluation.cost)
-        feedback = build_feedback(ir, [(candidate, evaluation)], OBJECTIVE)
-    return costs, greedy_rounds
+    for round_ in result.rounds:
+        if round_.generation.candidates[0].pass_list in compiled:
+            break  # greedy rounds would have repeated a list here: the loop would stop
+        greedy_rounds += 1
+        compiled.update(candidate.pass_list for candidate, _ in round_.new)
+    return [evaluation.cost for _, evaluation in result.measured], greedy_rounds
 
 
 def summarize(functions: list[dict], costs: list[list[int | None]], budget: int) -> dict:
@@ -116,18 +115,20 @@ async def run_model(model_dir: Path, functions: list[dict], budgets: list[int]) 
     from optserve.engine.engine import ModelEngine
 
     engine = ModelEngine.load(model_dir, backend="torch")
+    pool = CompilerPool(processes=1, timeout_s=COMPILE_TIMEOUT_S)
     largest = max(budgets)
     ps_runs, fb_runs, greedy_rounds = [], [], []
     started = time.monotonic()
     try:
         for index, function in enumerate(functions):
-            ps_runs.append(await priority_costs(engine, function["ir"], largest))
-            fb, rounds = await feedback_costs(engine, function["ir"], largest)
+            ps_runs.append(await priority_costs(engine, pool, function["ir"], largest))
+            fb, rounds = await feedback_costs(engine, pool, function["ir"], largest)
             fb_runs.append(fb)
             greedy_rounds.append(rounds)
             if (index + 1) % 20 == 0:
                 print(f"  {index + 1} functions, {time.monotonic() - started:.0f} s", flush=True)
     finally:
+        pool.close()
         await engine.close()
     results = {"model_id": engine.model_id, "seconds": time.monotonic() - started, "budgets": {}}
     results["budgets"]["1"] = {"greedy": summarize(functions, [r[:1] for r in fb_runs], 1)}

@@ -28,7 +28,8 @@ import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-SEARCHES = ("greedy1", "greedy2", "beam2dfs", "beam4dfs", "beam2bfs", "beam4bfs", "random")
+from optserve.policies.methods import BASELINE_SEARCHES as SEARCHES  # noqa: E402
+
 SAMPLE_SEED = 1
 
 
@@ -49,7 +50,7 @@ def run_item(item: tuple[str, str, float]) -> dict:
     name, method, time_limit = item
     from optserve.kernels.measure import numpy_gflops
     from optserve.policies.dataset import Benchmark
-    from optserve.policies.schedule import schedule_nest
+    from optserve.policies.scheduler import schedule_nest
 
     m, k, n = (int(x) for x in name.removeprefix("mm").split("_"))
     if method == "numpy":

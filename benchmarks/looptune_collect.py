@@ -38,7 +38,7 @@ def collect_shape(item: tuple[str, float, float, float]) -> dict | None:
     from optserve.kernels.schedule import Schedule
     from optserve.policies.dataset import Benchmark
     from optserve.policies.env import AgentState, Evaluator
-    from optserve.policies.schedule import measure_schedule
+    from optserve.policies.scheduler import measure_schedule
     from optserve.policies.search import beam_bfs, random_search
     from optserve.policies.templates import nest_text
 

@@ -93,7 +93,7 @@ def time_case(case, settings, search_time: float, rounds: int) -> dict:
     from optserve.kernels.reference import numpy_gflops_of, numpy_program
     from optserve.kernels.schedule import Schedule
     from optserve.policies.policy import default_policy_path, load_bundle, rollout
-    from optserve.policies.schedule import schedule_nest
+    from optserve.policies.scheduler import schedule_nest
 
     spec = case.spec(settings)
     bundle = load_bundle(str(default_policy_path()))

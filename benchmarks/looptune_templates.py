@@ -40,7 +40,7 @@ def measure_templates(item: tuple[str, list[list[str]], float, int]) -> dict | N
     name, templates, stop_at, rounds = item
     if time.time() > stop_at:
         return None
-    from optserve.policies.schedule import measure_interleaved
+    from optserve.policies.scheduler import measure_interleaved
     from optserve.policies.templates import nest_text, play
     from optserve.policies.train import benchmark
 

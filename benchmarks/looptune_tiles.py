@@ -29,7 +29,7 @@ def measure(suite: list, pool: list, settings) -> np.ndarray:
     from optserve.kernels.jit import host_target
     from optserve.kernels.tiling import tiled_schedule
     from optserve.policies.env import Evaluator
-    from optserve.policies.schedule import measure_schedule
+    from optserve.policies.scheduler import measure_schedule
     from optserve.policies.tiles import candidates
 
     target = host_target(settings.max_kernel_statements)

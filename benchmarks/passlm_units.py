@@ -41,7 +41,6 @@ from optserve.compiler.cache import ResultCache
 from optserve.compiler.cost import text_size
 from optserve.compiler.workers import CompilerPool
 from optserve.config import load_settings
-from optserve.engine.feedback import build_feedback
 from optserve.serve import schemas
 from optserve.serve.engine_host import EngineHost
 from optserve.serve.optimize import Optimizer
@@ -54,27 +53,6 @@ REQUESTS = {
 }
 OBJECTIVE = "text_size"
 LONG_UNIT_BYTES = 50_000  # IR bytes; 65 KB of a real unit was 17k tokens
-
-
-class _LocalGenerator:
-    """The engine host in this process behind the Optimizer's generator seam (the service: a Ray handle)."""
-
-    def __init__(self, host: EngineHost):
-        self.host = host
-
-    async def generate(self, ir, options, feedback):
-        return await self.host.generate(ir, options, feedback)
-
-    async def metadata(self):
-        return self.host.metadata()
-
-
-class _PoolCompiler:
-    def __init__(self, pool: CompilerPool):
-        self.pool = pool
-
-    async def evaluate(self, ir, pass_lists, objective, want_ir, want_object):
-        return await self.pool.evaluate_async(ir, pass_lists, objective, want_ir, want_object)
 
 
 def sample_units(root: Path, count: int, max_bytes: int) -> list[dict]:
@@ -217,9 +195,12 @@ async def _run(args, settings) -> dict:
     host = EngineHost(settings.engine, settings.compiler)
     rows = []
     with CompilerPool(processes=args.workers, timeout_s=settings.compiler.candidate_timeout_s) as pool:
-        optimizer = Optimizer(
-            settings, _LocalGenerator(host), _PoolCompiler(pool), ResultCache(0), build_feedback
-        )
+
+        async def metadata() -> schemas.ModelMetadata:
+            return host.metadata()
+
+        # The engine host in this process and the pool behind the Optimizer's seams (the service: handles).
+        optimizer = Optimizer(settings, host, pool, ResultCache(0), metadata)
         for unit in tqdm(units, desc="units", unit="unit"):
             rows.append(await measure(unit, optimizer, pool))
     await host.close()

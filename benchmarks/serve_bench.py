@@ -52,7 +52,7 @@ def model_directory(requested: str | None) -> tuple[Path, str]:
     tiny = REPO / "data" / "serve_bench" / "tiny-model"
     if not (tiny / "profile.json").is_file():
         print(f"building the tiny stand-in model in {tiny}", flush=True)
-        subprocess.run([sys.executable, "-m", "optserve.engine.tiny_model", str(tiny)], check=True)
+        subprocess.run([sys.executable, "-m", "optserve.passlm.tiny_model", str(tiny)], check=True)
     return tiny, "tiny untrained stand-in"
 
 
@@ -62,7 +62,7 @@ def workload(count: int) -> list[str]:
     Different functions: vLLM's prefix cache would otherwise answer a repeated prompt without a prefill.
     """
     from optserve.compiler.ir import normalize_ir, split_functions
-    from optserve.engine.tiny_model import synthetic_function
+    from optserve.passlm.tiny_model import synthetic_function
 
     modules = [path.read_text() for path in sorted((REPO / "tests" / "data" / "serve").glob("*.ll"))]
     for source in sorted((REPO / "tests" / "data" / "c").glob("*.c")):

@@ -1,8 +1,9 @@
-"""A content-addressed result cache: the same IR, pass list and objective always give the same result.
+"""A content-addressed result cache: the same key always stands for the same result.
 
-Keys are SHA-256 digests of (IR digest, canonical pass list, objective, namespace). The namespace lets a
-caller add what else the value depends on, e.g. a model version for cached model answers. The cache is an
-in-memory LRU, safe to share between threads.
+`ResultCache` is an in-memory LRU of string keys, safe to share between threads. `evaluation_key` is the key
+of one candidate's evaluation: a SHA-256 digest of (IR digest, canonical pass list, objective, namespace),
+the namespace naming whatever else the value depends on. The service's Optimize answers are keyed by
+`optserve.serve.result_cache.answer_key` (the IR digest, the request's options and the model version).
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ def ir_digest(ir: str) -> str:
     return hashlib.sha256(ir.encode()).hexdigest()
 
 
-def cache_key(ir_hash: str, pass_list: Sequence[str], objective: Objective | str, namespace: str = "") -> str:
+def evaluation_key(
+    ir_hash: str, pass_list: Sequence[str], objective: Objective | str, namespace: str = ""
+) -> str:
     """The key for a result that depends on (IR, pass list, objective) and whatever `namespace` names."""
     fields = (ir_hash, format_pass_list(pass_list), str(Objective(objective)), namespace)
     return hashlib.sha256("\0".join(fields).encode()).hexdigest()

@@ -26,6 +26,7 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from multiprocessing.connection import Connection, wait
+from typing import Protocol
 
 from optserve.compiler.cost import Objective
 from optserve.compiler.pipeline import Evaluation, evaluate
@@ -124,6 +125,22 @@ class _Worker:
         if code < 0:
             return f"was killed by {signal.Signals(-code).name}"
         return f"exited with status {code}"
+
+
+class CandidateCompiler(Protocol):
+    """What compiles and measures candidates for the feedback loop and the service: a `CompilerPool`, or the
+    service's handle to its CompilerWorkers deployment (serve/handles.py)."""
+
+    async def evaluate_async(
+        self,
+        ir: str,
+        pass_lists: Sequence[Sequence[str]],
+        objective: Objective | str,
+        want_ir: bool = False,
+        want_object: bool = False,
+    ) -> list[Evaluation]:
+        """One Evaluation per pass list, in order; a candidate that crashed or overran has `error` set."""
+        ...
 
 
 class CompilerPool:

@@ -8,6 +8,8 @@
 - `sampling`: greedy, priority sampling (Algorithm 1) and its parallel form, nucleus sampling;
 - `backend`: the decode seam; `torch_backend` and `vllm_backend` implement it; `llama_forward`: the torch
   backend's compact Llama forward with an in-place KV cache (CPU decoding without framework overhead);
-- `feedback`: compiler-feedback retry; `tiny_model`: a random stand-in model directory for tests and
-  benchmarks (`--shape passformer`: the trained model's architecture).
+- `feedback`: compiler-feedback retry, the one loop the service, the tests and the benchmark run.
+
+A random stand-in model directory for tests and benchmarks is built by `optserve.passlm.tiny_model` (the
+training wing: it trains its tokenizer).
 """

@@ -9,6 +9,7 @@ import argparse
 from pathlib import Path
 
 from optserve.cli import add_json_flag, emit
+from optserve.engine.interface import Strategy
 
 
 def register(subparsers) -> None:
@@ -18,7 +19,7 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--model-dir", type=Path, help="model directory (default: the configured one)")
     parser.add_argument("--backend", choices=["torch", "vllm"], help="default: the configured one")
-    parser.add_argument("--strategy", choices=["greedy", "priority", "nucleus"], default="greedy")
+    parser.add_argument("--strategy", choices=[s.value for s in Strategy], default=Strategy.GREEDY.value)
     parser.add_argument(
         "--objective",
         choices=["instruction_count", "text_size"],

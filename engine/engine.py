@@ -14,7 +14,7 @@ from pathlib import Path
 
 from optserve.engine.backend import Decoder, DecodeRequest
 from optserve.engine.grammar import TokenGrammar
-from optserve.engine.interface import Candidate, Generation, SamplingOptions, Strategy
+from optserve.engine.interface import Candidate, Generation, PromptTooLongError, SamplingOptions, Strategy
 from optserve.engine.profile import ModelProfile, ParsedAnswer, encode_example
 from optserve.engine.sampling import PriorityOptions, SearchResult, nucleus_sampling, priority_sampling
 
@@ -22,10 +22,6 @@ log = logging.getLogger(__name__)
 
 
 _MAX_GRAMMARS = 16
-
-
-class PromptTooLongError(ValueError):
-    """The IR does not fit the model's context; callers fall back to a fixed pipeline (-Oz)."""
 
 
 class ModelEngine:

@@ -4,7 +4,8 @@ did, and ask again.
 Feedback for each candidate: whether the pass list is valid, the instruction counts the model predicted
 before and after against the compiler's actual counts, and the compile error if there was one. The text is
 appended to the prompt (the profile's `feedback_template` says where) for the next round; rounds stop after
-`rounds` retries or as soon as a round adds no new pass list.
+`rounds` retries or as soon as a round adds no new pass list. `generate_with_feedback` is the one loop: the
+service runs it (with its deadline), and so do the tests and `benchmarks/engine_feedback.py`.
 
 The thesis fine-tuned its model on feedback examples before it could use them; a model that never saw
 feedback in training treats the text as extra prompt. `optserve.passlm.feedback_examples` builds such
@@ -14,15 +15,21 @@ equal compile budget, for the bundled model and a feedback fine-tune.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+import time
+from collections.abc import Awaitable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 from optserve.compiler.cost import Objective
 from optserve.compiler.ir import IRError, instruction_count
 from optserve.compiler.passes import format_pass_list
 from optserve.compiler.pipeline import Evaluation
-from optserve.engine.interface import Candidate, Engine, Generation, SamplingOptions
+from optserve.compiler.workers import CandidateCompiler
+from optserve.engine.interface import Candidate, Engine, Generation, PromptTooLongError, SamplingOptions
+
+T = TypeVar("T")
 
 
 def build_feedback(
@@ -72,12 +79,16 @@ def _or_none(value: int | None) -> str:
 class FeedbackRound:
     feedback: str | None  # the feedback text this round's prompt carried (None in the first round)
     generation: Generation
-    new: list[tuple[Candidate, Evaluation]]  # candidates no earlier round produced, with their evaluations
+    new: list[tuple[Candidate, Evaluation]]  # candidates no earlier round compiled, with their evaluations
 
 
 @dataclass
 class FeedbackResult:
     rounds: list[FeedbackRound] = field(default_factory=list)
+    deadline_hit: bool = False  # the deadline (or the engine's own) stopped the rounds
+    prompt_too_long: str | None = None  # the prompt (with its feedback) did not fit: why; the rounds stopped
+    sample_s: float = 0.0  # time spent waiting for the engine
+    compile_s: float = 0.0  # time spent waiting for the compiler
 
     @property
     def measured(self) -> list[tuple[Candidate, Evaluation]]:
@@ -94,24 +105,74 @@ class FeedbackResult:
 
 async def generate_with_feedback(
     engine: Engine,
-    pool,
+    compiler: CandidateCompiler,
     ir: str,
     options: SamplingOptions,
     rounds: int,
     objective: Objective | str = Objective.INSTRUCTION_COUNT,
+    *,
+    deadline: float | None = None,
+    grace_s: float = 0.0,
+    exclude: Iterable[tuple[str, ...]] = (),
+    feedback_options: SamplingOptions | None = None,
+    per_round: int | None = None,
 ) -> FeedbackResult:
-    """Up to 1 + `rounds` generations, each compiled on `pool` (a CompilerPool) and fed back to the next."""
+    """Up to 1 + `rounds` generations, each round's new candidates compiled and fed back to the next.
+
+    This is the loop the service runs (serve/optimize.py). A round's new candidates are those no earlier
+    round compiled and not in `exclude` (the service's -Oz, compiled beside). The rounds stop after `rounds`
+    retries, at a round that adds nothing, at `deadline` (time.monotonic(): each generation is told the time
+    left, and a backend gets `grace_s` more to answer before it is cancelled), or when the prompt no longer
+    fits the model (`PromptTooLongError`: recorded, not raised). A benchmark may ask the feedback rounds for
+    other options than the first (`feedback_options`) and compile only a round's first `per_round` new lists.
+    """
     result = FeedbackResult()
-    seen: set[tuple[str, ...]] = set()
+    seen: set[tuple[str, ...]] = set(exclude)
     feedback = None
-    for _ in range(rounds + 1):
-        generation = await engine.generate(ir, options, feedback)
-        fresh = [c for c in generation.candidates if c.pass_list not in seen]
-        if not fresh:
+    for round_index in range(rounds + 1):
+        round_options = options if round_index == 0 or feedback_options is None else feedback_options
+        started = time.monotonic()
+        if deadline is not None:
+            if deadline - started <= 0:
+                result.deadline_hit = True
+                break
+            round_options = replace(round_options, deadline_s=deadline - started)
+        try:
+            generation = await _until(engine.generate(ir, round_options, feedback), deadline, grace_s)
+        except PromptTooLongError as err:
+            result.prompt_too_long = str(err)
             break
+        except TimeoutError:
+            result.deadline_hit = True
+            break
+        finally:
+            result.sample_s += time.monotonic() - started
+        fresh = [c for c in generation.candidates if c.pass_list not in seen][:per_round]
         seen.update(c.pass_list for c in fresh)
-        evaluations = await pool.evaluate_async(ir, [c.pass_list for c in fresh], objective)
-        new = list(zip(fresh, evaluations, strict=True))
-        result.rounds.append(FeedbackRound(feedback, generation, new))
+        if fresh:
+            started = time.monotonic()
+            try:
+                evaluations = await _until(
+                    compiler.evaluate_async(ir, [c.pass_list for c in fresh], objective), deadline, grace_s
+                )
+            except TimeoutError:
+                result.deadline_hit = True
+                break
+            finally:
+                result.compile_s += time.monotonic() - started
+            new = list(zip(fresh, evaluations, strict=True))
+            result.rounds.append(FeedbackRound(feedback, generation, new))
+        if generation.deadline_hit:
+            result.deadline_hit = True
+            break
+        if not fresh or round_index == rounds:
+            break
         feedback = build_feedback(ir, new, objective)
     return result
+
+
+async def _until(awaitable: Awaitable[T], deadline: float | None, grace_s: float) -> T:
+    """`awaitable`'s result; TimeoutError (and it cancelled) `grace_s` after the monotonic `deadline`."""
+    if deadline is None:
+        return await awaitable
+    return await asyncio.wait_for(awaitable, timeout=max(deadline + grace_s - time.monotonic(), 0.0))

@@ -1,7 +1,8 @@
 """The one seam between the service and a pass-ordering model: `Engine.generate`.
 
-Backends (vLLM, torch/transformers) implement it; the service, the evaluation harness and the feedback loop
-never learn which backend is behind it.
+`ModelEngine` (engine/engine.py) implements it over either backend (vLLM, torch/transformers); the service
+reaches it through a Ray deployment handle with the same method (serve/handles.py). The service, the
+evaluation harness and the feedback loop never learn which backend is behind it.
 """
 
 from __future__ import annotations
@@ -68,14 +69,15 @@ class Generation:
     deadline_hit: bool = False
 
 
-class Engine(Protocol):
-    model_id: str
+class PromptTooLongError(ValueError):
+    """The IR does not fit the model's context; callers fall back to other lists (the coreset's, -Oz)."""
 
+
+class Engine(Protocol):
     async def generate(self, ir: str, options: SamplingOptions, feedback: str | None = None) -> Generation:
         """Unique valid pass lists for `ir` (normalized or not: the engine normalizes as its profile says).
 
         `feedback` is the compiler-feedback text of an earlier round (thesis ch. 5), appended to the prompt.
+        Raises `PromptTooLongError` for an input longer than the model's context.
         """
         ...
-
-    async def close(self) -> None: ...

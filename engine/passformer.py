@@ -1,7 +1,7 @@
 """The prompt and answer format of passformer, the bundled pass-ordering model (`models/passformer/`).
 
 Training writes its examples in this format (`passlm.examples`, which re-exports it) and packages it as the
-model's profile.json; the engine's stand-in model (`tiny_model`) uses it too, so tests exercise exactly what
+model's profile.json; the stand-in model (`passlm.tiny_model`) uses it too, so tests exercise exactly what
 the bundled model does. Defined here, on the runtime side, so that the runtime never imports training code.
 """
 

@@ -34,7 +34,11 @@ import grpc  # noqa: E402
 from locust import HttpUser, User, between, events, tag, task  # noqa: E402
 from pydantic import BaseModel, Field  # noqa: E402
 
+from optserve.engine.interface import Strategy  # noqa: E402
 from optserve.v1 import optserve_pb2 as pb  # noqa: E402
+
+# The model's sampling strategies (the load is on the engine; the coreset strategies need none).
+STRATEGIES = tuple(strategy.value for strategy in Strategy)
 from optserve.v1 import optserve_pb2_grpc as pb_grpc  # noqa: E402
 
 DEFAULT_WORKLOAD = Path(__file__).resolve().parent / "default_workload.jsonl"
@@ -60,8 +64,8 @@ def _options(parser) -> None:
     parser.add_argument(
         "--strategy",
         env_var="LOADTEST_STRATEGY",
-        choices=["greedy", "priority", "nucleus"],
-        default="greedy",
+        choices=STRATEGIES,
+        default=Strategy.GREEDY.value,
         help="Optimize strategy",
     )
     parser.add_argument("--samples", env_var="LOADTEST_SAMPLES", type=int, default=1, help="candidates")
@@ -91,7 +95,7 @@ class LoadOptions(BaseModel):
 
     grpc_target: str = ""
     workload: str = ""
-    strategy: Literal["greedy", "priority", "nucleus"] = "greedy"
+    strategy: Literal[STRATEGIES] = Strategy.GREEDY.value
     samples: int = Field(1, ge=1)
     deadline: float = Field(30.0, gt=0)
     schedule_limit: float = Field(2.0, gt=0)

@@ -21,6 +21,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # `loadtests` is a folder of the repository, not an installed package
 
 from loadtests.workload import write_workload  # noqa: E402
+from optserve.engine.interface import Strategy  # noqa: E402
 
 USER_CLASSES = {"grpc": "GrpcApiUser", "http": "HttpApiUser"}
 TABLE_HEADER = (
@@ -95,7 +96,7 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--protocol", choices=sorted(USER_CLASSES), default="grpc")
-    parser.add_argument("--strategy", choices=["greedy", "priority", "nucleus"], default="greedy")
+    parser.add_argument("--strategy", choices=[s.value for s in Strategy], default=Strategy.GREEDY.value)
     parser.add_argument("--samples", type=int, default=1)
     parser.add_argument("--users", type=int, default=4)
     parser.add_argument("--run-time", type=int, default=60, help="seconds of load")

@@ -16,7 +16,7 @@ from typing import Any
 # Modules that own subcommands; each defines `register(subparsers) -> None`.
 COMMAND_MODULES = (
     "optserve.compiler.cli",
-    "optserve.kernels.cli",
+    "optserve.policies.schedule_local",
     "optserve.policies.cli",
     "optserve.engine.cli",
     "optserve.corpus.cli",

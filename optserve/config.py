@@ -28,13 +28,23 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _default_compiler_workers() -> int:
+    """One compiler process per CPU that the other deployments leave (serve/app.py: 0.25 + 0.5 + 0.25)."""
+    return max(1, (os.cpu_count() or 1) - 1)
+
+
 class CompilerSettings(_Section):
     """The compiler core: input limits and the crash-isolated worker pool."""
 
     max_ir_bytes: int = Field(4 * 1024 * 1024, gt=0, description="largest IR (text or bitcode) accepted")
     max_pass_list_length: int = Field(64, gt=0, description="most passes in one candidate list")
     candidate_timeout_s: float = Field(20.0, gt=0, description="wall time for compiling one candidate")
-    workers: int = Field(default_factory=lambda: os.cpu_count() or 1, gt=0, description="worker processes")
+    workers: int = Field(
+        default_factory=_default_compiler_workers,
+        gt=0,
+        description="worker processes of one CompilerWorkers replica, which reserves one Ray CPU for each "
+        "(default: this machine's CPUs less the one the ingress, engine and LoopTune reserve together)",
+    )
     cache_entries: int = Field(100_000, ge=0, description="content-addressed result cache size")
     worker_memory_mb: int | None = Field(
         4096, gt=0, description="address-space limit per worker (None: none)"

@@ -16,7 +16,7 @@ from optserve.cli import add_json_flag, command_group, emit
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from optserve.passlm.evaluate import DEFAULT_METHODS, DEFAULT_SAMPLES
+    from optserve.passlm.evaluation.methods import DEFAULT_METHODS, DEFAULT_SAMPLES
 
     targets = command_group(subparsers, "eval", help="evaluate a learned model on its benchmark split")
     parser = targets.add_parser(
@@ -54,19 +54,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _eval_passes(args: argparse.Namespace) -> int:
     from optserve.config import load_settings
-    from optserve.passlm import evaluate as ev
+    from optserve.passlm.evaluation.journal import model_fingerprint
+    from optserve.passlm.evaluation.methods import EvalConfig, parse_methods, parse_samples
+    from optserve.passlm.evaluation.pipeline import run, select_functions
+    from optserve.passlm.evaluation.plot import plot
+    from optserve.passlm.evaluation.report import collect, machine_description, model_id, report
 
     settings = load_settings()
     model_dir = Path(args.model_dir or settings.engine.model_dir)
     try:
-        config = ev.EvalConfig(
+        config = EvalConfig(
             model_dir=model_dir,
             corpus_dir=Path(args.corpus or settings.corpus.data_dir / "corpus"),
             journal_path=args.journal or args.json_out.with_suffix(".journal.jsonl"),
             split=args.split,
             limit=args.limit,
-            samples=ev.parse_samples(args.samples),
-            methods=ev.parse_methods(args.methods),
+            samples=parse_samples(args.samples),
+            methods=parse_methods(args.methods),
             backend=args.backend or settings.engine.backend,
             objective=args.objective,
             workers=args.workers,
@@ -81,21 +85,21 @@ def _eval_passes(args: argparse.Namespace) -> int:
         )
         if any(m.uses_model for m in config.methods) and not (model_dir / "profile.json").exists():
             raise ValueError(f"{model_dir} is not a model directory (no profile.json)")
-        functions = ev.select_functions(config)
+        functions = select_functions(config)
     except ValueError as err:
         emit({"error": str(err)}, args.json)
         return 2
     log = (lambda _: None) if args.json else (lambda line: print(line, file=sys.stderr))
-    summary = ev.run(config, functions, progress=not (args.no_progress or args.json), log=log)
+    summary = run(config, functions, progress=not (args.no_progress or args.json), log=log)
     uses_model = any(m.uses_model for m in config.methods)
     data = {
         "meta": {
             "command": _command(args, model_dir=model_dir, corpus=config.corpus_dir, backend=config.backend),
-            "machine": ev.machine_description(),
+            "machine": machine_description(),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "model_dir": str(model_dir),
-            "model_id": ev.model_id(model_dir) if uses_model else None,
-            "model_fingerprint": ev.model_fingerprint(model_dir) if uses_model else None,
+            "model_id": model_id(model_dir) if uses_model else None,
+            "model_fingerprint": model_fingerprint(model_dir) if uses_model else None,
             "backend": config.backend,
             "corpus_dir": str(config.corpus_dir),
             "split": config.split,
@@ -113,16 +117,16 @@ def _eval_passes(args: argparse.Namespace) -> int:
                 "stopped_early": summary.stopped_early,
             },
         },
-        "results": ev.collect(config, functions),
+        "results": collect(config, functions),
     }
     from optserve.corpus.journal import write_atomic
 
     write_atomic(args.json_out, _dumps(data))
     if args.plot:
-        ev.plot(data, args.plot)
+        plot(data, args.plot)
     if args.report:
-        write_atomic(args.report, ev.report(data, str(args.plot) if args.plot else None))
-    emit(data, args.json, lambda d: ev.report(d))
+        write_atomic(args.report, report(data, str(args.plot) if args.plot else None))
+    emit(data, args.json, lambda d: report(d))
     return 0
 
 

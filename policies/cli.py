@@ -8,8 +8,7 @@ import sys
 from pathlib import Path
 
 from optserve.cli import add_json_flag, command_group, emit
-
-SEARCH_METHODS = ("greedy1", "greedy2", "beam2dfs", "beam4dfs", "beam2bfs", "beam4bfs", "random")
+from optserve.policies.methods import BASELINE_SEARCHES
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     looptune.add_argument("--search-shapes", type=int, default=20, help="benchmarks the searches run on")
     looptune.add_argument("--search-time", type=float, default=60.0, help="seconds per search (default 60)")
     looptune.add_argument(
-        "--methods", default=",".join(SEARCH_METHODS), help="comma-separated searches ('' for none)"
+        "--methods", default=",".join(BASELINE_SEARCHES), help="comma-separated searches ('' for none)"
     )
     looptune.add_argument(
         "--policy-shapes", type=int, default=None, help="benchmarks for the policy (default: the whole split)"

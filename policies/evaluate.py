@@ -23,8 +23,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-SEARCH_METHODS = ("greedy1", "greedy2", "beam2dfs", "beam4dfs", "beam2bfs", "beam4bfs", "random")
-LONG_SEARCHES = ("beam4dfs", "beam4bfs", "random")  # these use their whole time limit: start them first
+from optserve.policies.methods import BASELINE_SEARCHES as SEARCH_METHODS
+from optserve.policies.methods import SearchMethod
+
+# These use their whole time limit: start them first.
+LONG_SEARCHES = (SearchMethod.BEAM4DFS, SearchMethod.BEAM4BFS, SearchMethod.RANDOM)
 SAMPLE_SEED = 1  # the kernels benchmark's sample seed: the 20-shape sample is a prefix of its 24
 PARTS = ("searches", "policy")  # run separately (e.g. searches while the policy trains), then merge
 
@@ -69,7 +72,7 @@ def run_item(item: dict) -> dict:
     from optserve.kernels.schedule import Schedule
     from optserve.policies.env import AgentState, Evaluator
     from optserve.policies.policy import default_policy_path, load_bundle, rollout
-    from optserve.policies.schedule import measure_interleaved, measure_schedule
+    from optserve.policies.scheduler import measure_interleaved, measure_schedule
     from optserve.policies.search import run_search
     from optserve.policies.templates import play
     from optserve.policies.train import benchmark

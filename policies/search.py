@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from optserve.kernels.schedule import Schedule
 from optserve.policies.env import EPISODE_STEPS, AgentState, Evaluator, apply_action, available_actions
+from optserve.policies.methods import SearchMethod
 from optserve.policies.outcome import SearchOutcome  # re-exported: callers import it from here
 
 
@@ -139,21 +140,20 @@ def _finish(search: _Search) -> SearchOutcome:
 
 SearchFn = Callable[[Evaluator, AgentState, float], SearchOutcome]
 
-SEARCHES: dict[str, SearchFn] = {
-    "base": lambda ev, root, deadline: SearchOutcome(root, (), ev.gflops(root.schedule)),
-    "greedy1": lambda ev, root, deadline: greedy(ev, root, 1, deadline),
-    "greedy2": lambda ev, root, deadline: greedy(ev, root, 2, deadline),
-    "beam2dfs": lambda ev, root, deadline: beam_dfs(ev, root, 2, deadline),
-    "beam4dfs": lambda ev, root, deadline: beam_dfs(ev, root, 4, deadline),
-    "beam2bfs": lambda ev, root, deadline: beam_bfs(ev, root, 2, deadline),
-    "beam4bfs": lambda ev, root, deadline: beam_bfs(ev, root, 4, deadline),
-    "random": lambda ev, root, deadline: random_search(ev, root, deadline),
-    "policy": lambda ev, root, deadline: _policy(ev, root, with_polish=False),
-    "policy_polish": lambda ev, root, deadline: _policy(ev, root, with_polish=True),
-    "tiles": lambda ev, root, deadline: _tiles(ev, root, deadline, with_policy=False),
-    "policy_tiles": lambda ev, root, deadline: _tiles(ev, root, deadline, with_policy=True),
+SEARCHES: dict[SearchMethod, SearchFn] = {
+    SearchMethod.BASE: lambda ev, root, deadline: SearchOutcome(root, (), ev.gflops(root.schedule)),
+    SearchMethod.GREEDY1: lambda ev, root, deadline: greedy(ev, root, 1, deadline),
+    SearchMethod.GREEDY2: lambda ev, root, deadline: greedy(ev, root, 2, deadline),
+    SearchMethod.BEAM2DFS: lambda ev, root, deadline: beam_dfs(ev, root, 2, deadline),
+    SearchMethod.BEAM4DFS: lambda ev, root, deadline: beam_dfs(ev, root, 4, deadline),
+    SearchMethod.BEAM2BFS: lambda ev, root, deadline: beam_bfs(ev, root, 2, deadline),
+    SearchMethod.BEAM4BFS: lambda ev, root, deadline: beam_bfs(ev, root, 4, deadline),
+    SearchMethod.RANDOM: lambda ev, root, deadline: random_search(ev, root, deadline),
+    SearchMethod.POLICY: lambda ev, root, deadline: _policy(ev, root, with_polish=False),
+    SearchMethod.POLICY_POLISH: lambda ev, root, deadline: _policy(ev, root, with_polish=True),
+    SearchMethod.TILES: lambda ev, root, deadline: _tiles(ev, root, deadline, with_policy=False),
+    SearchMethod.POLICY_TILES: lambda ev, root, deadline: _tiles(ev, root, deadline, with_policy=True),
 }
-QUICK_METHODS = ("policy_tiles",)  # decisions under a second: short timing, polish budget (settings)
 
 
 def _policy(evaluator: Evaluator, root: AgentState, with_polish: bool) -> SearchOutcome:

@@ -22,12 +22,14 @@ GRPC_SERVICER_FUNCTIONS = [
     "optserve.serve.grpc_services.add_looptune_to_server",
     "optserve.serve.grpc_health.add_health_check_to_server",
 ]
-# Logical CPUs each replica reserves. Small fractions let the whole app fit on a 2-core machine; the real
-# CPU work runs in the compiler pool's worker processes and the engine's threads. A Serve config file can
-# override any of these per deployment (ray_actor_options).
+# Logical CPUs each replica reserves. A compiler replica reserves one per worker process of its pool
+# (`compiler.workers`): that is where the compiling runs, so Ray never places more compile processes on a node
+# than it has CPUs, and autoscaling adds compiler replicas only where CPUs are free. The other deployments
+# mostly wait (ingress, LoopTune between kernel timings) or run the engine's threads: small fractions, one
+# CPU together, so the default app (`compiler.workers` = CPUs - 1) fits a 2-core machine exactly. A Serve
+# config file can override any of these per deployment (ray_actor_options).
 INGRESS_CPUS = 0.25
 ENGINE_CPUS = 0.5
-COMPILER_CPUS = 0.5
 LOOPTUNE_CPUS = 0.25
 # Ray Serve calls `check_health` of the engine and compiler replicas this often and replaces a replica after
 # three failures in a row: a dead engine is replaced within about three periods (default period: 10 s).
@@ -65,7 +67,7 @@ def build_app(settings: Settings) -> Application:
             "max_replicas": 4 * serve_settings.compiler_replicas,
             "target_ongoing_requests": 2,
         },
-        ray_actor_options={"num_cpus": COMPILER_CPUS},
+        ray_actor_options={"num_cpus": settings.compiler.workers},  # one per pool process
         max_ongoing_requests=4,
         max_queued_requests=queue_limit,
         health_check_period_s=HEALTH_CHECK_PERIOD_S,

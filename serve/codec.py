@@ -43,7 +43,7 @@ def optimize_request(message: pb.OptimizeRequest) -> schemas.OptimizeRequest:
         raise invalid("deadline_s: must be positive (0 = server default)")
     options = {
         "objective": _enum_name(pb.Objective, message.objective, "instruction_count"),
-        "strategy": _enum_name(pb.Strategy, message.strategy, "greedy"),
+        "strategy": _enum_name(pb.Strategy, message.strategy, schemas.ServedStrategy.GREEDY.value),
         "samples": message.samples or 1,
         "feedback_rounds": message.feedback_rounds,
         "deadline_s": message.deadline_s or None,

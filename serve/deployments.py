@@ -13,16 +13,20 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ray import serve
 
 from optserve.config import Settings
-from optserve.engine.interface import Generation, SamplingOptions
+from optserve.engine.interface import Generation, PromptTooLongError, SamplingOptions
 from optserve.serve import metrics, schemas
 from optserve.serve.engine_host import EngineHost
-from optserve.serve.errors import ErrorKind, ModelInputTooLong, ServiceError, unavailable
+from optserve.serve.errors import ErrorKind, ServiceError, unavailable
 from optserve.serve.logs import configure_replica_logging
-from optserve.serve.schedule import schedule
+from optserve.serve.schedule_flow import schedule
+
+if TYPE_CHECKING:
+    from optserve.compiler.pipeline import Evaluation
 
 
 @serve.deployment(name="PassOrderingEngine")
@@ -40,7 +44,7 @@ class PassOrderingEngine:
             outcome = "deadline" if generation.deadline_hit else "ok"
             recorder.count(metrics.ENGINE_TOKENS, generation.tokens_computed)
             return generation
-        except ModelInputTooLong:
+        except PromptTooLongError:
             outcome = "too_long"
             raise
         except ServiceError as err:
@@ -75,7 +79,7 @@ class CompilerWorkers:
 
     async def evaluate(
         self, ir: str, pass_lists: Sequence[tuple[str, ...]], objective: str, want_ir: bool, want_object: bool
-    ) -> list:
+    ) -> list[Evaluation]:
         from optserve.compiler.workers import PoolBrokenError, evaluation_outcome
 
         try:

@@ -11,16 +11,20 @@ from __future__ import annotations
 import hashlib
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from optserve.config import CompilerSettings, EngineSettings
 from optserve.engine.backend import DecoderDeadError
-from optserve.engine.interface import Engine, Generation, SamplingOptions
+from optserve.engine.interface import Generation, SamplingOptions
 from optserve.serve import schemas
-from optserve.serve.errors import ModelInputTooLong, unavailable
+from optserve.serve.errors import unavailable
+
+if TYPE_CHECKING:
+    from optserve.engine.engine import ModelEngine
 
 log = logging.getLogger(__name__)
 
-STRATEGIES = ["greedy", "priority", "nucleus", "coreset", "ranked_coreset"]
+STRATEGIES = [strategy.value for strategy in schemas.ServedStrategy]
 
 
 def model_version(model_dir: Path) -> str:
@@ -44,7 +48,7 @@ class EngineHost:
     def __init__(self, settings: EngineSettings, compiler: CompilerSettings):
         self.settings = settings
         self.compiler = compiler
-        self.engine: Engine | None = None
+        self.engine: ModelEngine | None = None
         self.version = ""
         self.reason = ""
         self.dead = False  # the loaded engine died: only a new replica (a new host) recovers
@@ -53,7 +57,7 @@ class EngineHost:
             what = "does not exist" if not model_dir.exists() else "has no profile.json"
             self.reason = (
                 f"model directory {model_dir} {what}; set engine.model_dir in the config file to a trained "
-                "model (or build a stand-in with `python -m optserve.engine.tiny_model DIR`)"
+                "model (or build a stand-in with `python -m optserve.passlm.tiny_model DIR`)"
             )
             log.warning("pass-ordering model not loaded: %s", self.reason)
             return
@@ -85,16 +89,12 @@ class EngineHost:
             max_ir_bytes=self.compiler.max_ir_bytes,
         )
 
-    async def generate(self, ir: str, options: SamplingOptions, feedback: str | None) -> Generation:
-        """The engine's candidates; ModelInputTooLong for a module longer than the model's context."""
-        from optserve.engine.engine import PromptTooLongError
-
+    async def generate(self, ir: str, options: SamplingOptions, feedback: str | None = None) -> Generation:
+        """The engine's candidates; PromptTooLongError for a module longer than the model's context."""
         if self.engine is None or self.dead:
             raise unavailable(f"pass-ordering model {self.model_id!r} is not ready: {self.reason}")
         try:
             return await self.engine.generate(ir, options, feedback)
-        except PromptTooLongError as err:
-            raise ModelInputTooLong(str(err)) from None
         except DecoderDeadError as err:
             self._died(err)
             raise unavailable(f"pass-ordering model {self.model_id!r} is not ready: {self.reason}") from None

@@ -45,10 +45,6 @@ class ServiceError(Exception):
         return (ServiceError, (self.kind, self.message))
 
 
-class ModelInputTooLong(Exception):
-    """The module does not fit the model's context: the answer is -Oz alone, with this as its warning."""
-
-
 def invalid(message: str) -> ServiceError:
     return ServiceError(ErrorKind.INVALID_ARGUMENT, message)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from optserve.config import Settings
+from optserve.policies.methods import SearchMethod  # what /v1/schedule's `method` accepts
 
 
 def _value(field: dict) -> dict:
@@ -19,7 +20,6 @@ def _value(field: dict) -> dict:
 
 def install_contract(app: FastAPI, settings: Settings) -> dict:
     """Build `app`'s OpenAPI document with `settings`' limits; FastAPI serves it from `app.openapi_schema`."""
-    from optserve.policies.search import SEARCHES  # what /v1/schedule's `method` accepts
 
     app.openapi_schema = None
     document = app.openapi()
@@ -34,7 +34,7 @@ def install_contract(app: FastAPI, settings: Settings) -> dict:
     optimize["feedback_rounds"]["maximum"] = settings.engine.max_feedback_rounds
     _value(optimize["deadline_s"])["maximum"] = settings.serve.max_deadline_s
     schedule = bodies["ScheduleRequest"]["properties"]
-    _value(schedule["method"])["enum"] = sorted(SEARCHES)
+    _value(schedule["method"])["enum"] = sorted(method.value for method in SearchMethod)
     _value(schedule["time_limit_s"])["maximum"] = settings.looptune.search_time_limit_s
     schedule["sizes"]["additionalProperties"]["maximum"] = settings.looptune.max_dim
     return document

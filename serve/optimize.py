@@ -1,7 +1,9 @@
 """The Optimize flow: validate -> cache -> model candidates -> compile and measure -> rank -> response.
 
-Plain async code over two narrow backends (`CandidateGenerator`, `CandidateCompiler`), so it runs the same
-inside the Ray Serve ingress (where the backends are deployment handles) and in a test without Ray.
+Plain async code over two narrow backends, the engine (`optserve.engine.interface.Engine`) and the compiler
+(`optserve.compiler.workers.CandidateCompiler`), so it runs the same inside the Ray Serve ingress (where the
+backends are deployment handles, serve/handles.py) and in a test without Ray. The model's candidates come
+from the compiler-feedback loop `optserve.engine.feedback.generate_with_feedback`.
 
 Guarantees: -Oz is always compiled and ranked, so the best answer is never worse than -Oz; the deadline stops
 sampling and returns the best found so far; only -Oz not finishing in time is DEADLINE_EXCEEDED.
@@ -11,19 +13,21 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Protocol
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
 
 from optserve.compiler.cache import ResultCache, ir_digest
 from optserve.compiler.ir import IRError, parse_ir
 from optserve.compiler.passes import to_opt_pipeline
+from optserve.compiler.workers import CandidateCompiler
 from optserve.config import Settings
 from optserve.engine.coreset import Coreset
-from optserve.engine.interface import Generation, SamplingOptions, Strategy
+from optserve.engine.feedback import generate_with_feedback
+from optserve.engine.interface import Engine, Generation, SamplingOptions, Strategy
 from optserve.serve import schemas
-from optserve.serve.errors import ErrorKind, ModelInputTooLong, ServiceError, invalid, unavailable
-from optserve.serve.result_cache import cache_key
+from optserve.serve.errors import ErrorKind, ServiceError, invalid, unavailable
+from optserve.serve.result_cache import answer_key
+from optserve.serve.schemas import ServedStrategy
 from optserve.serve.unit_lists import UnitLists, unit_lists
 
 OZ_PASS_LIST = ("-Oz",)
@@ -32,20 +36,8 @@ RANKED_CORESET_LISTS = 100  # strategy ranked_coreset: the model ranks this many
 BACKEND_GRACE_S = 0.25
 
 
-class CandidateGenerator(Protocol):
-    async def generate(self, ir: str, options: SamplingOptions, feedback: str | None) -> Generation: ...
-
-    async def metadata(self) -> schemas.ModelMetadata: ...
-
-
-class CandidateCompiler(Protocol):
-    async def evaluate(
-        self, ir: str, pass_lists: Sequence[tuple[str, ...]], objective: str, want_ir: bool, want_object: bool
-    ) -> list: ...  # list[optserve.compiler.pipeline.Evaluation], one per pass list, in order
-
-
-# Builds the compiler-feedback text of one round (thesis ch. 5): (ir, [(candidate, evaluation)], objective).
-FeedbackBuilder = Callable[[str, list, str], str]
+# The served model's metadata (name, version, readiness): the engine host's, through its deployment.
+ModelMetadataSource = Callable[[], Awaitable[schemas.ModelMetadata]]
 
 
 @dataclass
@@ -70,16 +62,16 @@ class Optimizer:
     def __init__(
         self,
         settings: Settings,
-        generator: CandidateGenerator,
+        engine: Engine,
         compiler: CandidateCompiler,
         cache: ResultCache,
-        feedback_builder: FeedbackBuilder,
+        model_metadata: ModelMetadataSource,
     ):
         self.settings = settings
-        self.generator = generator
+        self.engine = engine
         self.compiler = compiler
         self.cache = cache
-        self.feedback_builder = feedback_builder
+        self.model_metadata = model_metadata
         self.coreset = Coreset.load(settings.engine.coreset_path)
 
     def check_options(self, request: schemas.OptimizeRequest) -> float:
@@ -87,9 +79,10 @@ class Optimizer:
         engine, serve = self.settings.engine, self.settings.serve
         if request.samples > engine.max_samples:
             raise invalid(f"samples: {request.samples} is more than the limit of {engine.max_samples}")
-        if request.strategy == "greedy" and request.samples != 1:
+        if request.strategy == ServedStrategy.GREEDY and request.samples != 1:
             raise invalid("samples: greedy decoding gives one candidate; use strategy priority or nucleus")
-        if request.strategy in ("coreset", "ranked_coreset") and not self.coreset.first(request.objective, 1):
+        coreset_strategies = (ServedStrategy.CORESET, ServedStrategy.RANKED_CORESET)
+        if request.strategy in coreset_strategies and not self.coreset.first(request.objective, 1):
             raise invalid(
                 f"strategy {request.strategy}: the service has no coreset for objective {request.objective}"
             )
@@ -112,18 +105,18 @@ class Optimizer:
             raise invalid(str(err)) from None
         validate_s = time.monotonic() - started
 
-        model = await self.generator.metadata()
-        if not model.ready and request.strategy != "coreset":
+        model = await self.model_metadata()
+        if not model.ready and request.strategy != ServedStrategy.CORESET:
             raise unavailable(f"pass-ordering model {model.name!r} is not ready: {model.reason}")
         digest = ir_digest(ir)
-        key = cache_key(digest, request, f"{model.version}+coreset-{self.coreset.version}")
+        key = answer_key(digest, request, f"{model.version}+coreset-{self.coreset.version}")
         if not request.bypass_cache and (hit := self.cache.get(key)) is not None:
             return _as_cached(hit, time.monotonic() - started)
 
         want = (request.return_ir, request.return_object)
         # -Oz and the unoptimized input compile while the model samples.
         baseline = asyncio.ensure_future(
-            self.compiler.evaluate(ir, [OZ_PASS_LIST, ()], request.objective, *want)
+            self.compiler.evaluate_async(ir, [OZ_PASS_LIST, ()], request.objective, *want)
         )
         try:
             sampled = await self._sample_and_measure(ir, request, deadline)
@@ -141,7 +134,7 @@ class Optimizer:
             started_output = time.monotonic()
             try:
                 (best_eval,) = await _until(
-                    self.compiler.evaluate(ir, [ranked[0].pass_list], request.objective, *want),
+                    self.compiler.evaluate_async(ir, [ranked[0].pass_list], request.objective, *want),
                     deadline + BACKEND_GRACE_S,
                     "the best candidate's output",
                 )
@@ -187,67 +180,38 @@ class Optimizer:
     ) -> _Sampled:
         """Model candidates of every feedback round, each compiled and measured, until the deadline."""
         sampled = _Sampled()
-        if request.strategy == "coreset":
+        if request.strategy == ServedStrategy.CORESET:
             await self._measure_coreset(ir, request, deadline, request.samples, sampled)
             return sampled
-        seen = {OZ_PASS_LIST}
-        feedback = None
-        for round_index in range(request.feedback_rounds + 1):
-            if deadline - time.monotonic() <= 0:
-                sampled.deadline_hit = True
-                break
-            started = time.monotonic()
-            try:
-                generation = await _until(
-                    self.generator.generate(
-                        ir, _sampling_options(request, deadline - started, self.coreset), feedback
-                    ),
-                    deadline + BACKEND_GRACE_S,
-                    "sampling",
-                )
-            except ModelInputTooLong as err:
-                await self._long_module(ir, request, deadline, sampled, str(err))
-                break
-            except ServiceError as err:
-                if err.kind is not ErrorKind.DEADLINE_EXCEEDED:
-                    raise
-                sampled.deadline_hit = True
-                break
-            finally:
-                sampled.sample_s += time.monotonic() - started
-            fresh = [c for c in generation.candidates if c.pass_list not in seen]
-            seen.update(c.pass_list for c in fresh)
-            evaluations = []
-            if fresh:
-                evaluations = await self._measure(
-                    ir,
-                    request.objective,
-                    deadline,
-                    sampled,
-                    [(c.pass_list, c.logprob) for c in fresh],
-                    "model",
-                )
-                if evaluations is None:
-                    break
-            if generation.deadline_hit:
-                sampled.deadline_hit = True
-                break
-            if not fresh or round_index == request.feedback_rounds:
-                break
-            feedback = self.feedback_builder(
-                ir, list(zip(fresh, evaluations, strict=True)), request.objective
-            )
-        await self._coreset_beside_model(ir, request, deadline, sampled, seen)
+        rounds = await generate_with_feedback(
+            self.engine,
+            self.compiler,
+            ir,
+            _sampling_options(request, self.coreset),
+            request.feedback_rounds,
+            request.objective,
+            deadline=deadline,
+            grace_s=BACKEND_GRACE_S,
+            exclude=[OZ_PASS_LIST],
+        )
+        sampled.sample_s, sampled.compile_s = rounds.sample_s, rounds.compile_s
+        sampled.deadline_hit = rounds.deadline_hit
+        sampled.measured += [
+            _Measured(c.pass_list, e.cost, c.logprob, "model", e.error or "") for c, e in rounds.measured
+        ]
+        if rounds.prompt_too_long is not None:
+            await self._long_module(ir, request, deadline, sampled, rounds.prompt_too_long)
+        await self._coreset_beside_model(ir, request, deadline, sampled)
         return sampled
 
     async def _coreset_beside_model(
-        self, ir: str, request: schemas.OptimizeRequest, deadline: float, sampled: _Sampled, seen: set
+        self, ir: str, request: schemas.OptimizeRequest, deadline: float, sampled: _Sampled
     ) -> None:
         """The coreset's first lists beside the model's (engine.coreset_lists_with_model), unless drawn."""
         count = self.settings.engine.coreset_lists_with_model
-        if not count or request.strategy == "ranked_coreset" or sampled.deadline_hit:
+        if not count or request.strategy == ServedStrategy.RANKED_CORESET or sampled.deadline_hit:
             return
-        drawn = seen | {m.pass_list for m in sampled.measured}
+        drawn = {OZ_PASS_LIST} | {m.pass_list for m in sampled.measured}
         lists = [(p, 0.0) for p in self.coreset.first(request.objective, count) if p not in drawn]
         if lists:
             await self._measure(ir, request.objective, deadline, sampled, lists, "coreset")
@@ -261,13 +225,13 @@ class Optimizer:
 
         async def generate(function_ir: str, options: SamplingOptions) -> Generation:
             return await _until(
-                self.generator.generate(function_ir, options, None), deadline + BACKEND_GRACE_S, "sampling"
+                self.engine.generate(function_ir, options, None), deadline + BACKEND_GRACE_S, "sampling"
             )
 
         found = UnitLists([], [], 0)
         if engine.unit_function_prompts:
             try:
-                options = _sampling_options(request, deadline - started, self.coreset)
+                options = replace(_sampling_options(request, self.coreset), deadline_s=deadline - started)
                 found = await unit_lists(ir, generate, options, engine.unit_function_prompts)
             except ServiceError as err:
                 if err.kind is not ErrorKind.DEADLINE_EXCEEDED:
@@ -313,7 +277,7 @@ class Optimizer:
         started = time.monotonic()
         try:
             evaluations = await _until(
-                self.compiler.evaluate(ir, [p for p, _ in candidates], objective, False, False),
+                self.compiler.evaluate_async(ir, [p for p, _ in candidates], objective),
                 deadline + BACKEND_GRACE_S,
                 f"compiling {source} candidates",
             )
@@ -331,10 +295,9 @@ class Optimizer:
         return evaluations
 
 
-def _sampling_options(
-    request: schemas.OptimizeRequest, remaining_s: float, coreset: Coreset
-) -> SamplingOptions:
-    ranked = request.strategy == "ranked_coreset"  # priority sampling over the coreset's lists only
+def _sampling_options(request: schemas.OptimizeRequest, coreset: Coreset) -> SamplingOptions:
+    """The engine's options for the request; each generation gets the time left as its `deadline_s`."""
+    ranked = request.strategy == ServedStrategy.RANKED_CORESET  # priority sampling over the coreset's lists
     return SamplingOptions(
         strategy=Strategy.PRIORITY if ranked else Strategy(request.strategy),
         samples=request.samples,
@@ -342,7 +305,6 @@ def _sampling_options(
         temperature=request.temperature,
         top_p=request.top_p,
         seed=request.seed,
-        deadline_s=remaining_s,
         objective=request.objective,
         allowed_lists=coreset.first(request.objective, RANKED_CORESET_LISTS) if ranked else None,
     )

@@ -3,7 +3,7 @@
 The key hashes the exact IR text the compiler sees (not a normalized form: attributes and metadata can change
 what a pass list does), every option that shapes the candidates, and the model's content hash, so an entry
 can never answer for a different IR or model. Answers cut short by a deadline are never stored. The store
-is `optserve.compiler.cache.ResultCache`, keyed by `ir_digest` of the IR and `cache_key` below.
+is `optserve.compiler.cache.ResultCache`, keyed by `ir_digest` of the IR and `answer_key` below.
 """
 
 from __future__ import annotations
@@ -11,15 +11,16 @@ from __future__ import annotations
 import hashlib
 import json
 
+from optserve.engine.interface import Strategy
 from optserve.serve.schemas import OptimizeRequest
 
 # Options that do not change the ranked candidates are left out of the key.
 _OPTIONS_NOT_IN_KEY = {"ir", "ir_bitcode", "deadline_s", "bypass_cache"}
 
 
-def cache_key(ir_sha256: str, request: OptimizeRequest, model_version: str) -> str:
+def answer_key(ir_sha256: str, request: OptimizeRequest, model_version: str) -> str:
     options = request.model_dump(exclude=_OPTIONS_NOT_IN_KEY)
-    if request.strategy != "nucleus":  # sampling parameters matter only to nucleus sampling
+    if request.strategy != Strategy.NUCLEUS:  # sampling parameters matter only to nucleus sampling
         for name in ("temperature", "top_p", "seed"):
             options.pop(name)
     text = json.dumps([ir_sha256, model_version, options], sort_keys=True)

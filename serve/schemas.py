@@ -7,6 +7,7 @@ Field meanings are documented once, in proto/optserve/v1/optserve.proto.
 from __future__ import annotations
 
 import base64
+from enum import StrEnum
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -19,8 +20,22 @@ from pydantic import (
     model_validator,
 )
 
+from optserve.engine.interface import Strategy
+
+
+class ServedStrategy(StrEnum):
+    """Optimize's strategies: the engine's sampling strategies and two over the pass-list coreset."""
+
+    GREEDY = Strategy.GREEDY.value
+    PRIORITY = Strategy.PRIORITY.value
+    NUCLEUS = Strategy.NUCLEUS.value
+    CORESET = "coreset"  # the coreset's first lists, no model
+    RANKED_CORESET = "ranked_coreset"  # priority sampling over the coreset's lists only
+
+
 ObjectiveName = Literal["instruction_count", "text_size"]
-StrategyName = Literal["greedy", "priority", "nucleus", "coreset", "ranked_coreset"]
+# The field type: the names as plain strings (a Literal of the enum's values, so requests stay strict).
+StrategyName = Literal[tuple(strategy.value for strategy in ServedStrategy)]
 SourceName = Literal["model", "oz", "cache", "coreset"]
 # Raw bytes inside the service, base64 text in JSON (responses only: requests use pydantic's Base64Bytes).
 Base64Out = Annotated[
@@ -57,7 +72,9 @@ _OPTIMIZE_REQUEST_SCHEMA = {
     "anyOf": [
         {
             "required": ["strategy"],
-            "properties": {"strategy": {"enum": ["priority", "nucleus", "coreset", "ranked_coreset"]}},
+            "properties": {
+                "strategy": {"enum": [s.value for s in ServedStrategy if s != ServedStrategy.GREEDY]}
+            },
         },
         {"properties": {"samples": {"const": 1}}},
     ],
@@ -88,7 +105,7 @@ class OptimizeRequest(_Request):
         None, strict=False, description="LLVM bitcode, base64 (instead of `ir`)"
     )
     objective: ObjectiveName = "instruction_count"
-    strategy: StrategyName = "greedy"
+    strategy: StrategyName = ServedStrategy.GREEDY.value
     samples: int = Field(
         1, ge=1, description="unique model candidates wanted; more than 1: priority or nucleus only"
     )

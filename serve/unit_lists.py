@@ -14,10 +14,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from optserve.compiler.ir import IRError, split_functions
-from optserve.engine.interface import Generation, SamplingOptions
-from optserve.serve.errors import ModelInputTooLong
+from optserve.engine.interface import Generation, PromptTooLongError, SamplingOptions
 
-# generate(function IR, options) -> Generation; raises ModelInputTooLong for a function too long itself.
+# generate(function IR, options) -> Generation; raises PromptTooLongError for a function too long itself.
 Generate = Callable[[str, SamplingOptions], Awaitable[Generation]]
 
 
@@ -47,7 +46,7 @@ async def unit_lists(ir: str, generate: Generate, options: SamplingOptions, func
             *(generate(text, options) for _, text in batch), return_exceptions=True
         )
         for (name, _), result in zip(batch, results, strict=True):
-            if isinstance(result, ModelInputTooLong):
+            if isinstance(result, PromptTooLongError):
                 too_long += 1
             elif isinstance(result, BaseException):
                 raise result

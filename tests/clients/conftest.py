@@ -22,7 +22,7 @@ def optserve_target(tmp_path_factory) -> str:
 
     model_dir = tmp_path_factory.mktemp("tiny-model")
     subprocess.run(
-        [sys.executable, "-m", "optserve.engine.tiny_model", str(model_dir)], check=True, capture_output=True
+        [sys.executable, "-m", "optserve.passlm.tiny_model", str(model_dir)], check=True, capture_output=True
     )
     settings = Settings.model_validate(
         {

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import threading
 
-from optserve.compiler.cache import ResultCache, cache_key, ir_digest
+from optserve.compiler.cache import ResultCache, evaluation_key, ir_digest
 
 
 def test_key_depends_on_ir_pass_list_objective_and_namespace():
     ir = ir_digest("define void @f() {\n  ret void\n}\n")
-    base = cache_key(ir, ("-Oz", "dce"), "instruction_count")
-    assert base == cache_key(ir, ["-Oz", "dce"], "instruction_count")
+    base = evaluation_key(ir, ("-Oz", "dce"), "instruction_count")
+    assert base == evaluation_key(ir, ["-Oz", "dce"], "instruction_count")
     variants = {
-        cache_key(ir_digest("define void @g() {\n  ret void\n}\n"), ("-Oz", "dce"), "instruction_count"),
-        cache_key(ir, ("-Oz",), "instruction_count"),
-        cache_key(ir, ("dce", "dce"), "instruction_count"),
-        cache_key(ir, ("-Oz", "dce"), "text_size"),
-        cache_key(ir, ("-Oz", "dce"), "instruction_count", namespace="model:v2"),
+        evaluation_key(ir_digest("define void @g() {\n  ret void\n}\n"), ("-Oz", "dce"), "instruction_count"),
+        evaluation_key(ir, ("-Oz",), "instruction_count"),
+        evaluation_key(ir, ("dce", "dce"), "instruction_count"),
+        evaluation_key(ir, ("-Oz", "dce"), "text_size"),
+        evaluation_key(ir, ("-Oz", "dce"), "instruction_count", namespace="model:v2"),
     }
     assert base not in variants and len(variants) == 5
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from optserve.engine.tiny_model import build_tiny_model, synthetic_corpus, synthetic_function
+from optserve.passlm.tiny_model import build_tiny_model, synthetic_corpus, synthetic_function
 from optserve.passlm.tokenizer import train_tokenizer
 
 DATA = Path(__file__).resolve().parent.parent / "data"

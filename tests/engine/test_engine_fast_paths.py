@@ -20,7 +20,7 @@ from optserve.engine.backend import DecodeRequest
 from optserve.engine.engine import ModelEngine
 from optserve.engine.interface import SamplingOptions, Strategy
 from optserve.engine.llama_forward import CompactLlama
-from optserve.engine.tiny_model import SHAPES, build_tiny_model
+from optserve.passlm.tiny_model import SHAPES, build_tiny_model
 
 GQA_SHAPE = dataclasses.replace(
     SHAPES["tiny"], hidden_size=64, heads=4, kv_heads=2, intermediate_size=96, tie_embeddings=True

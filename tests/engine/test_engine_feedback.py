@@ -78,3 +78,28 @@ def test_feedback_stops_when_a_round_adds_nothing(torch_engine, pool, loop_funct
     options = SamplingOptions(strategy=Strategy.GREEDY)
     result = run(generate_with_feedback(_DeafEngine(torch_engine), pool, loop_function_ir, options, rounds=5))
     assert len(result.rounds) == 1 and result.compilations == 1  # round 2 repeated round 1: stop
+
+
+class _RecordingEngine:
+    """The real engine, recording the options of every round."""
+
+    def __init__(self, engine):
+        self.engine, self.options = engine, []
+
+    async def generate(self, ir, options, feedback=None):
+        self.options.append(options)
+        return await self.engine.generate(ir, options, feedback)
+
+
+def test_feedback_rounds_can_ask_with_other_options_and_compile_one_new_list_each(
+    torch_engine, pool, loop_function_ir
+):
+    later = SamplingOptions(strategy=Strategy.PRIORITY, samples=3)
+    engine = _RecordingEngine(torch_engine)
+    result = run(
+        generate_with_feedback(
+            engine, pool, loop_function_ir, SamplingOptions(), 2, feedback_options=later, per_round=1
+        )
+    )
+    assert [len(round_.new) for round_ in result.rounds] == [1, 1, 1]  # 3 samples hold a new list each time
+    assert engine.options[0].strategy is Strategy.GREEDY and engine.options[1:] == [later, later]

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from optserve.compiler.passes import META_FLAGS, PASS_NAMES, PassListError
 from optserve.engine.grammar import TokenGrammar, token_bytes
-from optserve.engine.tiny_model import TINY_PROFILE
+from optserve.passlm.tiny_model import TINY_PROFILE
 
 ANSWER = TINY_PROFILE.answer_format()
 TOKENIZERS = ["pass_token_tokenizer", "split_pass_tokenizer"]

@@ -7,7 +7,7 @@ from pydantic import ValidationError
 
 from optserve.engine.grammar import TokenGrammar
 from optserve.engine.profile import ModelProfile, encode_example
-from optserve.engine.tiny_model import TINY_PROFILE
+from optserve.passlm.tiny_model import TINY_PROFILE
 
 # A profile in the style of Meta's LLM Compiler (REFERENCE.md: its prompt; the answer template is assumed).
 LLM_COMPILER_STYLE = ModelProfile(

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from optserve.compiler.passes import META_FLAGS, PASS_NAMES, validate_pass_list
 from optserve.engine.engine import PromptTooLongError
 from optserve.engine.interface import SamplingOptions, Strategy
-from optserve.engine.tiny_model import synthetic_function
+from optserve.passlm.tiny_model import synthetic_function
 
 PS10 = SamplingOptions(strategy=Strategy.PRIORITY, samples=10)
 

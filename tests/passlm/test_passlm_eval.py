@@ -1,6 +1,6 @@
 """`optserve eval passes`: the thesis' metrics, resumable runs, and the command end to end.
 
-Real parts: a tiny random model (engine.tiny_model) on the torch backend, the crash-isolated compiler pool,
+Real parts: a tiny random model (passlm.tiny_model) on the torch backend, the crash-isolated compiler pool,
 and a small corpus labelled by the real autotuner, written in tmp in the corpus layout.
 """
 
@@ -18,21 +18,13 @@ from optserve.compiler.ir import normalize_ir
 from optserve.compiler.workers import CompilerPool
 from optserve.corpus.journal import read_jsonl, write_jsonl_atomic
 from optserve.corpus.layout import CorpusLayout
-from optserve.engine.tiny_model import build_tiny_model, synthetic_function
-from optserve.passlm.evaluate import (
-    EvalConfig,
-    FunctionCosts,
-    Method,
-    MethodResult,
-    collect,
-    parse_methods,
-    parse_samples,
-    random_lists,
-    result_at,
-    run,
-    select_functions,
-    summarize,
-)
+from optserve.passlm.evaluation.candidates import random_lists
+from optserve.passlm.evaluation.journal import result_at
+from optserve.passlm.evaluation.methods import EvalConfig, Method, parse_methods, parse_samples
+from optserve.passlm.evaluation.metrics import FunctionCosts, MethodResult, summarize
+from optserve.passlm.evaluation.pipeline import run, select_functions
+from optserve.passlm.evaluation.report import collect
+from optserve.passlm.tiny_model import build_tiny_model, synthetic_function
 
 FUNCTIONS = 3
 

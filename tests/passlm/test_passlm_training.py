@@ -8,7 +8,6 @@ import random
 import pytest
 
 from optserve.engine.profile import encode_example
-from optserve.engine.tiny_model import synthetic_function
 from optserve.passlm.examples import (
     NO_PASSES,
     PASSFORMER_PROFILE,
@@ -17,6 +16,7 @@ from optserve.passlm.examples import (
     training_texts,
     write_records,
 )
+from optserve.passlm.tiny_model import synthetic_function
 from optserve.passlm.tokenizer import chars_per_token, train_tokenizer
 
 TINY_ARCH = json.dumps(

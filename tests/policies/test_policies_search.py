@@ -12,8 +12,9 @@ from optserve.kernels.schedule import Schedule
 from optserve.kernels.spec import LoopNestSpec, SpecError
 from optserve.policies.dataset import matmul_benchmarks, train_test_split
 from optserve.policies.env import Evaluator
-from optserve.policies.schedule import METHODS, schedule_nest
-from optserve.policies.search import run_search
+from optserve.policies.methods import SearchMethod
+from optserve.policies.scheduler import METHODS, schedule_nest
+from optserve.policies.search import SEARCHES, run_search
 
 MATVEC = LoopNestSpec.parse("y[m] += A[m,k] * x[k]", {"m": 64, "k": 256})
 
@@ -93,3 +94,7 @@ def test_schedule_nest_rejects_unknown_method_and_bad_time_limit():
         schedule_nest(MATVEC, "greedy2", time_limit_s=0)
     searches = ("base", "greedy1", "greedy2", "beam2dfs", "beam4dfs", "beam2bfs", "beam4bfs", "random")
     assert (*searches, "policy", "policy_polish", "tiles", "policy_tiles") == METHODS
+
+
+def test_every_named_method_has_a_search():
+    assert list(SEARCHES) == list(SearchMethod)

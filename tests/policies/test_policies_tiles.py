@@ -12,7 +12,7 @@ from optserve.kernels.schedule import Schedule
 from optserve.kernels.spec import LoopNestSpec
 from optserve.kernels.tiling import TileTemplate
 from optserve.policies.env import AgentState, Evaluator, apply_action
-from optserve.policies.schedule import schedule_nest
+from optserve.policies.scheduler import schedule_nest
 from optserve.policies.search import run_search
 from optserve.policies.suites import HELD_OUT, KINDS, training_suite
 from optserve.policies.templates import choose_cover

@@ -160,7 +160,7 @@ def test_serve_replica_killed_mid_request(rel_service, grpc_client, add_ir):
 def test_result_cache_never_answers_for_another_ir_or_model():
     import hashlib
 
-    from optserve.serve.result_cache import cache_key
+    from optserve.serve.result_cache import answer_key
     from optserve.serve.schemas import OptimizeRequest
 
     def ir_digest(text: str) -> str:  # the key's IR part: SHA-256 of the IR the compiler sees
@@ -168,12 +168,12 @@ def test_result_cache_never_answers_for_another_ir_or_model():
 
     ir = "define i32 @f() {\n  ret i32 2\n}\n"
     request = OptimizeRequest(ir=ir)
-    base = cache_key(ir_digest(ir), request, "model-aaaa")
-    assert cache_key(ir_digest(ir), request, "model-aaab") != base  # same IR, other model version
+    base = answer_key(ir_digest(ir), request, "model-aaaa")
+    assert answer_key(ir_digest(ir), request, "model-aaab") != base  # same IR, other model version
     one_byte = ir.replace("2", "3")
-    assert cache_key(ir_digest(one_byte), request, "model-aaaa") != base  # one byte different IR
+    assert answer_key(ir_digest(one_byte), request, "model-aaaa") != base  # one byte different IR
     other_options = OptimizeRequest(ir=ir, objective="text_size")
-    assert cache_key(ir_digest(ir), other_options, "model-aaaa") != base
+    assert answer_key(ir_digest(ir), other_options, "model-aaaa") != base
 
 
 def test_cache_misses_for_a_one_byte_different_module_in_the_service(grpc_client, add_ir):

@@ -23,7 +23,7 @@ MAX_ONGOING = 6
 
 def build_tiny_model(directory: Path) -> Path:
     subprocess.run(
-        [sys.executable, "-m", "optserve.engine.tiny_model", str(directory)], check=True, capture_output=True
+        [sys.executable, "-m", "optserve.passlm.tiny_model", str(directory)], check=True, capture_output=True
     )
     return directory
 
@@ -43,7 +43,9 @@ def service_settings(model_dir: Path, **serve_fields) -> Settings:
                 "http_port": HTTP_PORT,
                 "grpc_port": GRPC_PORT,
                 "auth_token": TOKEN,
-                "ray_num_cpus": 4,
+                # Logical CPUs of the test Ray: the app (3: a compiler replica reserves one per worker), one
+                # more compiler replica the autoscaler may add (2), and a second app some tests run (2).
+                "ray_num_cpus": 8,
                 "max_queued_requests": MAX_QUEUED,
                 "max_ongoing_requests": MAX_ONGOING,
                 "default_deadline_s": 60.0,
@@ -57,7 +59,7 @@ def slow_module() -> str:
     """A valid module just under the size limit that -Oz needs about two seconds for."""
     import random
 
-    from optserve.engine.tiny_model import synthetic_function
+    from optserve.passlm.tiny_model import synthetic_function
 
     rng = random.Random(0)
     module = "\n".join(synthetic_function(rng, f"f{i}") for i in range(1200))

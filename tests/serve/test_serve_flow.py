@@ -19,14 +19,13 @@ from optserve.compiler.passes import to_opt_pipeline
 from optserve.compiler.workers import CompilerPool
 from optserve.config import Settings
 from optserve.engine.backend import DecoderDeadError
-from optserve.engine.feedback import build_feedback
-from optserve.engine.interface import Candidate, Generation, SamplingOptions, Strategy
+from optserve.engine.interface import Candidate, Generation, PromptTooLongError, SamplingOptions, Strategy
 from optserve.serve import codec, schemas
 from optserve.serve.access import check_peer, check_token, is_loopback_host, peer_host
 from optserve.serve.engine_host import EngineHost
-from optserve.serve.errors import ErrorKind, ModelInputTooLong, ServiceError
+from optserve.serve.errors import ErrorKind, ServiceError
 from optserve.serve.optimize import Optimizer
-from optserve.serve.result_cache import cache_key
+from optserve.serve.result_cache import answer_key
 from optserve.v1 import optserve_pb2 as pb
 
 # Model candidates alone (the coreset's lists beside them have their own test).
@@ -77,14 +76,6 @@ class ScriptedGenerator:
         )
 
 
-class PoolCompiler:
-    def __init__(self, pool: CompilerPool):
-        self.pool = pool
-
-    async def evaluate(self, ir, pass_lists, objective, want_ir, want_object):
-        return await self.pool.evaluate_async(ir, pass_lists, objective, want_ir, want_object)
-
-
 @pytest.fixture(scope="module")
 def pool():
     with CompilerPool(processes=2, timeout_s=20) as compiler_pool:
@@ -95,7 +86,7 @@ def optimize(
     generator, pool, request: schemas.OptimizeRequest, cache: ResultCache | None = None, settings=None
 ):
     cache = cache if cache is not None else ResultCache(10)
-    optimizer = Optimizer(settings or SETTINGS, generator, PoolCompiler(pool), cache, build_feedback)
+    optimizer = Optimizer(settings or SETTINGS, generator, pool, cache, generator.metadata)
     return asyncio.run(optimizer.optimize(request))
 
 
@@ -225,7 +216,7 @@ def with_coreset(tmp_path, lists, objective="instruction_count", fallback=10, be
 
 
 def test_a_module_longer_than_the_context_gets_oz_with_a_warning_without_a_coreset(pool, add_ir, tmp_path):
-    generator = ScriptedGenerator([], error=ModelInputTooLong("the prompt has 9000 tokens"))
+    generator = ScriptedGenerator([], error=PromptTooLongError("the prompt has 9000 tokens"))
     no_coreset = Settings.model_validate({"engine": {"coreset_path": str(tmp_path / "missing.json")}})
     response = optimize(generator, pool, schemas.OptimizeRequest(ir=add_ir), settings=no_coreset)
     assert response.best.source == "oz" and "9000 tokens" in response.warning
@@ -237,7 +228,7 @@ def test_a_module_longer_than_the_context_gets_oz_with_a_warning_without_a_cores
 
 def test_a_module_longer_than_the_context_gets_the_coreset_lists(pool, unrolled_loop_ir, tmp_path):
     settings = with_coreset(tmp_path, [("-O2",), ("sroa",), ("-O1",)], fallback=2)
-    generator = ScriptedGenerator([], error=ModelInputTooLong("the prompt has 9000 tokens"))
+    generator = ScriptedGenerator([], error=PromptTooLongError("the prompt has 9000 tokens"))
     response = optimize(generator, pool, schemas.OptimizeRequest(ir=unrolled_loop_ir), settings=settings)
     assert {tuple(c.passes) for c in response.candidates} == {("-Oz",), ("-O2",), ("sroa",)}
     assert response.best.passes == ["sroa"] and response.best.source == "coreset"
@@ -250,7 +241,7 @@ class PerFunctionGenerator(ScriptedGenerator):
     async def generate(self, ir: str, options: SamplingOptions, feedback: str | None) -> Generation:
         if ir.count("define ") > 1:
             self.calls.append(options)
-            raise ModelInputTooLong("the prompt has 9000 tokens")
+            raise PromptTooLongError("the prompt has 9000 tokens")
         return await super().generate(ir, options, feedback)
 
 
@@ -330,16 +321,18 @@ def test_strategy_coreset_without_a_coreset_for_the_objective_is_invalid(pool, a
 def test_the_cache_key_covers_ir_options_and_model_version():
     request = schemas.OptimizeRequest(ir="x", strategy="priority", samples=5)
     digest = hashlib.sha256(b"x").hexdigest()
-    key = cache_key(digest, request, "v1")
-    assert key != cache_key(hashlib.sha256(b"y").hexdigest(), request, "v1")
-    assert key != cache_key(digest, request, "v2")
-    assert key != cache_key(digest, request.model_copy(update={"samples": 6}), "v1")
-    assert key != cache_key(digest, request.model_copy(update={"objective": "text_size"}), "v1")
-    assert key != cache_key(digest, request.model_copy(update={"return_object": True}), "v1")
-    assert key == cache_key(digest, request.model_copy(update={"deadline_s": 3.0}), "v1")
-    assert key == cache_key(digest, request.model_copy(update={"seed": 4}), "v1")  # not nucleus
+    key = answer_key(digest, request, "v1")
+    assert key != answer_key(hashlib.sha256(b"y").hexdigest(), request, "v1")
+    assert key != answer_key(digest, request, "v2")
+    assert key != answer_key(digest, request.model_copy(update={"samples": 6}), "v1")
+    assert key != answer_key(digest, request.model_copy(update={"objective": "text_size"}), "v1")
+    assert key != answer_key(digest, request.model_copy(update={"return_object": True}), "v1")
+    assert key == answer_key(digest, request.model_copy(update={"deadline_s": 3.0}), "v1")
+    assert key == answer_key(digest, request.model_copy(update={"seed": 4}), "v1")  # not nucleus
     nucleus = request.model_copy(update={"strategy": "nucleus"})
-    assert cache_key(digest, nucleus, "v1") != cache_key(digest, nucleus.model_copy(update={"seed": 4}), "v1")
+    assert answer_key(digest, nucleus, "v1") != answer_key(
+        digest, nucleus.model_copy(update={"seed": 4}), "v1"
+    )
 
 
 def test_the_cache_forgets_the_least_recently_used_entry():

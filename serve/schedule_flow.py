@@ -8,16 +8,17 @@ from __future__ import annotations
 
 from optserve.config import Settings
 from optserve.kernels.spec import LoopNestSpec, SpecError
+from optserve.policies.methods import SearchMethod
 from optserve.serve import schemas
 from optserve.serve.errors import invalid
 
-DEFAULT_METHOD = "policy_tiles"  # learned tile cover + the Q-policy, measured within the polish budget
+DEFAULT_METHOD = SearchMethod.POLICY_TILES  # learned tile cover + the Q-policy, within the polish budget
 DEFAULT_TIME_LIMIT_S = 10.0
 
 
 def schedule(request: schemas.ScheduleRequest, settings: Settings) -> schemas.ScheduleResponse:
     """Choose a schedule for the request's loop nest (blocking: run it off the event loop)."""
-    from optserve.policies.schedule import schedule_nest
+    from optserve.policies.scheduler import schedule_nest
 
     limits = settings.looptune
     time_limit_s = request.time_limit_s or min(DEFAULT_TIME_LIMIT_S, limits.search_time_limit_s)

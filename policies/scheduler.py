@@ -15,9 +15,10 @@ from optserve.kernels.measure import measure, numpy_gflops, peak_gflops
 from optserve.kernels.schedule import Schedule
 from optserve.kernels.spec import LoopNestSpec, SpecError
 from optserve.policies.env import Evaluator
-from optserve.policies.search import QUICK_METHODS, SEARCHES, run_search
+from optserve.policies.methods import QUICK_METHODS, SearchMethod
+from optserve.policies.search import SEARCHES, run_search
 
-METHODS = tuple(SEARCHES)
+METHODS = tuple(SearchMethod)
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,7 @@ def measure_interleaved(
 
 def schedule_nest(
     spec: LoopNestSpec,
-    method: str = "greedy2",
+    method: str = SearchMethod.GREEDY2,
     time_limit_s: float = 10.0,
     measure: bool = True,
     emit_ir: bool = False,

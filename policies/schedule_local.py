@@ -10,21 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from optserve.cli import add_json_flag, emit
-
-METHODS = (
-    "base",
-    "greedy1",
-    "greedy2",
-    "beam2dfs",
-    "beam4dfs",
-    "beam2bfs",
-    "beam4bfs",
-    "random",
-    "policy",
-    "policy_polish",
-    "tiles",
-    "policy_tiles",
-)
+from optserve.policies.methods import SearchMethod
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -34,7 +20,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--einsum", required=True, help="e.g. 'C[m,n] += A[m,k] * B[k,n]'")
     parser.add_argument("--sizes", required=True, help="e.g. m=128,n=96,k=64")
     parser.add_argument(
-        "--search", default="greedy2", choices=METHODS, help="search method (default greedy2)"
+        "--search",
+        default=SearchMethod.GREEDY2.value,
+        choices=[method.value for method in SearchMethod],
+        help="search method (default greedy2)",
     )
     parser.add_argument("--time-limit", type=float, default=10.0, help="search seconds (default 10)")
     parser.add_argument("--measure", action="store_true", help="also time the base schedule and the peak")
@@ -47,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _schedule(args: argparse.Namespace) -> int:
     from optserve.config import load_settings
     from optserve.kernels.spec import LoopNestSpec, SpecError, parse_sizes
-    from optserve.policies.schedule import schedule_nest
+    from optserve.policies.scheduler import schedule_nest
 
     limits = load_settings(args.config).looptune
     try:

@@ -1,7 +1,7 @@
 """A tiny randomly initialized model directory in the bundled format, for tests and as a stand-in model.
 
-    python -m optserve.engine.tiny_model OUT_DIR [--seed 0]
-    python -m optserve.engine.tiny_model OUT_DIR --shape passformer   # the trained model's architecture
+    python -m optserve.passlm.tiny_model OUT_DIR [--seed 0]
+    python -m optserve.passlm.tiny_model OUT_DIR --shape passformer   # the trained model's architecture
 
 
 It writes what a trained model directory holds: a Hugging Face `LlamaForCausalLM` (config + safetensors,

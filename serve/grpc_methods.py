@@ -1,0 +1,98 @@
+"""The gRPC methods of the ingress: Optimize, Schedule, GetModelMetadata and grpc.health.v1 `Check`.
+
+Ray Serve's proxy routes a gRPC call to the ingress method named like the RPC, with the request as raw bytes
+(serve/grpc_services.py says why); the ingress hands it to the method of the same name here, which parses
+it, checks the caller (loopback peer, token), runs the operation and answers a `ServiceError` as the status
+it names. `grpc_context` is None when a test calls a method directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from grpc_health.v1 import health_pb2
+
+from optserve.config import Settings
+from optserve.serve import codec
+from optserve.serve.access import TOKEN_HEADER, check_peer, check_token, plaintext_grpc_host
+from optserve.serve.errors import ErrorKind, ServiceError
+from optserve.serve.grpc_services import parse_request
+from optserve.serve.operations import Operations
+from optserve.serve.readiness import READY
+from optserve.v1 import optserve_pb2 as pb
+
+PASS_ORDERING_SERVICE = "optserve.v1.PassOrdering"
+LOOPTUNE_SERVICE = "optserve.v1.LoopTune"
+HEALTH_REASON_KEY = "optserve-not-serving-reason"  # trailing metadata of a NOT_SERVING health answer
+# The readiness parts (serve/readiness.py) each gRPC service needs.
+_SERVICE_PARTS = {PASS_ORDERING_SERVICE: ("model", "compiler"), LOOPTUNE_SERVICE: ("looptune",)}
+_SERVING = health_pb2.HealthCheckResponse.SERVING
+_NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+
+M = TypeVar("M")
+
+
+def _answer_error(context, err: ServiceError, empty: M) -> M:
+    """A gRPC error answer: the status and message on the call, an empty response message."""
+    context.set_code(err.kind.grpc_code)
+    context.set_details(err.message)
+    return empty
+
+
+class GrpcMethods:
+    def __init__(self, operations: Operations, settings: Settings):
+        self.operations = operations
+        self.settings = settings
+
+    async def _answer(self, operation: str, context, empty: M, work: Callable[[], Awaitable[M]]) -> M:
+        try:
+            if context is not None:
+                check_peer(context.peer(), plaintext_grpc_host(self.settings.serve))
+                metadata = dict(context.invocation_metadata())
+                check_token(metadata.get(TOKEN_HEADER), self.settings.serve.auth_token)
+            return await self.operations.record(operation, "grpc", work)
+        except ServiceError as err:
+            if context is None:
+                raise
+            return _answer_error(context, err, empty)
+
+    async def optimize(self, request: bytes, context) -> pb.OptimizeResponse:
+        async def work() -> pb.OptimizeResponse:
+            optimize_request = codec.optimize_request(parse_request(pb.OptimizeRequest, request))
+            return codec.optimize_response(await self.operations.optimize(optimize_request))
+
+        return await self._answer("optimize", context, pb.OptimizeResponse(), work)
+
+    async def model_metadata(self, request: bytes, context) -> pb.ModelMetadata:
+        async def work() -> pb.ModelMetadata:
+            parse_request(pb.ModelMetadataRequest, request)  # no fields, but garbage is still refused
+            return codec.model_metadata(await self.operations.model_metadata())
+
+        return await self._answer("model_metadata", context, pb.ModelMetadata(), work)
+
+    async def schedule(self, request: bytes, context) -> pb.ScheduleResponse:
+        async def work() -> pb.ScheduleResponse:
+            schedule_request = codec.schedule_request(parse_request(pb.ScheduleRequest, request))
+            return codec.schedule_response(await self.operations.schedule(schedule_request))
+
+        return await self._answer("schedule", context, pb.ScheduleResponse(), work)
+
+    async def check(self, request: bytes, context) -> Any:
+        """grpc.health.v1: "" = the server answers; a service name = that service can do its work now."""
+        try:
+            service = parse_request(health_pb2.HealthCheckRequest, request).service
+        except ServiceError as err:
+            return _answer_error(context, err, health_pb2.HealthCheckResponse())
+        if service == "":
+            return health_pb2.HealthCheckResponse(status=_SERVING)
+        if service not in _SERVICE_PARTS:
+            unknown = ServiceError(ErrorKind.NOT_FOUND, f"unknown service {service!r}")
+            return _answer_error(context, unknown, health_pb2.HealthCheckResponse())
+        readiness = await self.operations.readiness()
+        parts = _SERVICE_PARTS[service]
+        reasons = [f"{part}: {readiness[part]}" for part in parts if readiness[part] != READY]
+        if reasons and context is not None:  # the health protocol has no field for why
+            reason = " ".join("; ".join(reasons).split()).encode("ascii", "replace").decode()  # a valid value
+            context.set_trailing_metadata([(HEALTH_REASON_KEY, reason)])
+        return health_pb2.HealthCheckResponse(status=_NOT_SERVING if reasons else _SERVING)

@@ -1,0 +1,92 @@
+"""The back-end deployments, seen by the ingress through the plain seams the Optimize flow codes against.
+
+- `EngineClient`: the engine deployment as an `optserve.engine.interface.Engine`, plus the model's metadata;
+- `CompilerClient`: the CompilerWorkers deployment as an `optserve.compiler.workers.CandidateCompiler`;
+- `LoopTuneClient`: the LoopTuneScheduler deployment.
+
+Every call goes through `ray_errors.call`, so a deployment's own error arrives as itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from ray.serve.handle import DeploymentHandle
+
+from optserve.compiler.cost import Objective
+from optserve.compiler.pipeline import Evaluation
+from optserve.engine.interface import Generation, PromptTooLongError, SamplingOptions
+from optserve.serve import schemas
+from optserve.serve.errors import unavailable
+from optserve.serve.ray_errors import call
+
+# How long the ingress waits for the engine's metadata: it answers at once unless no replica is running.
+ENGINE_ANSWER_TIMEOUT_S = 5.0
+
+
+class EngineClient:
+    """The engine deployment (serve/deployments.PassOrderingEngine).
+
+    A ready model's metadata is kept (it does not change under a running app) until a call to the engine
+    fails: the engine may have died, and the next Optimize asks it again, answering UNAVAILABLE quickly
+    while its replica is replaced instead of waiting for the new one behind the request's deadline.
+    """
+
+    def __init__(self, handle: DeploymentHandle):
+        self.handle = handle
+        self._ready_metadata: schemas.ModelMetadata | None = None
+
+    async def generate(self, ir: str, options: SamplingOptions, feedback: str | None = None) -> Generation:
+        try:
+            return await call(self.handle, "generate", ir, options, feedback)
+        except PromptTooLongError:  # the input's fault, not the engine's
+            raise
+        except Exception:
+            self.forget()
+            raise
+
+    async def metadata(self, fresh: bool = False) -> schemas.ModelMetadata:
+        """The model's metadata; UNAVAILABLE if its engine does not answer (no replica: it is restarting)."""
+        if self._ready_metadata is not None and not fresh:
+            return self._ready_metadata
+        try:
+            metadata = await asyncio.wait_for(call(self.handle, "metadata"), ENGINE_ANSWER_TIMEOUT_S)
+        except TimeoutError:
+            raise unavailable(
+                f"the pass-ordering engine did not answer within {ENGINE_ANSWER_TIMEOUT_S:g} s (its replica "
+                "is starting or being replaced); retry shortly"
+            ) from None
+        self._ready_metadata = metadata if metadata.ready else None
+        return metadata
+
+    def forget(self) -> None:
+        self._ready_metadata = None
+
+
+class CompilerClient:
+    """The CompilerWorkers deployment (serve/deployments.CompilerWorkers)."""
+
+    def __init__(self, handle: DeploymentHandle):
+        self.handle = handle
+
+    async def evaluate_async(
+        self,
+        ir: str,
+        pass_lists: Sequence[Sequence[str]],
+        objective: Objective | str,
+        want_ir: bool = False,
+        want_object: bool = False,
+    ) -> list[Evaluation]:
+        lists = [tuple(p) for p in pass_lists]
+        return await call(self.handle, "evaluate", ir, lists, objective, want_ir, want_object)
+
+
+class LoopTuneClient:
+    """The LoopTuneScheduler deployment (serve/deployments.LoopTuneScheduler)."""
+
+    def __init__(self, handle: DeploymentHandle):
+        self.handle = handle
+
+    async def schedule(self, request: schemas.ScheduleRequest) -> schemas.ScheduleResponse:
+        return await call(self.handle, "schedule", request)

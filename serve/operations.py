@@ -1,0 +1,82 @@
+"""The service's operations, shared by gRPC (serve/grpc_api.py) and HTTP (serve/http_api.py routes).
+
+Each request runs through `record`: counted and timed (serve/metrics.py), its access line written with the
+request id (serve/logs.py), and any failure turned into the `ServiceError` the caller sees.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from optserve.compiler.cache import ResultCache
+from optserve.config import Settings
+from optserve.serve import metrics, schemas
+from optserve.serve.handles import CompilerClient, EngineClient, LoopTuneClient
+from optserve.serve.logs import access_fields, log_access, start_access
+from optserve.serve.optimize import Optimizer
+from optserve.serve.ray_errors import as_service_error
+from optserve.serve.readiness import deployment_statuses, readiness
+
+T = TypeVar("T")
+
+
+class Operations:
+    def __init__(
+        self,
+        settings: Settings,
+        engine: EngineClient,
+        compiler: CompilerClient,
+        looptune: LoopTuneClient,
+        app_name: str,
+    ):
+        self.settings = settings
+        self.engine = engine
+        self.looptune = looptune
+        self.app_name = app_name
+        cache = ResultCache(settings.serve.result_cache_entries)
+        self.optimizer = Optimizer(settings, engine, compiler, cache, engine.metadata)
+        self.metrics = metrics.recorder(*metrics.INGRESS)
+
+    async def optimize(self, request: schemas.OptimizeRequest) -> schemas.OptimizeResponse:
+        fields = access_fields()
+        fields.update(strategy=request.strategy, samples=request.samples, objective=request.objective)
+        response = await self.optimizer.optimize(request)
+        fields.update(cached=response.cached, deadline_hit=response.deadline_hit)
+        if not request.bypass_cache:
+            self.metrics.count(metrics.CACHE_LOOKUPS, result="hit" if response.cached else "miss")
+        if not response.cached:
+            self.metrics.observe(metrics.CANDIDATES, len(response.candidates))
+            self.metrics.observe(metrics.IMPROVEMENT, max(response.improvement_over_oz_pct, 0.0))
+        if response.deadline_hit:
+            self.metrics.count(metrics.DEADLINE_HITS)
+        return response
+
+    async def schedule(self, request: schemas.ScheduleRequest) -> schemas.ScheduleResponse:
+        return await self.looptune.schedule(request)
+
+    async def model_metadata(self) -> schemas.ModelMetadata:
+        return await self.engine.metadata()
+
+    async def readiness(self) -> dict[str, str]:
+        """Per part (model, compiler, looptune): "ready", or why not (serve/readiness.py)."""
+        return await readiness(await deployment_statuses(self.app_name), self.engine)
+
+    async def record(self, operation: str, protocol: str, work: Callable[[], Awaitable[T]]) -> T:
+        """Run one request's work: count it, time it and write its access line (with the request id)."""
+        started = time.monotonic()
+        code = "OK"
+        fields: dict[str, Any] = start_access(operation=operation, protocol=protocol)
+        try:
+            return await work()
+        except Exception as err:
+            error = as_service_error(err)
+            code = error.kind.grpc_code.name
+            fields["error"] = error.message
+            raise error from None
+        finally:
+            elapsed_s = time.monotonic() - started
+            self.metrics.count(metrics.REQUESTS, operation=operation, protocol=protocol, code=code)
+            self.metrics.observe(metrics.LATENCY, elapsed_s, operation=operation)
+            log_access(code, elapsed_s)

@@ -1,0 +1,135 @@
+"""The ingress's plain parts, no Ray running: errors crossing a deployment handle, readiness, HTTP bodies.
+
+A deployment handle here is a stand-in with the handle's calling convention (`handle.method.remote(...)`,
+awaited); the errors are Ray's own exception classes, raised as Ray raises them. The same parts run behind the
+real app in test_serve_http.py and test_serve_grpc.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+
+import pytest
+from ray.exceptions import RayTaskError
+from ray.serve.exceptions import BackPressureError
+
+from optserve.engine.interface import PromptTooLongError
+from optserve.serve import schemas
+from optserve.serve.errors import ErrorKind, ServiceError, unavailable
+from optserve.serve.handles import EngineClient
+from optserve.serve.http_app import kserve_model, named_model, readiness_response
+from optserve.serve.ray_errors import as_service_error, call
+from optserve.serve.readiness import READY, deployment_state, readiness
+
+METADATA = schemas.ModelMetadata(
+    name="passformer", version="abc", backend="torch", platform="cpu", ready=True, reason="",
+    strategies=["greedy"], max_samples=10, max_feedback_rounds=2, max_ir_bytes=1 << 20,
+)  # fmt: skip
+
+
+class _Method:
+    def __init__(self, answer):
+        self.answer, self.calls = answer, 0
+
+    async def remote(self, *args):
+        self.calls += 1
+        if isinstance(self.answer, BaseException):
+            raise self.answer
+        return self.answer
+
+
+def _handle(**methods) -> SimpleNamespace:
+    return SimpleNamespace(**{name: _Method(answer) for name, answer in methods.items()})
+
+
+def _from_replica(cause: BaseException) -> RayTaskError:
+    """What awaiting a handle raises when the deployment raised `cause`."""
+    return RayTaskError("generate", "Traceback ...", cause).as_instanceof_cause()
+
+
+def test_a_deployment_s_own_error_arrives_as_itself():
+    raised = ServiceError(ErrorKind.INVALID_ARGUMENT, "no size given for indices ['n']")
+    with pytest.raises(ServiceError) as caught:
+        asyncio.run(call(_handle(schedule=_from_replica(raised)), "schedule"))
+    assert caught.value is raised and not isinstance(caught.value, RayTaskError)
+
+
+def test_ray_s_own_failures_become_the_status_they_stand_for():
+    overload = as_service_error(BackPressureError(num_queued_requests=9, max_queued_requests=8))
+    assert overload.kind is ErrorKind.RESOURCE_EXHAUSTED
+    assert as_service_error(RuntimeError("boom")).kind is ErrorKind.INTERNAL
+    kept = unavailable("restarting")
+    assert as_service_error(kept) is kept
+
+
+def test_a_failed_engine_call_forgets_the_ready_metadata_but_a_too_long_prompt_does_not():
+    handle = _handle(metadata=METADATA, generate=_from_replica(PromptTooLongError("9000 tokens")))
+    engine = EngineClient(handle)
+    asyncio.run(engine.metadata())
+    with pytest.raises(PromptTooLongError):
+        asyncio.run(engine.generate("ir", None))
+    asyncio.run(engine.metadata())
+    assert handle.metadata.calls == 1  # still known
+    handle.generate.answer = _from_replica(unavailable("the engine died"))
+    with pytest.raises(ServiceError):
+        asyncio.run(engine.generate("ir", None))
+    asyncio.run(engine.metadata())
+    assert handle.metadata.calls == 2  # asked again
+
+
+def test_readiness_names_the_part_that_is_not_ready_and_why():
+    broken = "2 of 2 compiler workers could not restart"
+    deployments = {
+        "PassOrderingEngine": SimpleNamespace(status="HEALTHY", message=""),
+        "CompilerWorkers": SimpleNamespace(status="UNHEALTHY", message=broken),
+    }
+    not_loaded = METADATA.model_copy(update={"ready": False, "reason": "weights missing"})
+    parts = asyncio.run(readiness(deployments, EngineClient(_handle(metadata=not_loaded))))
+    assert parts == {
+        "model": "weights missing",
+        "compiler": f"deployment CompilerWorkers is UNHEALTHY: {broken}",
+        "looptune": "deployment LoopTuneScheduler is missing",
+    }
+    assert deployment_state({"X": SimpleNamespace(status="UPSCALING", message="")}, "X") == READY
+    assert readiness_response(parts).status_code == 503
+    assert readiness_response(dict.fromkeys(parts, READY)).status_code == 200
+
+
+def test_kserve_names_the_hosted_model_only():
+    assert kserve_model(named_model(METADATA, "passformer")).versions == ["abc"]
+    with pytest.raises(ServiceError) as caught:
+        named_model(METADATA, "llama")
+    assert caught.value.kind is ErrorKind.NOT_FOUND and "passformer" in caught.value.message
+
+
+def test_ray_serve_does_not_hand_the_ingress_the_call_s_deadline():
+    """Why the work budget is the request's `deadline_s`, not the gRPC call's deadline (serve/README.md):
+    gRPC keeps `grpc-timeout` out of the invocation metadata, and the context Ray Serve's proxy passes the
+    ingress (`RayServegRPCContext`, built from the proxy's own servicer context) has no `time_remaining`.
+    If this fails, Ray now passes the deadline on: bound the work by it (issue 21)."""
+    import grpc
+    from ray.serve.grpc_util import RayServegRPCContext
+
+    seen = {}
+
+    async def handler(request, context):
+        seen["proxy_remaining_s"] = context.time_remaining()
+        seen["metadata"] = {key for key, _ in context.invocation_metadata()}
+        seen["ingress_context"] = RayServegRPCContext(context)
+        return b""
+
+    async def call_with_deadline() -> None:
+        server = grpc.aio.server()
+        method = grpc.unary_unary_rpc_method_handler(handler)
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("probe.P", {"M": method}),))
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            await channel.unary_unary("/probe.P/M")(b"", timeout=7.5)
+        await server.stop(None)
+
+    asyncio.run(call_with_deadline())
+    assert 5 < seen["proxy_remaining_s"] <= 7.5  # the proxy knows the deadline ...
+    assert not {"grpc-timeout", "grpc-deadline"} & seen["metadata"]  # ... the metadata does not carry it
+    assert not hasattr(seen["ingress_context"], "time_remaining")  # ... nor what the ingress receives

@@ -1,0 +1,30 @@
+"""Ray's CPU accounting matches the processes: a compiler replica reserves one CPU per worker process."""
+
+from __future__ import annotations
+
+import psutil
+from ray._private.state import state
+from ray.core.generated import gcs_pb2
+
+from optserve.serve.app import APP_NAME
+
+
+def _alive_actors(class_name: str) -> list[gcs_pb2.ActorTableData]:
+    """From the GCS actor table (Ray's state API needs the dashboard, which the service does not start)."""
+    table = state._connect_and_get_accessor().get_actor_table(None, "ALIVE")
+    actors = [gcs_pb2.ActorTableData.FromString(entry) for entry in table]
+    return [actor for actor in actors if actor.class_name == class_name]
+
+
+def test_a_compiler_replica_reserves_one_cpu_per_worker_process(service):
+    _, settings = service
+    replicas = _alive_actors(f"ServeReplica:{APP_NAME}:CompilerWorkers")
+    assert replicas
+    for replica in replicas:
+        workers = [
+            child
+            for child in psutil.Process(replica.pid).children()
+            if "optserve.compiler.workers" in child.cmdline()
+        ]
+        assert len(workers) == settings.compiler.workers == 2
+        assert replica.required_resources["CPU"] == len(workers)
