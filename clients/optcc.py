@@ -34,6 +34,9 @@ Environment (all optional):
   OPTCC_FORCE      1: take over units at any -O level (-O0..-O3, -Og, -Ofast), at OPTCC_DEFAULT_LEVEL or -Oz
   OPTCC_CLANG      optcc's compiler                            (default clang-19)
   OPTCC_CLANGXX    optcc++'s compiler                          (default clang++-19)
+  OPTCC_CACHE      0: no object cache                          (default: on)
+  OPTCC_CACHE_DIR  the object cache (object_cache.py): a rebuild of unchanged sources reuses each unit's
+                   object, like ccache (default $XDG_CACHE_HOME/optcc, else ~/.cache/optcc)
   OPTCC_LOG        append one JSON line per unit to this file (winner, sizes, passes, model, fallbacks)
   OPTCC_VERBOSE    1: one line per unit on stderr, and every fallback, not just the first
   OPTSERVE_TOKEN   the service's auth token, if it has one
@@ -48,6 +51,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from optserve.clients.command_line import CompileJob, decide
 from optserve.clients.settings import IR_MODES, ConfigError, OptccSettings, Policy
@@ -81,16 +85,37 @@ def _wrap(argv: list[str] | None, clang: str, cxx: bool) -> int:
             _log_pass_through(clang, decision.job, decision.reason)
         return _hand_over([clang, *args])
     job, level = decision.job, decision.level
-    from optserve.clients import takeover  # only now: passed-through commands never pay for its imports
-
     try:
         settings = OptccSettings.from_environment(dict(os.environ), clang)
     except ConfigError as err:
+        from optserve.clients import takeover
+
         return _hand_over(takeover.fall_back(clang, args, job, level, str(err), None))
+    served, slot = _from_cache(settings, job, level, args)
+    if served:
+        return 0
+    from optserve.clients import takeover  # only now: passed-through commands never pay for its imports
+
     try:
-        return takeover.compile_unit(settings, job, level)
+        return takeover.compile_unit(settings, job, level, slot)
     except Exception as err:  # a bug in optcc must not break a build either
         return _hand_over(takeover.fall_back(clang, args, job, level, f"optcc failed: {err!r}", settings))
+
+
+def _from_cache(settings: OptccSettings, job: CompileJob, level: str, args: list[str]):
+    """(True, slot) when optcc's object cache gave the unit its object, else (False, the unit's cache slot or
+    None). No gRPC, clang or takeover import on a hit."""
+    started = time.monotonic()
+    try:
+        from optserve.clients import object_cache
+
+        slot = object_cache.open_slot(settings, job, level, args)
+        hit = slot.lookup() if slot is not None else None
+        served = hit is not None and object_cache.deliver(hit, job, settings, time.monotonic() - started)
+        return served, slot
+    except Exception as err:  # the cache is an optimization: never a reason for a build to fail
+        print(f"optcc: object cache skipped: {err!r}", file=sys.stderr)
+        return False, None
 
 
 def _capture(args: list[str], clang: str, cxx: bool) -> None:
@@ -107,10 +132,9 @@ def _capture(args: list[str], clang: str, cxx: bool) -> None:
 def _log_pass_through(clang: str, job: CompileJob, reason: str) -> None:
     path = os.environ.get("OPTCC_LOG")
     if path:
-        from optserve.clients.takeover import append_line
+        from optserve.clients.files import log_line
 
-        record = {"source": job.source, "output": job.output, "outcome": "passthrough", "reason": reason}
-        append_line(path, record)
+        log_line(path, {"source": job.source, "output": job.output, "outcome": "passthrough", "reason": reason})
     if os.environ.get("OPTCC_VERBOSE", "") not in ("", "0"):
         print(f"optcc: {job.source}: passed to {clang} unchanged: {reason}", file=sys.stderr)
 
