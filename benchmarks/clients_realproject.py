@@ -6,7 +6,7 @@
 Needs a running optserve (`optserve serve --config ...`). For every package, two builds of the same fresh
 source tree, one after the other, with the package's own build system (autotools, cmake, meson or plain make):
   clang    CC=clang-19 CXX=clang++-19 CFLAGS=-Oz CXXFLAGS=-Oz
-  optcc    CC=optcc    CXX=optcc++    CFLAGS=-Oz CXXFLAGS=-Oz   (greedy unless --strategy; its object cache on)
+  optcc    CC=optcc    CXX=optcc++    CFLAGS=-Oz CXXFLAGS=-Oz   (greedy unless --strategy; object cache on)
 and in each: configure, build (cold: optcc's object cache starts empty for the run), the package's own test
 suite, clean, build again from the unchanged sources (warm). Measured: wall time of every step; `.text` bytes
 of every object file (`.o`) in both trees, compared object by object (optcc's may never be larger); optcc's
@@ -15,8 +15,10 @@ through (not a size build: links, probes, ...) and fallen back (service failed: 
 the warm build's objects are byte for byte the cold build's. Sources come from the Debian archive apt
 already uses, through a private list (corpus/real_packages.py; nothing under /etc/apt changes).
 
-Packages: the five of the real-code corpus's held-out test split with the smallest builds (never seen in
-training; issue 20), plus two C++ libraries; zlib, lua, libjpeg and MiBench are never used.
+Packages: five of the seven in the real-code corpus's held-out test split (never seen in training; issue 20),
+plus two C++ libraries; zlib, lua, libjpeg and MiBench are never used. Of the test split, libuv1 is left out
+because its test suite refuses to run as root (the benchmark machine's user), and sed because its build is
+the longest (gnulib: 93 s of configure with clang alone) and its panic test fails as root.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ RECIPES = (
         "./configure --disable-shared",
         "make -j2 libmxml.a testmxml", "make test", "make clean",
     ),
+    # pcre2_grep_test fails with clang-19 -Oz alone here (callout output order in grepoutputC): left out.
     Recipe(
         "pcre2", "cmake", "C", True,
         "cmake -S . -B _build -DBUILD_SHARED_LIBS=OFF -DCMAKE_BUILD_TYPE=",
@@ -77,12 +80,8 @@ RECIPES = (
     ),
     Recipe(
         "nettle", "autoconf + hand-written Makefiles", "C", True,
-        "./configure --disable-shared --disable-documentation --disable-openssl",
+        "./configure --disable-shared --disable-documentation --disable-openssl --disable-public-key",
         "make -j2", "make -j2 check", "make clean",
-    ),
-    Recipe(
-        "sed", "autotools", "C", True,
-        "./configure --disable-nls", "make -j2", "make -j2 check", "make clean",
     ),
     # Makefile.unix appends `-O2 -g $(WARNINGS)` after CFLAGS: the size level rides in WARNINGS.
     Recipe(
@@ -107,7 +106,7 @@ RECIPES = (
 STEPS = ("configure", "build", "test", "clean", "warm")
 
 
-def compilers(server: str, strategy: str, cache_dir: Path) -> dict[str, dict[str, str]]:
+def compilers(server: str, strategy: str, deadline: float, cache_dir: Path) -> dict[str, dict[str, str]]:
     """The environment of each side's builds."""
     flags = {"CFLAGS": SIZE_FLAGS, "CXXFLAGS": SIZE_FLAGS}
     optcc = {
@@ -115,6 +114,7 @@ def compilers(server: str, strategy: str, cache_dir: Path) -> dict[str, dict[str
         "CXX": str(BIN / "optcc++"),
         "OPTCC_SERVER": server,
         "OPTCC_STRATEGY": strategy,
+        "OPTCC_DEADLINE": str(deadline),
         "OPTCC_CACHE_DIR": str(cache_dir),
     }
     return {"clang": {"CC": "clang-19", "CXX": "clang++-19", **flags}, "optcc": {**optcc, **flags}}
@@ -151,7 +151,9 @@ def run_side(recipe: Recipe, source: Path, side: str, env: dict[str, str], logs:
         if step == "warm":
             rebuilt = object_table(tree)
             result["warm_objects"] = len(rebuilt)
-            result["warm_changed"] = sorted(p for p, (digest, _) in rebuilt.items() if objects[p][0] != digest)
+            result["warm_changed"] = sorted(
+                p for p, (digest, _) in rebuilt.items() if objects[p][0] != digest
+            )
     result["objects"] = objects
     return result
 
@@ -198,13 +200,23 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--server", required=True, help="host:port of a running optserve's gRPC API")
+    parser.add_argument("--server", help="host:port of a running optserve's gRPC API")
     parser.add_argument("--packages", nargs="*", default=[r.package for r in RECIPES])
     parser.add_argument("--strategy", default="greedy")
+    parser.add_argument(
+        "--deadline", type=float, default=30.0,
+        help="OPTCC_DEADLINE (optcc's default 10 s is short for the largest units on 2 loaded cores)",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, help="write the markdown section here")
     parser.add_argument("--json", type=Path, default=WORK / "realproject.json")
+    parser.add_argument("--render", type=Path, help="only print the tables of an earlier run's --json file")
     args = parser.parse_args()
+    if args.render:
+        print(render(json.loads(args.render.read_text())))
+        return 0
 
+    if not args.server:
+        parser.error("--server is required (or --render)")
     from optserve.serve.client import OptserveClient
 
     with OptserveClient(args.server) as client:
@@ -217,7 +229,7 @@ def main() -> int:
     shutil.rmtree(cache_dir, ignore_errors=True)  # cold means cold
     logs = WORK / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    sides = compilers(args.server, args.strategy, cache_dir)
+    sides = compilers(args.server, args.strategy, args.deadline, cache_dir)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     load_before = os.getloadavg()
     results = []
@@ -238,6 +250,7 @@ def main() -> int:
         "command": " ".join(["python benchmarks/clients_realproject.py", *sys.argv[1:]]),
         "model": {"name": model.name, "version": model.version, "backend": model.backend},
         "strategy": args.strategy,
+        "deadline": args.deadline,
         "packages": results,
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -265,7 +278,8 @@ def render(run: dict) -> str:
     lines = [
         f"Date: {run['date']}. Machine: {run['cpus']} CPU cores shared with other work (load average at the "
         f"start {load}). Service: `{run['model']['name']}` version `{run['model']['version']}` on the "
-        f"{run['model']['backend']} backend, strategy {run['strategy']}. Command: `{run['command']}`",
+        f"{run['model']['backend']} backend, strategy {run['strategy']}, OPTCC_DEADLINE {run['deadline']} s. "
+        f"Command: `{run['command']}`",
         "",
         "| package | build system | lang | objects | units taken over (service won) | passed through | "
         "fell back | .text clang-19 -Oz | .text optcc | saved | larger than clang | tests clang / optcc |",
@@ -282,20 +296,23 @@ def render(run: dict) -> str:
         saved = (c["clang_text"] - c["optcc_text"]) / c["clang_text"] if c["clang_text"] else 0.0
         tests = " / ".join(_status(p[side]["steps"].get("test")) for side in ("clang", "optcc"))
         held = " (held out)" if p["recipe"]["held_out"] else ""
+        recipe = p["recipe"]
         lines.append(
-            f"| {p['package']} {p['version']}{held} | {p['recipe']['build_system']} | {p['recipe']['language']} "
-            f"| {c['objects']} | {taken} ({won}) | {through} | {fell} | {c['clang_text']} | {c['optcc_text']} | "
-            f"{saved:.2%} | {len(c['larger'])} | {tests} |"
+            f"| {p['package']} {p['version']}{held} | {recipe['build_system']} | {recipe['language']} "
+            f"| {c['objects']} | {taken} ({won}) | {through} | {fell} | {c['clang_text']} | "
+            f"{c['optcc_text']} | {saved:.2%} | {len(c['larger'])} | {tests} |"
         )
         totals.update(
             objects=c["objects"], taken=taken, won=won, through=through, fell=fell, larger=len(c["larger"]),
             clang_text=c["clang_text"], optcc_text=c["optcc_text"],
         )  # fmt: skip
-    saved = (totals["clang_text"] - totals["optcc_text"]) / totals["clang_text"] if totals["clang_text"] else 0
+    saved = (
+        (totals["clang_text"] - totals["optcc_text"]) / totals["clang_text"] if totals["clang_text"] else 0
+    )
     lines.append(
-        f"| **total** | | | {totals['objects']} | {totals['taken']} ({totals['won']}) | {totals['through']} | "
-        f"{totals['fell']} | {totals['clang_text']} | {totals['optcc_text']} | {saved:.2%} | "
-        f"**{totals['larger']}** | |"
+        f"| **total** | | | {totals['objects']} | {totals['taken']} ({totals['won']}) | "
+        f"{totals['through']} | {totals['fell']} | {totals['clang_text']} | {totals['optcc_text']} | "
+        f"{saved:.2%} | **{totals['larger']}** | |"
     )
     lines += [
         "",
@@ -314,12 +331,12 @@ def render(run: dict) -> str:
             clang_s, optcc_s = c.get(step, {}).get("seconds", 0), o.get(step, {}).get("seconds", 0)
             time_totals.update({f"clang_{step}": clang_s, f"optcc_{step}": optcc_s})
             cells.append(f"{clang_s:.1f} / {optcc_s:.1f} ({_ratio(optcc_s, clang_s)})")
-        warm = o.get("warm", {})
-        identical = p["optcc"].get("warm_objects", 0) - len(p["optcc"].get("warm_changed", []))
+        warm, rebuilt = o.get("warm", {}), p["optcc"].get("warm_objects", 0)
+        identical = rebuilt - len(p["optcc"].get("warm_changed", []))
         tests = f"{c.get('test', {}).get('seconds', 0):.1f} / {o.get('test', {}).get('seconds', 0):.1f}"
+        hits = f"{warm.get('from_cache', 0)} of {warm.get('taken_over', 0)}"
         lines.append(
-            f"| {p['package']} | {' | '.join(cells)} | {warm.get('from_cache', 0)} of {warm.get('taken_over', 0)} "
-            f"| {identical} of {p['optcc'].get('warm_objects', 0)} | {tests} |"
+            f"| {p['package']} | {' | '.join(cells)} | {hits} | {identical} of {rebuilt} | {tests} |"
         )
     cells = []
     for step in ("configure", "build", "warm"):

@@ -17,7 +17,7 @@ def write_atomically(path: Path, data: bytes) -> None:
 
 
 def append_line(path: str | Path, record: dict) -> None:
-    """Append `record` as one JSON line; one write per line, so parallel compiles (make -j) do not interleave."""
+    """Append `record` as one JSON line, in one write: parallel compiles (make -j) do not interleave."""
     line = (json.dumps(record) + "\n").encode()
     descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:

@@ -9,9 +9,11 @@ The headers the unit includes are known only after a compile: on a miss, optcc's
 lookup is a hit when, for one stored header set, every header still has the same bytes. A hit writes the
 stored object, dependency file (`-MD`/`-MMD`) and clang's diagnostics, and runs neither clang nor the service.
 
-Only complete answers are stored: not a fallback (service down), not an answer cut by its deadline, not a
-unit whose source or headers use `__DATE__`/`__TIME__`/`__TIMESTAMP__`. Every stored object already passed
-optcc's comparison with clang's, so a hit keeps the never-larger promise.
+Only service answers are stored: never a fallback (service down or failing: the next build tries again),
+never a unit whose source or headers use `__DATE__`/`__TIME__`/`__TIMESTAMP__`. An answer cut by its
+deadline is stored too (record `deadline_hit`): a rebuild gets what the first build got, as from ccache;
+OPTCC_CACHE=0 or an emptied cache asks again. Every stored object already passed optcc's comparison with
+clang's, so a hit keeps the never-larger promise.
 
 The model is looked up at most once per `MODEL_CHECK_S` per cache and server (a gRPC call), and noted from
 every service answer; when the service cannot be reached the last model seen stands, so a rebuild during an
@@ -192,7 +194,9 @@ def deliver(hit: Hit, job: CompileJob, settings: OptccSettings, seconds: float) 
 
 def note_model(root: Path, server: str, model: str) -> None:
     """Remember the model a service answer named (saves the next lookup its gRPC call)."""
-    _write_atomically(_model_memo(root, server), json.dumps({"model": model, "checked": time.time()}).encode())
+    _write_atomically(
+        _model_memo(root, server), json.dumps({"model": model, "checked": time.time()}).encode()
+    )
 
 
 def model_identity(name: str, version: str) -> str:

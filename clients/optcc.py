@@ -8,6 +8,9 @@ command at the same size level. Every other command runs on that clang unchanged
 optcc takes over only size builds: one `-c` compile of one C or C++ source whose last -O flag is -Os or -Oz
 (the full table of rules is in command_line.py and docs/bench/clients.md; OPTCC_DEFAULT_LEVEL and OPTCC_FORCE
 widen it). For such a unit it
+  0. looks it up in its object cache (object_cache.py, as ccache's direct mode): a unit whose command,
+     compiler, settings, service model, source and headers are unchanged gets the object it got before,
+     with clang's diagnostics and dependency file, and neither clang nor the service runs; else it
   1. starts your clang's own compile of the unit at that level, in the background,
   2. compiles the unit to unoptimized bitcode (`-Oz -Xclang -disable-llvm-passes -emit-llvm`, -Os for an
      -Os build; or the thesis' `-O0 -Xclang -disable-O0-optnone -emit-llvm` with OPTCC_IR=o0),
@@ -17,7 +20,7 @@ widen it). For such a unit it
      instruction_count the service ranks its candidates by IR instructions, but the objects are still
      compared by `.text` bytes: clang's object has no IR to count, and machine code is what the promise is
      about. If clang's object has debug info (`.debug_info`/`.debug_line`) and the service's lacks it,
-     clang's is kept.
+     clang's is kept; and stores the result in the cache (service answers, not fallbacks).
 Warnings, errors, exit status and -MD dependency files are those of your clang's compile. If the service is
 down, slow, overloaded or answers an error, the unit gets clang's object and stderr says so once per build:
 optcc never breaks a build that clang would build.
@@ -134,7 +137,9 @@ def _log_pass_through(clang: str, job: CompileJob, reason: str) -> None:
     if path:
         from optserve.clients.files import log_line
 
-        log_line(path, {"source": job.source, "output": job.output, "outcome": "passthrough", "reason": reason})
+        log_line(
+            path, {"source": job.source, "output": job.output, "outcome": "passthrough", "reason": reason}
+        )
     if os.environ.get("OPTCC_VERBOSE", "") not in ("", "0"):
         print(f"optcc: {job.source}: passed to {clang} unchanged: {reason}", file=sys.stderr)
 
