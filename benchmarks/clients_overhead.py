@@ -8,7 +8,10 @@ Times (wall, median and fastest of --runs, one compile at a time) of:
   clang -O2 -c            and  optcc -O2 -c          a unit optcc passes through: Python start + imports
   clang -Oz -c            and  optcc -Oz -c          taken over, service known unreachable in this build
                                                      (the IR step runs beside clang's own compile)
-  optcc -Oz -c, --server  the whole round trip with a running service (the service's time included)
+  optcc -Oz -c, --server  the whole round trip with a running service (the service's time included;
+                          OPTCC_CACHE=0)
+  optcc -Oz -c, --server  a hit in optcc's object cache (filled by one compile first): the rebuild of an
+                          unchanged unit
 and the import time of optcc's modules on the compile path and on the service path, in a fresh interpreter.
 """
 
@@ -71,10 +74,18 @@ def main() -> int:
             rows.append((f"clang-19 {level}", clang, ""))
             rows.append((f"optcc {level} ({what})", optcc, f"+{(optcc[0] - clang[0]) * 1000:.0f} ms"))
         if args.server:
-            up = os.environ | {"TMPDIR": scratch, "OPTCC_SERVER": args.server}
+            up = os.environ | {"TMPDIR": scratch, "OPTCC_SERVER": args.server, "OPTCC_CACHE": "0"}
             optcc = timed([str(BIN / "optcc"), "-Oz", *flags], args.runs, up, work)
             rows.append(("optcc -Oz (service up, its time included)", optcc, ""))
+            cached = up | {"OPTCC_CACHE": "1", "OPTCC_CACHE_DIR": str(work / "cache")}
+            subprocess.run(
+                [BIN / "optcc", "-Oz", *flags], env=cached, cwd=work, capture_output=True, check=True
+            )
+            hit = timed([str(BIN / "optcc"), "-Oz", *flags], args.runs, cached, work)
+            clang_oz = next(times for name, times, _ in rows if name == "clang-19 -Oz")
+            rows.append(("optcc -Oz (object cache hit)", hit, f"{(hit[0] - clang_oz[0]) * 1000:+.0f} ms"))
     compile_path = import_seconds("import optserve.clients.optcc", args.runs)
+    cache_path = import_seconds("import optserve.clients.optcc, optserve.clients.object_cache", args.runs)
     service_path = import_seconds("import optserve.clients.optcc, optserve.serve.client", args.runs)
     shown = source.relative_to(ROOT) if source.is_relative_to(ROOT) else source
     print(f"unit: {shown}, {args.runs} runs each\n")
@@ -84,7 +95,8 @@ def main() -> int:
         print(f"| {name} | {median * 1000:.0f} | {fastest * 1000:.0f} | {added} |")
     print(
         f"\nimports, fastest of {args.runs} (beyond an empty interpreter): compile path "
-        f"{compile_path * 1000:.0f} ms, service path (gRPC client) {service_path * 1000:.0f} ms"
+        f"{compile_path * 1000:.0f} ms, cache hit path {cache_path * 1000:.0f} ms, "
+        f"service path (gRPC client) {service_path * 1000:.0f} ms"
     )
     return 0
 

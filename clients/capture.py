@@ -11,12 +11,12 @@ and skipped: the real compile reports the error.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import subprocess
 from pathlib import Path
 
 from optserve.clients.command_line import SIZE_LEVELS, CompileJob, plain_compile
+from optserve.clients.files import append_line
 from optserve.clients.settings import ir_step_flags
 
 UNITS = "units"
@@ -92,10 +92,5 @@ def capture_unit(directory: Path, clang: str, job: CompileJob, ir_mode_flags: tu
 
 
 def _append_line(path: Path, record: dict) -> None:
-    line = (json.dumps(record) + "\n").encode()
     path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:  # one write per line, so parallel compiles (make -j) do not interleave
-        os.write(descriptor, line)
-    finally:
-        os.close(descriptor)
+    append_line(path, record)

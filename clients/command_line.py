@@ -98,6 +98,12 @@ class CompileJob:
     compile_args: tuple[str, ...]  # the command minus -o, -O* and dependency flags: clang's own compile
     dependency_flags: tuple[str, ...] = ()  # -MD/-MMD/-MP/-MF/-MT/-MQ, files and targets named after output
 
+    @property
+    def dependency_file(self) -> str | None:
+        """The dependency file clang's compile writes (-MD/-MMD), named as clang names it; None if none."""
+        flags = self.dependency_flags
+        return next((flags[i + 1] for i, flag in enumerate(flags[:-1]) if flag == "-MF"), None)
+
     def clang_args(self, level: str, output: str) -> list[str]:
         """The unit's own clang compile at `level` into `output` (its dependency file named as the user's)."""
         return [*self.compile_args, *self.dependency_flags, level, "-o", output]

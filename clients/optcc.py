@@ -8,6 +8,9 @@ command at the same size level. Every other command runs on that clang unchanged
 optcc takes over only size builds: one `-c` compile of one C or C++ source whose last -O flag is -Os or -Oz
 (the full table of rules is in command_line.py and docs/bench/clients.md; OPTCC_DEFAULT_LEVEL and OPTCC_FORCE
 widen it). For such a unit it
+  0. looks it up in its object cache (object_cache.py, as ccache's direct mode): a unit whose command,
+     compiler, settings, service model, source and headers are unchanged gets the object it got before,
+     with clang's diagnostics and dependency file, and neither clang nor the service runs; else it
   1. starts your clang's own compile of the unit at that level, in the background,
   2. compiles the unit to unoptimized bitcode (`-Oz -Xclang -disable-llvm-passes -emit-llvm`, -Os for an
      -Os build; or the thesis' `-O0 -Xclang -disable-O0-optnone -emit-llvm` with OPTCC_IR=o0),
@@ -17,7 +20,7 @@ widen it). For such a unit it
      instruction_count the service ranks its candidates by IR instructions, but the objects are still
      compared by `.text` bytes: clang's object has no IR to count, and machine code is what the promise is
      about. If clang's object has debug info (`.debug_info`/`.debug_line`) and the service's lacks it,
-     clang's is kept.
+     clang's is kept; and stores the result in the cache (service answers, not fallbacks).
 Warnings, errors, exit status and -MD dependency files are those of your clang's compile. If the service is
 down, slow, overloaded or answers an error, the unit gets clang's object and stderr says so once per build:
 optcc never breaks a build that clang would build.
@@ -34,6 +37,9 @@ Environment (all optional):
   OPTCC_FORCE      1: take over units at any -O level (-O0..-O3, -Og, -Ofast), at OPTCC_DEFAULT_LEVEL or -Oz
   OPTCC_CLANG      optcc's compiler                            (default clang-19)
   OPTCC_CLANGXX    optcc++'s compiler                          (default clang++-19)
+  OPTCC_CACHE      0: no object cache                          (default: on)
+  OPTCC_CACHE_DIR  the object cache (object_cache.py): a rebuild of unchanged sources reuses each unit's
+                   object, like ccache (default $XDG_CACHE_HOME/optcc, else ~/.cache/optcc)
   OPTCC_LOG        append one JSON line per unit to this file (winner, sizes, passes, model, fallbacks)
   OPTCC_VERBOSE    1: one line per unit on stderr, and every fallback, not just the first
   OPTSERVE_TOKEN   the service's auth token, if it has one
@@ -48,6 +54,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from optserve.clients.command_line import CompileJob, decide
 from optserve.clients.settings import IR_MODES, ConfigError, OptccSettings, Policy
@@ -81,16 +88,37 @@ def _wrap(argv: list[str] | None, clang: str, cxx: bool) -> int:
             _log_pass_through(clang, decision.job, decision.reason)
         return _hand_over([clang, *args])
     job, level = decision.job, decision.level
-    from optserve.clients import takeover  # only now: passed-through commands never pay for its imports
-
     try:
         settings = OptccSettings.from_environment(dict(os.environ), clang)
     except ConfigError as err:
+        from optserve.clients import takeover
+
         return _hand_over(takeover.fall_back(clang, args, job, level, str(err), None))
+    served, slot = _from_cache(settings, job, level, args)
+    if served:
+        return 0
+    from optserve.clients import takeover  # only now: passed-through commands never pay for its imports
+
     try:
-        return takeover.compile_unit(settings, job, level)
+        return takeover.compile_unit(settings, job, level, slot)
     except Exception as err:  # a bug in optcc must not break a build either
         return _hand_over(takeover.fall_back(clang, args, job, level, f"optcc failed: {err!r}", settings))
+
+
+def _from_cache(settings: OptccSettings, job: CompileJob, level: str, args: list[str]):
+    """(True, slot) when optcc's object cache gave the unit its object, else (False, the unit's cache slot or
+    None). No gRPC, clang or takeover import on a hit."""
+    started = time.monotonic()
+    try:
+        from optserve.clients import object_cache
+
+        slot = object_cache.open_slot(settings, job, level, args)
+        hit = slot.lookup() if slot is not None else None
+        served = hit is not None and object_cache.deliver(hit, job, settings, time.monotonic() - started)
+        return served, slot
+    except Exception as err:  # the cache is an optimization: never a reason for a build to fail
+        print(f"optcc: object cache skipped: {err!r}", file=sys.stderr)
+        return False, None
 
 
 def _capture(args: list[str], clang: str, cxx: bool) -> None:
@@ -107,10 +135,11 @@ def _capture(args: list[str], clang: str, cxx: bool) -> None:
 def _log_pass_through(clang: str, job: CompileJob, reason: str) -> None:
     path = os.environ.get("OPTCC_LOG")
     if path:
-        from optserve.clients.takeover import append_line
+        from optserve.clients.files import log_line
 
-        record = {"source": job.source, "output": job.output, "outcome": "passthrough", "reason": reason}
-        append_line(path, record)
+        log_line(
+            path, {"source": job.source, "output": job.output, "outcome": "passthrough", "reason": reason}
+        )
     if os.environ.get("OPTCC_VERBOSE", "") not in ("", "0"):
         print(f"optcc: {job.source}: passed to {clang} unchanged: {reason}", file=sys.stderr)
 

@@ -6,6 +6,7 @@ but this, command_line.py and the standard library's lightest modules.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 OBJECTIVES = ("text_size", "instruction_count")
@@ -58,6 +59,7 @@ class OptccSettings:
     clang: str
     log_path: str | None
     verbose: bool
+    cache_dir: str | None  # optcc's object cache (object_cache.py); None: off (OPTCC_CACHE=0)
 
     @classmethod
     def from_environment(cls, env: dict[str, str], clang: str) -> OptccSettings:
@@ -93,4 +95,17 @@ class OptccSettings:
             clang=clang,
             log_path=env.get("OPTCC_LOG") or None,
             verbose=env.get("OPTCC_VERBOSE", "") not in ("", "0"),
+            cache_dir=_cache_dir(env),
         )
+
+
+def _cache_dir(env: dict[str, str]) -> str | None:
+    """OPTCC_CACHE_DIR, else $XDG_CACHE_HOME/optcc, else ~/.cache/optcc; None with OPTCC_CACHE=0."""
+    if env.get("OPTCC_CACHE", "1").strip().lower() in ("0", "false", "no", "off"):
+        return None
+    if env.get("OPTCC_CACHE_DIR"):
+        return env["OPTCC_CACHE_DIR"]
+    if env.get("XDG_CACHE_HOME"):
+        return os.path.join(env["XDG_CACHE_HOME"], "optcc")
+    home = env.get("HOME")
+    return os.path.join(home, ".cache", "optcc") if home else None

@@ -6,8 +6,6 @@ imported only then, so that commands passed through never pay for its imports (g
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -15,12 +13,19 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from optserve.clients import build_state, elf
+from optserve.clients import build_state, elf, object_cache
 from optserve.clients.command_line import CompileJob, with_optimization
+from optserve.clients.files import log_line, write_atomically
 from optserve.clients.settings import OptccSettings, ir_step_flags
 
 # Sections whose presence in clang's object the chosen object must match (a -g build keeps its debug info).
 DEBUG_SECTIONS = frozenset({".debug_info", ".debug_line"})
+# Passes whose objects optcc never uses. NewGVN (off in LLVM's own pipelines for its open correctness bugs)
+# miscompiles pcre2 10.42: pcre2_study.c after `instcombine jump-threading newgvn dse newgvn sroa` (a coreset
+# list the service often picks) loops forever in pcre2test, with LLVM 19's opt as with the service's LLVM 20
+# (docs/bench/clients.md). The fix belongs in the pass vocabulary (compiler/passes.py); until then, clang's
+# object is kept for such units.
+UNSAFE_PASSES = frozenset({"newgvn"})
 
 
 class ServiceFailure(Exception):
@@ -42,8 +47,11 @@ class Choice:
     reason: str  # why clang's object was kept although the service's was smaller; else ""
 
 
-def compile_unit(settings: OptccSettings, job: CompileJob, level: str) -> int:
-    """Write the smaller of the two objects for `job` as its output; the exit status of clang's compile."""
+def compile_unit(
+    settings: OptccSettings, job: CompileJob, level: str, slot: object_cache.Slot | None = None
+) -> int:
+    """Write the smaller of the two objects for `job` as its output; the exit status of clang's compile.
+    With a cache `slot`, a complete service answer's result is stored there for the next build."""
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="optcc-") as scratch_name:
         scratch = Path(scratch_name)
@@ -55,27 +63,46 @@ def compile_unit(settings: OptccSettings, job: CompileJob, level: str) -> int:
                 stderr=clang_errors,
             )
             try:
-                answer = _service_answer(settings, job, level, scratch)
+                answer = _service_answer(settings, job, level, scratch, slot is not None)
             finally:
                 own.wait()
             clang_errors.seek(0)
-            sys.stderr.buffer.write(clang_errors.read())  # the unit's warnings or errors, as clang gave them
+            clang_stderr = clang_errors.read()
+            sys.stderr.buffer.write(clang_stderr)  # the unit's warnings or errors, as clang gave them
         if own.returncode != 0:  # an error in the source: the build fails exactly as clang's would
             return own.returncode
         clang_code = clang_object.read_bytes()
-    if isinstance(answer, ServiceFailure):
-        _notify_fallback(settings.clang, level, str(answer), settings, answer.unreachable)
-        _log(settings, {**_unit_record(job, level), "outcome": "fallback", "reason": str(answer)})
-        _write_atomically(Path(job.output), clang_code)
-        return 0
-    choice = _choose(clang_code, answer.object_code)
-    _write_atomically(Path(job.output), choice.object_code)
-    _report(settings, job, level, answer, choice, time.monotonic() - started)
+        if isinstance(answer, ServiceFailure):
+            _notify_fallback(settings.clang, level, str(answer), settings, answer.unreachable)
+            _log(settings, {**_unit_record(job, level), "outcome": "fallback", "reason": str(answer)})
+            write_atomically(Path(job.output), clang_code)
+            return 0
+        choice = _choose(clang_code, answer.object_code, answer.best.passes)
+        write_atomically(Path(job.output), choice.object_code)
+        record = _report(settings, job, level, answer, choice, time.monotonic() - started)
+        if slot is not None:
+            _remember(settings, job, slot, answer, choice.object_code, clang_stderr, scratch, record)
     return 0
 
 
-def _service_answer(settings: OptccSettings, job: CompileJob, level: str, scratch: Path):
-    """The service's response for the unit, or the ServiceFailure that says why there is none."""
+def _remember(settings, job, slot, response, object_code: bytes, clang_stderr: bytes, scratch: Path, record):
+    """Store the unit's result in the cache slot (object_cache.py says what is never stored)."""
+    model = object_cache.model_identity(response.model_id, response.model_version)
+    object_cache.note_model(slot.root, settings.server, model)
+    if model != slot.model:  # the service swapped models since the lookup: not this key's answer
+        return
+    try:
+        headers = object_cache.parse_dependencies((scratch / "unit.d").read_text())
+        dependencies = Path(job.dependency_file).read_bytes() if job.dependency_file else None
+        slot.store(job.source, headers, object_code, clang_stderr, dependencies, record)
+    except OSError as err:  # a cache that cannot be written costs the next build time, never this one
+        if settings.verbose:
+            print(f"optcc: {job.source}: not cached: {err}", file=sys.stderr)
+
+
+def _service_answer(settings: OptccSettings, job: CompileJob, level: str, scratch: Path, headers: bool):
+    """The service's response for the unit, or the ServiceFailure that says why there is none. `headers`:
+    the IR step also lists the files the unit includes in scratch/unit.d (for the object cache)."""
     if build_state.service_unreachable_since(settings.retry_s):  # then the IR step would be wasted too
         return ServiceFailure(f"optserve at {settings.server} was unreachable earlier in this build")
     bitcode_path = scratch / "unit.bc"
@@ -84,6 +111,7 @@ def _service_answer(settings: OptccSettings, job: CompileJob, level: str, scratc
             settings.clang,
             *job.ir_flags,
             *ir_step_flags(settings.ir_mode, level),
+            *(("-MD", "-MF", str(scratch / "unit.d")) if headers else ()),
             "-c",
             job.source,
             "-o",
@@ -125,8 +153,9 @@ def _ask_service(settings: OptccSettings, bitcode: bytes):
     return response
 
 
-def _choose(clang_code: bytes, service_code: bytes) -> Choice:
-    """The smaller object by `.text` bytes; clang's on a tie, or when the service's cannot be trusted."""
+def _choose(clang_code: bytes, service_code: bytes, passes=()) -> Choice:
+    """The smaller object by `.text` bytes; clang's on a tie, or when the service's cannot be trusted (not
+    ELF, debug info missing, or made by a pass list with an UNSAFE_PASSES pass)."""
     clang_sections = elf.sections(clang_code)
     clang_text = sum(s.size for s in clang_sections if s.flags & elf.SHF_EXECINSTR)
     try:
@@ -136,6 +165,9 @@ def _choose(clang_code: bytes, service_code: bytes) -> Choice:
     service_text = sum(s.size for s in service_sections if s.flags & elf.SHF_EXECINSTR)
     if service_text >= clang_text:
         return Choice("clang", clang_code, clang_text, service_text, "")
+    unsafe = UNSAFE_PASSES.intersection(passes)
+    if unsafe:
+        return Choice("clang", clang_code, clang_text, service_text, f"its list uses {min(unsafe)} (unsafe)")
     missing = DEBUG_SECTIONS & {s.name for s in clang_sections} - {s.name for s in service_sections}
     if missing:
         return Choice(
@@ -150,7 +182,8 @@ def _unit_record(job: CompileJob, level: str) -> dict:
 
 def _report(
     settings: OptccSettings, job: CompileJob, level: str, response, choice: Choice, seconds: float
-) -> None:
+) -> dict:
+    """Log the unit's outcome (OPTCC_LOG, OPTCC_VERBOSE); the log record."""
     best = response.best
     chosen_text = choice.service_text if choice.winner == "service" else choice.clang_text
     record = {
@@ -190,6 +223,7 @@ def _report(
             f"{' '.join(best.passes)} from {response.model_id}) in {seconds:.2f} s{note}",
             file=sys.stderr,
         )
+    return record
 
 
 def _notify_fallback(clang: str, level: str, reason: str, settings: OptccSettings | None, unreachable=False):
@@ -211,23 +245,4 @@ def fall_back(
 
 def _log(settings: OptccSettings, record: dict) -> None:
     if settings.log_path:
-        append_line(settings.log_path, record)
-
-
-def append_line(path: str, record: dict) -> None:
-    """Append `record` as one JSON line to the OPTCC_LOG file `path`."""
-    line = (json.dumps(record) + "\n").encode()
-    try:  # one append per line, so parallel units (make -j) do not interleave
-        descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(descriptor, line)
-        finally:
-            os.close(descriptor)
-    except OSError as err:
-        print(f"optcc: cannot write OPTCC_LOG {path}: {err}", file=sys.stderr)
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    partial = path.with_name(f".{path.name}.optcc-{os.getpid()}")
-    partial.write_bytes(data)
-    os.replace(partial, path)
+        log_line(settings.log_path, record)

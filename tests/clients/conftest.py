@@ -45,6 +45,14 @@ def optserve_target(tmp_path_factory) -> str:
     server.stop()
 
 
+@pytest.fixture(autouse=True)
+def empty_object_cache(tmp_path, monkeypatch) -> Path:
+    """Every test starts with an empty optcc object cache of its own (never the user's ~/.cache/optcc)."""
+    cache = tmp_path / "optcc-cache"
+    monkeypatch.setenv("OPTCC_CACHE_DIR", str(cache))
+    return cache
+
+
 @pytest.fixture
 def program(tmp_path) -> Path:
     """A fresh copy of the multi-file C program (its own Makefile, sources and input)."""

@@ -201,3 +201,18 @@ def test_help_states_the_promise_before_clangs_help():
     assert done.returncode == 0
     assert "never give an object larger than your own clang's" in done.stdout
     assert "OVERVIEW: clang LLVM compiler" in done.stdout
+
+
+def test_an_object_made_with_an_unsafe_pass_is_never_chosen(tmp_path):
+    """NewGVN miscompiles real code (pcre2): a smaller object from a list that uses it loses to clang's."""
+    from optserve.clients import takeover
+
+    source = C_SOURCES / "recursion.c"
+    objects = {}
+    for level in ("-O0", "-Oz"):
+        subprocess.run(["clang-19", level, "-c", source, "-o", tmp_path / f"{level}.o"], check=True)
+        objects[level] = (tmp_path / f"{level}.o").read_bytes()
+    larger, smaller = objects["-O0"], objects["-Oz"]
+    assert takeover._choose(larger, smaller, ["instcombine", "sroa"]).winner == "service"
+    kept = takeover._choose(larger, smaller, ["instcombine", "newgvn", "sroa"])
+    assert kept.winner == "clang" and kept.object_code == larger and "newgvn" in kept.reason

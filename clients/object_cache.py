@@ -1,0 +1,265 @@
+"""optcc's object cache: a rebuild of unchanged sources gets each unit's object without clang or the service.
+
+It works as ccache's direct mode. A unit's *direct key* hashes everything that decides its object and is
+known before compiling: the command line and working directory, the compiler (resolved path, size, mtime),
+optcc's settings that reach the service (server, objective, IR mode, strategy, samples), the service's model
+(name and content hash), the environment variables clang reads (CPATH, ...), and the source file's bytes.
+The headers the unit includes are known only after a compile: on a miss, optcc's IR step writes them
+(`-MD`), and the object is stored under the direct key together with the digest of every header. A later
+lookup is a hit when, for one stored header set, every header still has the same bytes. A hit writes the
+stored object, dependency file (`-MD`/`-MMD`) and clang's diagnostics, and runs neither clang nor the service.
+
+Only service answers are stored: never a fallback (service down or failing: the next build tries again),
+never a unit whose source or headers use `__DATE__`/`__TIME__`/`__TIMESTAMP__`. An answer cut by its
+deadline is stored too (record `deadline_hit`): a rebuild gets what the first build got, as from ccache;
+OPTCC_CACHE=0 or an emptied cache asks again. Every stored object already passed optcc's comparison with
+clang's, so a hit keeps the never-larger promise.
+
+The model is looked up at most once per `MODEL_CHECK_S` per cache and server (a gRPC call), and noted from
+every service answer; when the service cannot be reached the last model seen stands, so a rebuild during an
+outage still gets that model's objects. Layout under OPTCC_CACHE_DIR (default $XDG_CACHE_HOME/optcc, else
+~/.cache/optcc): `models/<server>.json`, `manifests/<ab>/<direct key>.json` (header sets -> result key),
+`results/<ab>/<result key>/` (object, deps, stderr, record.json). There is no eviction: delete the directory
+to empty it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from optserve.clients.command_line import CompileJob
+from optserve.clients.files import log_line, write_atomically
+from optserve.clients.settings import OptccSettings
+
+CACHE_FORMAT = "optcc-cache-1"
+MODEL_CHECK_S = 300.0
+MANIFEST_ENTRIES = 8  # header sets kept per direct key (a header that changes back and forth)
+ENVIRONMENT_INPUTS = ("CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "SOURCE_DATE_EPOCH")
+VOLATILE_MACROS = (b"__DATE__", b"__TIME__", b"__TIMESTAMP__")
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A stored result: the object and what clang's compile printed and wrote beside it."""
+
+    object_code: bytes
+    stderr: bytes
+    dependencies: bytes | None
+    record: dict
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Where one unit's object is looked up and stored: the cache directory and the unit's direct key."""
+
+    root: Path
+    direct_key: str
+    model: str  # the service's model the key was made with (`name@version`)
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / "manifests" / self.direct_key[:2] / f"{self.direct_key}.json"
+
+    def result_dir(self, result_key: str) -> Path:
+        return self.root / "results" / result_key[:2] / result_key
+
+    def lookup(self) -> Hit | None:
+        """The stored result whose headers all still have the bytes they had, or None."""
+        try:
+            entries = json.loads(self.manifest.read_bytes())
+        except (OSError, ValueError):
+            return None
+        digests: dict[str, str | None] = {}
+        for entry in reversed(entries):
+            if all(_digest_memo(path, digests) == digest for path, digest in entry["headers"].items()):
+                folder = self.result_dir(entry["result"])
+                try:
+                    dependencies = folder / "deps"
+                    return Hit(
+                        object_code=(folder / "object").read_bytes(),
+                        stderr=(folder / "stderr").read_bytes(),
+                        dependencies=dependencies.read_bytes() if dependencies.exists() else None,
+                        record=json.loads((folder / "record.json").read_bytes()),
+                    )
+                except (OSError, ValueError):
+                    return None
+        return None
+
+    def store(
+        self, source: str, headers: list[str], object_code: bytes, stderr: bytes, dependencies: bytes | None,
+        record: dict,
+    ) -> bool:  # fmt: skip
+        """Keep a unit's result under this slot; False when it must not be cached (volatile macros)."""
+        header_digests = {}
+        for path in headers:
+            data = _read(path)
+            if data is None or any(macro in data for macro in VOLATILE_MACROS):
+                return False
+            header_digests[path] = hashlib.sha256(data).hexdigest()
+        source_bytes = _read(source)
+        if source_bytes is None or any(macro in source_bytes for macro in VOLATILE_MACROS):
+            return False
+        result_key = _hash(self.direct_key, sorted(header_digests.items()))
+        folder = self.result_dir(result_key)
+        if not (folder / "record.json").exists():
+            staging = folder.with_name(f".{result_key}.{os.getpid()}")
+            staging.mkdir(parents=True, exist_ok=True)
+            (staging / "object").write_bytes(object_code)
+            (staging / "stderr").write_bytes(stderr)
+            if dependencies is not None:
+                (staging / "deps").write_bytes(dependencies)
+            (staging / "record.json").write_text(json.dumps(record))
+            try:
+                staging.rename(folder)
+            except OSError:  # another compile of the same unit stored it first
+                shutil.rmtree(staging, ignore_errors=True)
+        try:
+            entries = json.loads(self.manifest.read_bytes())
+        except (OSError, ValueError):
+            entries = []
+        entries = [e for e in entries if e["result"] != result_key]
+        entries.append({"headers": header_digests, "result": result_key})
+        _write_atomically(self.manifest, json.dumps(entries[-MANIFEST_ENTRIES:]).encode())
+        return True
+
+
+def open_slot(settings: OptccSettings, job: CompileJob, level: str, args: list[str]) -> Slot | None:
+    """The unit's slot, or None when there is no cache (OPTCC_CACHE=0), no model known, or no source."""
+    if settings.cache_dir is None:
+        return None
+    root = Path(settings.cache_dir)
+    model = known_model(root, settings.server, settings.retry_s)
+    compiler = shutil.which(settings.clang)
+    source = _read(job.source)
+    if model is None or compiler is None or source is None:
+        return None
+    compiler_stat = os.stat(compiler)
+    inputs = [
+        CACHE_FORMAT,
+        [os.path.realpath(compiler), compiler_stat.st_size, compiler_stat.st_mtime_ns],
+        os.getcwd(),
+        level,
+        args,
+        [settings.server, settings.objective, settings.ir_mode, settings.strategy, settings.samples],
+        model,
+        [os.environ.get(name) for name in ENVIRONMENT_INPUTS],
+        hashlib.sha256(source).hexdigest(),
+    ]
+    return Slot(root, _hash(*inputs), model)
+
+
+def known_model(root: Path, server: str, retry_s: float) -> str | None:
+    """`name@version` of the model `server` serves, as last seen; asks the service when that is stale
+    (unless this build found it unreachable less than `retry_s` ago)."""
+    memo = _model_memo(root, server)
+    try:
+        seen = json.loads(memo.read_bytes())
+    except (OSError, ValueError):
+        seen = {"model": None, "checked": 0.0}
+    if time.time() - seen["checked"] < MODEL_CHECK_S:
+        return seen["model"]
+    from optserve.clients import build_state
+
+    if build_state.service_unreachable_since(retry_s):
+        return seen["model"]
+    model = _ask_model(server)
+    # Noted even when the service did not answer, so that other units do not ask again meanwhile.
+    _write_atomically(memo, json.dumps({"model": model or seen["model"], "checked": time.time()}).encode())
+    return model or seen["model"]
+
+
+def deliver(hit: Hit, job: CompileJob, settings: OptccSettings, seconds: float) -> bool:
+    """Write a hit's object (and dependency file) for `job` and replay clang's diagnostics; False if the hit
+    lacks the dependency file the command asks for (then the unit is compiled instead)."""
+    if job.dependency_file and hit.dependencies is None:
+        return False
+    write_atomically(Path(job.output), hit.object_code)
+    if job.dependency_file:
+        write_atomically(Path(job.dependency_file), hit.dependencies)
+    sys.stderr.buffer.write(hit.stderr)
+    if settings.log_path:
+        record = {**hit.record, "source": job.source, "output": job.output, "from_cache": True}
+        log_line(settings.log_path, record | {"seconds": round(seconds, 3)})
+    if settings.verbose:
+        print(f"optcc: {job.source}: from optcc's cache ({hit.record['winner']}'s object)", file=sys.stderr)
+    return True
+
+
+def note_model(root: Path, server: str, model: str) -> None:
+    """Remember the model a service answer named (saves the next lookup its gRPC call)."""
+    _write_atomically(
+        _model_memo(root, server), json.dumps({"model": model, "checked": time.time()}).encode()
+    )
+
+
+def model_identity(name: str, version: str) -> str:
+    return f"{name}@{version}"
+
+
+def parse_dependencies(text: str) -> list[str]:
+    """The prerequisites of a make rule as clang's -MD writes it (escaped spaces, line continuations)."""
+    joined = text.replace("\\\n", " ")
+    _, _, prerequisites = joined.partition(": ")
+    paths, current, position = [], "", 0
+    while position < len(prerequisites):
+        char = prerequisites[position]
+        if char == "\\" and position + 1 < len(prerequisites) and prerequisites[position + 1] in " #":
+            current += prerequisites[position + 1]
+            position += 2
+            continue
+        if char.isspace():
+            if current:
+                paths.append(current)
+            current = ""
+        else:
+            current += char
+        position += 1
+    if current:
+        paths.append(current)
+    return paths
+
+
+def _ask_model(server: str) -> str | None:
+    from optserve.serve.client import NO_RETRY, OptserveClient
+
+    try:
+        with OptserveClient(server, timeout_s=2.0, retry=NO_RETRY) as client:
+            metadata = client.model_metadata()
+    except Exception:  # unreachable or erroring: the last model seen stands
+        return None
+    return model_identity(metadata.name, metadata.version) if metadata.ready else None
+
+
+def _model_memo(root: Path, server: str) -> Path:
+    return root / "models" / f"{hashlib.sha256(server.encode()).hexdigest()[:16]}.json"
+
+
+def _digest_memo(path: str, digests: dict[str, str | None]) -> str | None:
+    if path not in digests:
+        data = _read(path)
+        digests[path] = None if data is None else hashlib.sha256(data).hexdigest()
+    return digests[path]
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def _hash(*inputs) -> str:
+    return hashlib.sha256(json.dumps(inputs, separators=(",", ":")).encode()).hexdigest()
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(path, data)

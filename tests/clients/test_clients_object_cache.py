@@ -1,0 +1,112 @@
+"""optcc's object cache: a rebuild of unchanged sources reuses each unit's object (real clang, real service);
+any change to what makes the object (a header, the model) compiles the unit again."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from optserve.clients import object_cache
+
+OPTCC = Path(sys.executable).with_name("optcc")
+UNITS = ["main.c", "table.c", "text.c", "checksum.c"]
+
+
+def make(program: Path, *targets: str, **env: str) -> subprocess.CompletedProcess:
+    environment = os.environ | {"TMPDIR": str(program.parent)} | env
+    return subprocess.run(
+        ["make", "-s", f"CC={OPTCC}", "CFLAGS=-Oz", *targets],
+        cwd=program, env=environment, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+
+
+def logged_build(program: Path, name: str, server: str) -> list[dict]:
+    """Build `program` from clean with optcc; its OPTCC_LOG records."""
+    log = program / f"{name}.jsonl"
+    assert make(program, "clean").returncode == 0
+    result = make(program, OPTCC_SERVER=server, OPTCC_LOG=str(log))
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def objects(program: Path) -> dict[str, bytes]:
+    return {unit: (program / unit).with_suffix(".o").read_bytes() for unit in UNITS}
+
+
+@pytest.mark.slow
+def test_a_rebuild_of_unchanged_sources_comes_from_the_cache(program, optserve_target):
+    cold = logged_build(program, "cold", optserve_target)
+    cold_objects = objects(program)
+    warm = logged_build(program, "warm", optserve_target)
+    assert [r.get("from_cache") for r in cold] == [None] * 4
+    assert sorted(r["source"] for r in warm if r.get("from_cache")) == sorted(UNITS)
+    assert objects(program) == cold_objects
+    assert {r["winner"] for r in warm} <= {"service", "clang"}
+
+
+@pytest.mark.slow
+def test_a_changed_header_compiles_its_units_again(program, optserve_target):
+    logged_build(program, "cold", optserve_target)
+    header = program / "wordstat.h"
+    header.write_text(header.read_text() + "\n#define OPTCC_CACHE_TEST 1\n")
+    again = logged_build(program, "changed", optserve_target)
+    assert [r.get("from_cache") for r in again] == [None] * 4  # every unit includes wordstat.h
+    assert all(r.get("from_cache") for r in logged_build(program, "warm", optserve_target))
+
+
+@pytest.mark.slow
+def test_a_hit_writes_the_dependency_file_and_repeats_clangs_warnings(tmp_path, optserve_target):
+    source = tmp_path / "warns.c"
+    source.write_text("int f(int x) { int unused; return x * 3; }\n")
+    env = os.environ | {"TMPDIR": str(tmp_path), "OPTCC_SERVER": optserve_target}
+    command = [OPTCC, "-Oz", "-Wall", "-MD", "-c", "warns.c", "-o", "warns.o"]
+    first = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    dependencies = (tmp_path / "warns.d").read_text()
+    (tmp_path / "warns.d").unlink()
+    second = subprocess.run(
+        [*command], cwd=tmp_path, env=env | {"OPTCC_VERBOSE": "1"}, capture_output=True, text=True
+    )
+    assert "from optcc's cache" in second.stderr
+    assert "unused variable 'unused'" in first.stderr and "unused variable 'unused'" in second.stderr
+    assert (tmp_path / "warns.d").read_text() == dependencies == "warns.o: warns.c\n"
+
+
+@pytest.mark.slow
+def test_a_unit_looked_up_under_another_model_misses(program, optserve_target, empty_object_cache):
+    """The model is part of the key. The service's answer to the unit that missed names the model it serves,
+    so the next units are looked up under that one (and hit); the answer is not stored under the other's."""
+    logged_build(program, "cold", optserve_target)
+    object_cache.note_model(empty_object_cache, optserve_target, "another-model@0")
+    other = logged_build(program, "other", optserve_target)
+    assert [r.get("from_cache") for r in other] == [None, True, True, True]
+    assert all(r.get("from_cache") for r in logged_build(program, "back", optserve_target))
+
+
+@pytest.mark.slow
+def test_units_that_expand_the_time_of_day_are_never_cached(tmp_path, optserve_target):
+    (tmp_path / "stamp.c").write_text('const char *built(void) { return __DATE__ " " __TIME__; }\n')
+    log = tmp_path / "log.jsonl"
+    env = os.environ | {"TMPDIR": str(tmp_path), "OPTCC_SERVER": optserve_target, "OPTCC_LOG": str(log)}
+    for _ in range(2):
+        subprocess.run([OPTCC, "-Oz", "-c", "stamp.c"], cwd=tmp_path, env=env, check=True, timeout=300)
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(r["outcome"], r.get("from_cache")) for r in records] == [("service", None)] * 2
+
+
+def test_without_a_service_nothing_is_cached(program):
+    """A fallback (service unreachable, model never seen) is clang's object now, not a cache entry."""
+    logged_build(program, "down", "127.0.0.1:1")
+    records = logged_build(program, "down-again", "127.0.0.1:1")
+    assert {r["outcome"] for r in records} == {"fallback"}
+
+
+def test_dependency_files_are_read_as_make_reads_them():
+    text = "unit.o: unit.c include/a.h \\\n  /usr/include/with\\ space.h \\\n /usr/include/stdio.h\n"
+    assert object_cache.parse_dependencies(text) == [
+        "unit.c", "include/a.h", "/usr/include/with space.h", "/usr/include/stdio.h",
+    ]  # fmt: skip
