@@ -80,9 +80,9 @@ PASS_SPECS: tuple[PassSpec, ...] = (
     PassSpec("lower-switch", "add_lower_switch_pass", _F),
     PassSpec("memcpyopt", "add_mem_copy_opt_pass", _F),
     PassSpec("mergereturn", "add_unify_function_exit_nodes_pass", _F),
-    # newgvn is left out: it miscompiles real code (pcre2 10.42's pcre2_study.c after `instcombine jump-threading
-    # newgvn dse newgvn sroa` loops forever in its own tests, with LLVM 19's opt as with llvmlite's LLVM 20;
-    # docs/bench/clients.md). LLVM keeps NewGVN out of its default pipelines for such open bugs.
+    # newgvn is left out: it miscompiles real code (pcre2 10.42's pcre2_study.c after `instcombine
+    # jump-threading newgvn dse newgvn sroa` loops forever in its own tests, with LLVM 19's opt as with
+    # llvmlite's LLVM 20; docs/bench/clients.md). LLVM's default pipelines leave NewGVN out too.
     PassSpec("reassociate", "add_reassociate_pass", _F),
     PassSpec("reg2mem", "add_register_to_memory_pass", _F),
     PassSpec("sccp", "add_sccp_pass", _F),

@@ -11,9 +11,9 @@ ids: the trainer tokenizes with the tokenizer it is given (and runs on a machine
 record's `group` (the package, else the source) is what the trainer holds out for validation, so validation
 loss is measured on packages it did not train on.
 
-With `--coreset-answers`, a function whose search measured every list of the bundled coreset also gets a second
-example whose answer is the coreset list that was best for it: the model learns to rank the coreset's lists
-(strategy `ranked_coreset`), as Coreset-NVP predicts the best coreset list per program.
+With `--coreset-answers`, a function whose search measured every list of the bundled coreset also gets a
+second example whose answer is the coreset list that was best for it: the model learns to rank the
+coreset's lists (strategy `ranked_coreset`), as Coreset-NVP predicts the best coreset list per program.
 """
 
 from __future__ import annotations
@@ -152,8 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--coreset-answers",
         type=Path,
-        help="a coreset (models/coreset/coreset.json): also write, for each function whose search measured all "
-        "of its lists, an example answering with the coreset list that was best for it",
+        help="a coreset (models/coreset/coreset.json): also write, for each function whose search measured "
+        "all of its lists, an example answering with the coreset list that was best for it",
     )
     args = parser.parse_args(argv)
     splits = tuple(s.strip() for s in args.splits.split(","))
