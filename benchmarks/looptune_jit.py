@@ -46,7 +46,7 @@ def time_case(case, settings, generators: dict[str, Callable], repeats: int, rou
     from optserve.kernels.jit import compile_ir, host_target
     from optserve.kernels.measure import measure
     from optserve.kernels.schedule import Schedule
-    from optserve.policies.schedule import schedule_nest
+    from optserve.policies.scheduler import schedule_nest
 
     spec = case.spec(settings)
     decision = schedule_nest(spec, "policy_tiles", time_limit_s=10.0, settings=settings)
