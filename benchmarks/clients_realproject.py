@@ -212,7 +212,8 @@ def main() -> int:
     parser.add_argument("--render", type=Path, help="only print the tables of an earlier run's --json file")
     args = parser.parse_args()
     if args.render:
-        print(render(json.loads(args.render.read_text())))
+        run = json.loads(args.render.read_text())
+        print(render(run) + render_units(unit_statistics(WORK / "logs", run)))
         return 0
 
     if not args.server:
@@ -255,7 +256,7 @@ def main() -> int:
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(run, indent=1) + "\n")
-    section = render(run)
+    section = render(run) + render_units(unit_statistics(logs, run))
     print(section)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -269,7 +270,7 @@ def main() -> int:
 
 
 def _ratio(optcc: float, clang: float) -> str:
-    return f"{optcc / clang:.2f}×" if clang else "–"
+    return f"{optcc / clang:.2f}×" if clang >= 0.05 else "–"  # no step (a plain Makefile's configure)
 
 
 def render(run: dict) -> str:
@@ -343,6 +344,48 @@ def render(run: dict) -> str:
         clang_s, optcc_s = time_totals[f"clang_{step}"], time_totals[f"optcc_{step}"]
         cells.append(f"**{clang_s:.1f} / {optcc_s:.1f} ({_ratio(optcc_s, clang_s)})**")
     lines.append(f"| **total** | {' | '.join(cells)} | | | |")
+    return "\n".join(lines) + "\n"
+
+
+def unit_statistics(logs: Path, run: dict) -> dict:
+    """Per-unit numbers of the optcc side from its OPTCC_LOG files: service time of the cold build's units,
+    answers cut by their deadline, fallbacks by reason, units whose smaller service object was refused for an
+    unsafe pass (and the bytes it had), and the in-process time of the warm build's cache hits."""
+    cold, warm = [], []
+    for package in (p["package"] for p in run["packages"]):
+        for step, units in (("build", cold), ("test", cold), ("warm", warm)):
+            path = logs / f"{package}-optcc-{step}.jsonl"
+            if path.exists():
+                units += [json.loads(line) for line in path.read_text().splitlines()]
+    answered = [u for u in cold if u["outcome"] == "service"]
+    unsafe = [u for u in answered if "unsafe" in (u.get("kept_clang_because") or "")]
+    hits = [u["seconds"] for u in warm if u.get("from_cache")]
+    return {
+        "service_seconds": sorted(u["seconds"] for u in answered),
+        "deadline_hit": sum(1 for u in answered if u["deadline_hit"]),
+        "fallbacks": Counter(u["reason"][:120] for u in cold if u["outcome"] == "fallback"),
+        "unsafe_units": len(unsafe),
+        "unsafe_bytes": sum(u["clang_text"] - u["service_text"] for u in unsafe),
+        "hit_seconds": sorted(hits),
+    }
+
+
+def render_units(stats: dict) -> str:
+    def quantile(values: list[float], q: float) -> str:
+        return f"{values[min(len(values) - 1, int(q * len(values)))]:.2f}" if values else "–"
+
+    times = stats["service_seconds"]
+    lines = [
+        "",
+        f"Units the service answered in the cold builds and tests: {len(times)}, optcc's time per unit "
+        f"(clang beside the service call) p50 {quantile(times, 0.5)} s, p90 {quantile(times, 0.9)} s, max "
+        f"{quantile(times, 1.0)} s; {stats['deadline_hit']} answers cut by the deadline. Smaller service "
+        f"objects refused for an unsafe pass (newgvn): {stats['unsafe_units']} units, "
+        f"{stats['unsafe_bytes']} B of .text. Warm cache hits: {len(stats['hit_seconds'])}, in-process time "
+        f"p50 {quantile(stats['hit_seconds'], 0.5)} s, p90 {quantile(stats['hit_seconds'], 0.9)} s.",
+    ]
+    for reason, count in sorted(stats["fallbacks"].items()):
+        lines.append(f"Fallback ({count}): {reason}")
     return "\n".join(lines) + "\n"
 
 
