@@ -106,7 +106,10 @@ def add_dataset_commands(sub: argparse._SubParsersAction) -> None:
         "cost of every --seeds list, no search (a coreset chosen after labelling)",
     )
     label.add_argument(
-        "--seeds", type=Path, help="stage local: JSON list of pass lists to try first (a coreset); stage measure: the lists to measure"
+        "--seeds",
+        type=Path,
+        help="stage local: JSON list of pass lists to try first (a coreset); stage measure: the lists to "
+        "measure",
     )
     label.add_argument("--top-k", type=int, default=5, help="stage local: distinct best lists kept per label")
     label.add_argument("--splits", default="train,val,test", help="comma-separated splits (default: all)")

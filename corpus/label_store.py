@@ -10,9 +10,10 @@ they are kept in the repository under `data/labels/<corpus name>/`:
     seeds/<fingerprint>.json                      the seed lists labels started from (`seed_costs` order)
 
 `export` merges the labels of a corpus directory (finished shards and in-progress journals of stage
-`local`, with the coreset costs of stage `measure` folded in as `measured`) into the store; `restore` writes stored labels back into a (rebuilt) corpus as journal records, so
-`optserve dataset label --stage local` skips them and continues where earlier sessions stopped. Records are
-matched by example id, so shard numbering may change between rebuilds.
+`local`, with the coreset costs of stage `measure` folded in as `measured`) into the store; `restore`
+writes stored labels back into a (rebuilt) corpus as journal records, so `optserve dataset label --stage
+local` skips them and continues where earlier sessions stopped. Records are matched by example id, so shard
+numbering may change between rebuilds.
 """
 
 from __future__ import annotations

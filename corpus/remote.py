@@ -16,7 +16,10 @@ from optserve.corpus.layout import CorpusLayout
 
 
 def make_bundle(layout: CorpusLayout, shards: list[Path], out: Path, labels: bool = True) -> int:
-    """Write the bundle (.tar.xz); returns its size in bytes. Stage `measure` needs no labels (`labels=False`)."""
+    """Write the bundle (.tar.xz); returns its size in bytes.
+
+    Stage `measure` needs no labels: `labels=False` packs the examples only.
+    """
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     with tarfile.open(tmp, "w:xz") as tar:

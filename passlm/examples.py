@@ -133,7 +133,7 @@ def iter_training_records(
             found = best_coreset_list(known, coresets[objective])
             if found is None:
                 continue
-            if found[1] >= label["oz"]:  # no coreset list beats -Oz here: say so rather than pick the least bad
+            if found[1] >= label["oz"]:  # no coreset list beats -Oz: say so, not the least bad list
                 found = (OZ_ANSWER, label["oz"])
             yield {  # also where it repeats the label's list: a run may train on these records alone
                 **record,
@@ -203,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.coreset_answers:
         objective_lists = json.loads(args.coreset_answers.read_text())["objectives"]
         coresets = {
-            o: [entry["passes"] for entry in lists][: args.coreset_lists] for o, lists in objective_lists.items()
+            objective: [entry["passes"] for entry in lists][: args.coreset_lists]
+            for objective, lists in objective_lists.items()
         }
     records = iter_training_records(args.corpus, splits, objectives, coresets)
     if args.only_ids:

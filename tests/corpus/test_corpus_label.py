@@ -159,8 +159,9 @@ def test_measure_stage_records_each_seed_lists_cost_and_folds_them_into_the_labe
         assert all(known[s] <= cost for s, cost in zip(seeds, costs, strict=True))
     again = label(layout, layout.shards(), "measure", config, ProcessRunner(2), progress=False)
     assert again.functions == 0 and again.skipped == total
-    other = LabelConfig(budget=10, objectives=("text_size",), seeds=seeds[:1])  # another coreset: measured anew
-    assert label(layout, layout.shards(), "measure", other, ProcessRunner(2), progress=False).functions == total
+    other = LabelConfig(budget=10, objectives=("text_size",), seeds=seeds[:1])  # another coreset: anew
+    redone = label(layout, layout.shards(), "measure", other, ProcessRunner(2), progress=False)
+    assert redone.functions == total
 
 
 def test_measure_stage_needs_seed_lists(built_corpus):
