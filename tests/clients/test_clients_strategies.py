@@ -13,7 +13,7 @@ from optserve.v1 import optserve_pb2 as pb
 
 
 def test_the_served_strategies_are_the_proto_enum():
-    names = {name.lower() for name in pb.Strategy.keys() if not name.endswith("_UNSPECIFIED")}
+    names = {n.lower() for n in pb.Strategy.DESCRIPTOR.values_by_name if not n.endswith("_UNSPECIFIED")}
     assert names == {strategy.value for strategy in ServedStrategy}
     for strategy in ServedStrategy:  # and the client sends each as its enum value
         assert pb.Strategy.Name(optimize_request("", strategy=strategy.value).strategy) == strategy.name
