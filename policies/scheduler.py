@@ -140,7 +140,9 @@ def schedule_nest(
     deadline = start + budget if quick else None  # no quick measurement runs past it by more than one call
 
     def measure_fn(s: LoopNestSpec, schedule: Schedule) -> float:
-        gflops = measure_schedule(s, schedule, settings, compile_log, quick, deadline)
+        # until one schedule ran, none is cut short: the answer needs one timed in full, deadline or not
+        cut = deadline if any(evaluator.cache.values()) else None
+        gflops = measure_schedule(s, schedule, settings, compile_log, quick, cut)
         compile_seconds[schedule.compute_key()] = compile_log[-1]
         return gflops
 

@@ -132,14 +132,17 @@ def test_quick_decision_stops_at_its_budget_and_still_answers_a_measured_schedul
     assert result.base_gflops is None and result.speedup is None  # the base was not reached: not timed
 
 
-def record_measured(monkeypatch) -> list[Schedule]:
-    """Replace the scheduler's timing with 1 GFLOPS per loop, recording what it is asked to measure."""
+def record_measured(monkeypatch, deadlines: list | None = None) -> list[Schedule]:
+    """Replace the scheduler's timing with 1 GFLOPS per loop, recording what it is asked to measure (and
+    the deadline that may cut each timing short)."""
     import optserve.policies.scheduler as scheduler
 
     measured: list[Schedule] = []
 
     def fake(spec, schedule, settings=None, compile_log=None, quick=False, deadline=None):
         measured.append(schedule)
+        if deadlines is not None:
+            deadlines.append(deadline)
         compile_log.append(0.0)
         return float(len(schedule.compute))
 
@@ -152,7 +155,8 @@ def test_quick_decision_measures_the_cover_before_the_base_and_each_schedule_onc
     spec = LoopNestSpec.parse(KINDS[kind], {"m": 96, "k": 80, "n": 112})
     from optserve.config import LoopTuneSettings
 
-    measured = record_measured(monkeypatch)
+    deadlines: list = []
+    measured = record_measured(monkeypatch, deadlines)
     roomy = LoopTuneSettings(polish_time_s=30.0)  # room for every option even on a loaded machine
     result = schedule_nest(spec, "policy_tiles", time_limit_s=30.0, settings=roomy)
     from optserve.kernels.jit import host_target
@@ -162,17 +166,20 @@ def test_quick_decision_measures_the_cover_before_the_base_and_each_schedule_onc
     assert len(measured) == len(set(s.compute_key() for s in measured)) == result.evaluations
     assert result.evaluations <= len(cover) + 2  # the cover, the Q-policy's schedule, the base
     assert Schedule.base(spec) in measured[len(cover) :] and result.base_gflops
+    assert deadlines[0] is None and all(deadlines[1:])  # after the first, a slow timing may be cut short
 
 
 def test_quick_decision_does_not_time_the_base_once_the_budget_is_spent(monkeypatch):
     from optserve.config import LoopTuneSettings
 
-    measured = record_measured(monkeypatch)
+    deadlines: list = []
+    measured = record_measured(monkeypatch, deadlines)
     spec = LoopNestSpec.parse(KINDS["matmul_bt"], {"m": 512, "k": 512, "n": 512})
     result = schedule_nest(
         spec, "policy_tiles", time_limit_s=5.0, settings=LoopTuneSettings(polish_time_s=1e-3)
     )
     assert Schedule.base(spec) not in measured and result.base_gflops is None and result.evaluations == 1
+    assert deadlines == [None]  # the answer's timing is never cut short, even past the deadline
 
 
 def test_tiles_search_measures_the_base_last():
