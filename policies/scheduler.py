@@ -19,6 +19,7 @@ from optserve.policies.methods import QUICK_METHODS, SearchMethod
 from optserve.policies.search import SEARCHES, run_search
 
 METHODS = tuple(SearchMethod)
+CUT_SLACK = 0.2  # of the quick budget: how far past it a started timing may run before it is cut to one call
 
 
 @dataclass(frozen=True)
@@ -137,11 +138,13 @@ def schedule_nest(
     compile_seconds: dict[str, float] = {}  # per compute nest: the chosen one's JIT time without recompiling
     quick = method in QUICK_METHODS
     budget = min(time_limit_s, settings.polish_time_s) if quick else time_limit_s
-    deadline = start + budget if quick else None  # no quick measurement runs past it by more than one call
+    # a quick timing that would end later than this is cut to one call (a scalar base of a large nest); the
+    # slack lets one started near the budget's end finish: a cut, cold single call reads slow and loses
+    cut_at = start + budget * (1 + CUT_SLACK) if quick else None
 
     def measure_fn(s: LoopNestSpec, schedule: Schedule) -> float:
         # until one schedule ran, none is cut short: the answer needs one timed in full, deadline or not
-        cut = deadline if any(evaluator.cache.values()) else None
+        cut = cut_at if any(evaluator.cache.values()) else None
         gflops = measure_schedule(s, schedule, settings, compile_log, quick, cut)
         compile_seconds[schedule.compute_key()] = compile_log[-1]
         return gflops
