@@ -19,7 +19,7 @@ from optserve.policies.methods import QUICK_METHODS, SearchMethod
 from optserve.policies.search import SEARCHES, run_search
 
 METHODS = tuple(SearchMethod)
-CUT_SLACK = 0.2  # of the quick budget: how far past it a started timing may run before it is cut to one call
+CUT_SLACK = 0.2  # of the time budget: how far past it a started timing may run before it is cut to one call
 
 
 @dataclass(frozen=True)
@@ -125,8 +125,9 @@ def schedule_nest(
     The base schedule is timed after a search that did not reach it, except in a quick decision: there every
     measurement, the base's included, comes out of the polish budget, and the base is only the last
     fallback (a scalar base of a large contraction can take longer than the whole budget), so its GFLOPS
-    are None when the budget ran out first. GFLOPS are noisy on a busy machine. Raises SpecError for a bad
-    method or time limit.
+    are None when the budget ran out first. After the first schedule, a timing that would end more than
+    CUT_SLACK past the budget is cut to one call. GFLOPS are noisy on a busy machine. Raises SpecError for
+    a bad method or time limit.
     """
     settings = settings or LoopTuneSettings()
     if method not in SEARCHES:
@@ -138,9 +139,9 @@ def schedule_nest(
     compile_seconds: dict[str, float] = {}  # per compute nest: the chosen one's JIT time without recompiling
     quick = method in QUICK_METHODS
     budget = min(time_limit_s, settings.polish_time_s) if quick else time_limit_s
-    # a quick timing that would end later than this is cut to one call (a scalar base of a large nest); the
-    # slack lets one started near the budget's end finish: a cut, cold single call reads slow and loses
-    cut_at = start + budget * (1 + CUT_SLACK) if quick else None
+    # a timing that would end later than this is cut to one call (a scalar base of a large nest); the slack
+    # lets one started near the budget's end finish: a cut, cold single call reads slow and loses
+    cut_at = start + budget * (1 + CUT_SLACK)
 
     def measure_fn(s: LoopNestSpec, schedule: Schedule) -> float:
         # until one schedule ran, none is cut short: the answer needs one timed in full, deadline or not

@@ -195,7 +195,13 @@ def test_tiles_search_measures_the_base_last():
     assert seen[-1] == Schedule.base(MATMUL) and Schedule.base(MATMUL) not in seen[:-1]
 
 
-def test_a_full_search_still_reports_the_base_it_did_not_reach(monkeypatch):
-    record_measured(monkeypatch)
+def test_a_full_search_still_reports_the_base_it_did_not_reach_within_its_time_limit(monkeypatch):
+    deadlines: list = []
+    measured = record_measured(monkeypatch, deadlines)
+    started = time.perf_counter()
     result = schedule_nest(MATMUL, "tiles", time_limit_s=1e-3)
+    finished = time.perf_counter()
     assert result.base_gflops == len(Schedule.base(MATMUL).compute) and result.speedup
+    assert measured[-1] == Schedule.base(MATMUL) and deadlines[0] is None
+    slack = 1e-3 * (1 + CUT_SLACK)  # the base, timed after the search, is cut short if it would overrun
+    assert deadlines[-1] is not None and started + slack <= deadlines[-1] <= finished + slack
