@@ -26,7 +26,7 @@ from optserve.kernels.spec import LoopNestSpec
 class Timing:
     gflops: float
     seconds: float  # best time of one kernel call
-    repeats: int  # calls per timed run
+    repeats: int  # calls per timed run (0: a single cold call, cut short by a deadline)
 
 
 def random_operands(kernel: CompiledKernel, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -44,12 +44,22 @@ def _operands(spec: LoopNestSpec, seed: int) -> tuple[np.ndarray, np.ndarray, np
 
 
 def measure(
-    kernel: CompiledKernel, runs: int = 10, warmup_calls: int = 20, run_seconds: float = 1e-3
+    kernel: CompiledKernel,
+    runs: int = 10,
+    warmup_calls: int = 20,
+    run_seconds: float = 1e-3,
+    deadline: float | None = None,
 ) -> Timing:
-    """Best-of-`runs` GFLOPS after `warmup_calls` untimed calls."""
+    """Best-of-`runs` GFLOPS after `warmup_calls` untimed calls. With a `deadline` (perf_counter), a kernel
+    whose protocol would end past it is timed by its first call alone (repeats 0): a slow nest, such as a
+    scalar base schedule of a large contraction, then costs one call of a budget instead of many."""
     out, lhs, rhs = random_operands(kernel)
-    first = kernel.run_repeated(out, lhs, rhs, max(1, warmup_calls))
-    per_call = first / max(1, warmup_calls)
+    if deadline is not None:
+        first = kernel.run_repeated(out, lhs, rhs, 1)
+        if time.perf_counter() + first * (max(0, warmup_calls - 1) + runs) > deadline:
+            return Timing(gflops=kernel.spec.flops / first / 1e9, seconds=first, repeats=0)
+        warmup_calls -= 1
+    per_call = kernel.run_repeated(out, lhs, rhs, max(1, warmup_calls)) / max(1, warmup_calls)
     repeats = max(1, math.ceil(run_seconds / max(per_call, 1e-9)))
     best = min(kernel.run_repeated(out, lhs, rhs, repeats) for _ in range(runs)) / repeats
     return Timing(gflops=kernel.spec.flops / best / 1e9, seconds=best, repeats=repeats)

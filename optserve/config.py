@@ -101,7 +101,9 @@ class LoopTuneSettings(_Section):
     timing_repeats: int = Field(10, gt=0, description="best-of-N timing runs per schedule")
     timing_warmup_calls: int = Field(20, ge=0, description="untimed calls before timing (thesis: 20)")
     polish_time_s: float = Field(
-        0.5, gt=0, description="measuring budget of the quick decision (method policy_tiles), base included"
+        0.5,
+        gt=0,
+        description="measuring budget of the quick decision (policy_tiles), the base timed last in it",
     )
     polish_timing_repeats: int = Field(3, gt=0, description="best-of-N timing runs in the quick decision")
     polish_warmup_calls: int = Field(2, ge=0, description="untimed calls before timing in the quick decision")

@@ -19,6 +19,7 @@ from optserve.policies.methods import QUICK_METHODS, SearchMethod
 from optserve.policies.search import SEARCHES, run_search
 
 METHODS = tuple(SearchMethod)
+CUT_SLACK = 0.2  # of the time budget: how far past it a started timing may run before it is cut to one call
 
 
 @dataclass(frozen=True)
@@ -53,9 +54,10 @@ def measure_schedule(
     settings: LoopTuneSettings | None = None,
     compile_log: list[float] | None = None,
     quick: bool = False,
+    deadline: float | None = None,
 ) -> float:
-    """Compile, time (warm-up, best of N; `quick`: the polish's shorter protocol) and free one schedule; its
-    GFLOPS. Compile seconds go to the log."""
+    """Compile, time (warm-up, best of N; `quick`: the polish's shorter protocol; a kernel too slow to finish
+    it by `deadline`: one call) and free one schedule; its GFLOPS. Compile seconds go to the log."""
     settings = settings or LoopTuneSettings()
     kernel = compile_schedule(spec, schedule, target=host_target(settings.max_kernel_statements))
     if compile_log is not None:
@@ -64,7 +66,7 @@ def measure_schedule(
     if quick:
         runs, warmup = settings.polish_timing_repeats, settings.polish_warmup_calls
     try:
-        return measure(kernel, runs=runs, warmup_calls=warmup).gflops
+        return measure(kernel, runs=runs, warmup_calls=warmup, deadline=deadline).gflops
     finally:
         kernel.close()
 
@@ -118,9 +120,14 @@ def schedule_nest(
 ) -> ScheduleResult:
     """Search a schedule for `spec` with `method` within `time_limit_s` seconds.
 
-    Searches measure every candidate as they go; `measure` additionally makes sure the chosen and the base
-    schedule are timed and the JIT compile time reported ("base" with measure=False compiles nothing unless
-    `emit_ir`). GFLOPS are noisy on a busy machine. Raises SpecError for a bad method or time limit.
+    Searches measure every candidate as they go; `measure` additionally makes sure the chosen schedule is
+    timed and the JIT compile time reported ("base" with measure=False compiles nothing unless `emit_ir`).
+    The base schedule is timed after a search that did not reach it, except in a quick decision: there every
+    measurement, the base's included, comes out of the polish budget, and the base is only the last
+    fallback (a scalar base of a large contraction can take longer than the whole budget), so its GFLOPS
+    are None when the budget ran out first. After the first schedule, a timing that would end more than
+    CUT_SLACK past the budget is cut to one call. GFLOPS are noisy on a busy machine. Raises SpecError for
+    a bad method or time limit.
     """
     settings = settings or LoopTuneSettings()
     if method not in SEARCHES:
@@ -131,9 +138,15 @@ def schedule_nest(
     compile_log: list[float] = []
     compile_seconds: dict[str, float] = {}  # per compute nest: the chosen one's JIT time without recompiling
     quick = method in QUICK_METHODS
+    budget = min(time_limit_s, settings.polish_time_s) if quick else time_limit_s
+    # a timing that would end later than this is cut to one call (a scalar base of a large nest); the slack
+    # lets one started near the budget's end finish: a cut, cold single call reads slow and loses
+    cut_at = start + budget * (1 + CUT_SLACK)
 
     def measure_fn(s: LoopNestSpec, schedule: Schedule) -> float:
-        gflops = measure_schedule(s, schedule, settings, compile_log, quick)
+        # until one schedule ran, none is cut short: the answer needs one timed in full, deadline or not
+        cut = cut_at if any(evaluator.cache.values()) else None
+        gflops = measure_schedule(s, schedule, settings, compile_log, quick, cut)
         compile_seconds[schedule.compute_key()] = compile_log[-1]
         return gflops
 
@@ -142,12 +155,7 @@ def schedule_nest(
     if method == "base" and not measure:
         outcome_schedule, actions, gflops, timed_out = base, (), None, False
     else:
-        budget = time_limit_s
-        if quick:  # the base's timing counts against the decision's budget too
-            if measure:
-                evaluator.gflops(base)
-            budget = max(1e-3, min(time_limit_s, settings.polish_time_s) - (time.perf_counter() - start))
-        outcome = run_search(method, evaluator, budget)
+        outcome = run_search(method, evaluator, max(1e-3, budget - (time.perf_counter() - start)))
         outcome_schedule, actions, gflops, timed_out = (
             outcome.state.schedule,
             outcome.actions,
@@ -158,7 +166,7 @@ def schedule_nest(
             gflops = evaluator.gflops(outcome_schedule)
     search_seconds = time.perf_counter() - start
     base_gflops = evaluator.cache.get(base.compute_key())
-    if measure and base_gflops is None:
+    if measure and base_gflops is None and not quick:
         base_gflops = evaluator.gflops(base)
     compile_ms, ir_text = None, None
     if measure and not emit_ir and outcome_schedule.compute_key() in compile_seconds:

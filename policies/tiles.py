@@ -10,6 +10,9 @@ training shape's best (the templates' greedy cover, as for the action templates)
 - `tiles`: measure the whole pool, cover first, until the time limit (the search over the tile space).
 - `policy_tiles`: the Q-policy's final schedule and the cover's templates, measured within the polish
   budget (cover first), the fastest kept: the service's default decision.
+
+Both measure the base schedule last, as the fallback: it is often scalar, and on a large contraction one
+timing of it costs more than measuring the whole cover, so measured first it would use up the budget.
 """
 
 from __future__ import annotations
@@ -112,13 +115,12 @@ def measure_in_order(
 def tiles_search(
     evaluator: Evaluator, root: AgentState, deadline: float, target: Target | None = None
 ) -> SearchOutcome:
-    """The base schedule, the cover, then the rest of the pool, measured until the deadline."""
+    """The cover, the rest of the pool, then the base schedule, measured until the deadline."""
     target = target or host_target()
     cover = load_cover()
     ordered = list(cover) + [t for t in template_pool() if t not in cover]
-    options = [((), root.schedule)] + [
-        ((TILE_ACTION + name,), schedule) for name, schedule in candidates(evaluator, ordered, target)
-    ]
+    options = [((TILE_ACTION + name,), s) for name, s in candidates(evaluator, ordered, target)]
+    options.append(((), root.schedule))
     return measure_in_order(evaluator, options, deadline)
 
 
@@ -138,5 +140,5 @@ def policy_tiles(
     visited = rollout(bundle.network, evaluator.spec, start=root)
     options = [((TILE_ACTION + name,), s) for name, s in candidates(evaluator, load_cover(), target)]
     options.append((tuple(visited.actions), visited.final.schedule))
-    options.append(((), root.schedule))  # the fallback (already measured by a quick decision)
+    options.append(((), root.schedule))  # the fallback, measured only if the budget lasts
     return measure_in_order(evaluator, options, deadline)

@@ -189,10 +189,11 @@ def _optimize(args) -> int:
 
 
 def _render_schedule(result) -> str:
+    base = f"{result['base_gflops']:.2f}" if result["base_gflops"] else "not timed"
     return (
         f"{result['schedule']}\n"
         f"actions: {' '.join(result['actions']) or '(none)'}\n"
-        f"GFLOPS: {result['gflops']:.2f} (base {result['base_gflops']:.2f}, "
+        f"GFLOPS: {result['gflops']:.2f} (base {base}, "
         f"{'measured' if result['measured'] else 'predicted'}), method {result['method']}, "
         f"{result['seconds']:.2f} s"
     )

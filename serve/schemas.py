@@ -191,7 +191,9 @@ class ScheduleResponse(_Model):
     loops: list[Loop] = Field(description="the compute nest, outermost first (order and splits)")
     actions: list[str]
     gflops: float
-    base_gflops: float
+    base_gflops: float = Field(
+        description="the nest in its given order; 0 when the quick decision did not time it"
+    )
     measured: bool
     seconds: float
     method: str

@@ -90,3 +90,25 @@ def test_measure_reports_positive_gflops_below_a_sane_multiple_of_peak():
     peak = peak_gflops()
     assert timing.gflops > 0 and timing.seconds > 0 and timing.repeats >= 1
     assert 0 < timing.gflops < 2 * peak  # a kernel cannot beat the FMA-only peak by far
+
+
+class CountingKernel:
+    """A kernel stand-in whose every call "takes" 10 ms: the protocol, not the clock, is under test."""
+
+    def __init__(self, spec):
+        self.spec, self.calls = spec, 0
+
+    def run_repeated(self, out, lhs, rhs, repeats):
+        self.calls += repeats
+        return 0.01 * repeats
+
+
+def test_measure_cut_short_by_a_deadline_times_one_call_only():
+    import time
+
+    kernel = CountingKernel(LoopNestSpec.parse(MATMUL, {"m": 16, "k": 16, "n": 16}))
+    timing = measure(kernel, runs=3, warmup_calls=2, deadline=time.perf_counter() + 0.005)
+    assert kernel.calls == 1 and timing.repeats == 0 and timing.seconds == 0.01
+    roomy = CountingKernel(kernel.spec)
+    timing = measure(roomy, runs=3, warmup_calls=2, deadline=time.perf_counter() + 60)
+    assert roomy.calls == 2 + 3 and timing.repeats == 1  # the full protocol: warm-up 2, best of 3
