@@ -175,7 +175,11 @@ def add_dataset_commands(sub: argparse._SubParsersAction) -> None:
     )
     bundle.add_argument("--out", type=Path, default=Path(".carry/label_bundle.tar.xz"))
     bundle.add_argument(
-        "--no-labels", action="store_true", help="examples only (stage measure needs no labels; smaller)"
+        "--labels",
+        choices=("all", "own", "none"),
+        default="all",
+        help="label files to pack: all (stage broadcast needs them), own (the bundled shards' and the seed "
+        "sets: enough to resume stages local and measure; smaller), none",
     )
     add_json_flag(bundle)
     bundle.set_defaults(handler=_bundle)
@@ -393,7 +397,7 @@ def _bundle(args: argparse.Namespace) -> int:
     if not shards:
         print("error: no shards match", file=sys.stderr)
         return 2
-    size = make_bundle(layout, shards, args.out, labels=not args.no_labels)
+    size = make_bundle(layout, shards, args.out, labels=args.labels)
     emit({"bundle": str(args.out), "shards": [s.name for s in shards], "bytes": size}, args.json)
     return 0
 

@@ -14,19 +14,27 @@ from pathlib import Path
 
 from optserve.corpus.layout import CorpusLayout
 
+LABELS = ("all", "own", "none")  # which label files travel: every one, the bundled shards' (+ seeds), none
 
-def make_bundle(layout: CorpusLayout, shards: list[Path], out: Path, labels: bool = True) -> int:
+
+def make_bundle(layout: CorpusLayout, shards: list[Path], out: Path, labels: str = "all") -> int:
     """Write the bundle (.tar.xz); returns its size in bytes.
 
-    Stage `measure` needs no labels: `labels=False` packs the examples only.
+    Stages `local` and `measure` need only the bundled shards' own labels (`own`, or `none` to start over);
+    `broadcast` needs every autotune label of a split (`all`).
     """
+    if labels not in LABELS:
+        raise ValueError(f"labels must be one of {LABELS}, not {labels!r}")
+    names = {shard.stem for shard in shards}
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     with tarfile.open(tmp, "w:xz") as tar:
         for shard in shards:
             tar.add(shard, arcname=f"examples/{shard.name}")
-        if labels and layout.labels_dir.exists():
+        if labels != "none" and layout.labels_dir.exists():
             for label_file in sorted(layout.labels_dir.rglob("*.json*")):
-                tar.add(label_file, arcname=label_file.relative_to(layout.root).as_posix())
+                own = label_file.name.split(".")[0] in names or label_file.parent.name == "seeds"
+                if labels == "all" or own:
+                    tar.add(label_file, arcname=label_file.relative_to(layout.root).as_posix())
     tmp.replace(out)
     return out.stat().st_size

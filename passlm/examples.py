@@ -90,8 +90,10 @@ def iter_training_records(
     splits: tuple[str, ...],
     objectives: tuple[str, ...] = PASSFORMER_PROFILE.objectives,
     coresets: Mapping[str, Sequence[Sequence[str]]] | None = None,
+    coreset_margin: float = 0.0,
 ) -> Iterator[dict]:
-    """Training records; with `coresets` (objective -> lists) also the best-coreset-list examples."""
+    """Training records; with `coresets` (objective -> lists) also the best-coreset-list examples, which
+    answer -Oz unless the best coreset list is smaller than -Oz by more than `coreset_margin` (a fraction)."""
     from optserve.corpus.coreset import known_costs, servable
     from optserve.corpus.label import iter_labelled, searched_labels
     from optserve.corpus.label_store import seed_sets
@@ -133,8 +135,8 @@ def iter_training_records(
             found = best_coreset_list(known, coresets[objective])
             if found is None:
                 continue
-            if found[1] >= label["oz"]:  # no coreset list beats -Oz: say so, not the least bad list
-                found = (OZ_ANSWER, label["oz"])
+            if not found[1] < label["oz"] * (1 - coreset_margin):  # none beats -Oz by the margin: say
+                found = (OZ_ANSWER, label["oz"])  # so, rather than name the least bad list
             yield {  # also where it repeats the label's list: a run may train on these records alone
                 **record,
                 "id": f"{record['id']}/coreset",
@@ -194,6 +196,13 @@ def main(argv: list[str] | None = None) -> int:
         help="with --coreset-answers: only its first K lists per objective (those measured on every function "
         "by `optserve dataset label --stage measure`)",
     )
+    parser.add_argument(
+        "--coreset-margin",
+        type=float,
+        default=0.0,
+        help="with --coreset-answers: answer -Oz unless the best coreset list is smaller than -Oz by more "
+        "than this fraction (a model that answers alone, without the -Oz floor, risks less)",
+    )
     args = parser.parse_args(argv)
     splits = tuple(s.strip() for s in args.splits.split(","))
     objectives = tuple(o.strip() for o in args.objectives.split(","))
@@ -206,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
             objective: [entry["passes"] for entry in lists][: args.coreset_lists]
             for objective, lists in objective_lists.items()
         }
-    records = iter_training_records(args.corpus, splits, objectives, coresets)
+    records = iter_training_records(args.corpus, splits, objectives, coresets, args.coreset_margin)
     if args.only_ids:
         wanted = read_ids(args.only_ids)
         records = (r for r in records if r["id"] in wanted)

@@ -168,3 +168,30 @@ def test_measure_stage_needs_seed_lists(built_corpus):
     layout = CorpusLayout(built_corpus)
     with pytest.raises(ValueError, match="needs the lists"):
         label(layout, layout.shards(), "measure", LabelConfig(), ProcessRunner(1), progress=False)
+
+
+def test_a_bundle_carries_the_label_files_asked_for(built_corpus, tmp_path):
+    import tarfile
+
+    from optserve.corpus.remote import make_bundle
+
+    layout = CorpusLayout(built_corpus)
+    config = LabelConfig(budget=5, objectives=("text_size",), seeds=(("sroa",),))
+    label(layout, layout.shards(), "measure", config, ProcessRunner(2), progress=False)
+    (layout.labels_dir / "local" / "seeds").mkdir(parents=True)
+    (layout.labels_dir / "local" / "seeds" / "abc.json").write_text("[]\n")
+    shard, *others = layout.shards()
+    assert others, "the fixture corpus has several shards"
+
+    def packed(labels):
+        out = tmp_path / f"{labels}.tar.xz"
+        make_bundle(layout, [shard], out, labels)
+        with tarfile.open(out) as tar:
+            return {name for name in tar.getnames() if name.startswith("labels/")}
+
+    everything = packed("all")
+    assert {f"labels/measure/{s.name}" for s in layout.shards()} <= everything
+    assert packed("own") == {f"labels/measure/{shard.name}", "labels/local/seeds/abc.json"}
+    assert packed("none") == set()
+    with pytest.raises(ValueError, match="labels must be one of"):
+        make_bundle(layout, [shard], tmp_path / "x.tar.xz", "some")
