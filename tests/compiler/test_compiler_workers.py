@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -81,6 +82,23 @@ def test_a_real_llvm_abort_fails_only_that_candidate(c_sources, compile_c):
         assert aborted.cost is None and "was killed by SIGABRT" in aborted.error
         assert fine.cost == evaluate(ir, ("sroa",), "instruction_count").cost
         assert pool.replaced_workers == 1
+
+
+def test_a_unit_with_inline_asm_and_a_target_attribute_compiles_and_runs_right(
+    pool, c_sources, compile_c, tmp_path
+):
+    """Real units with cpuid in inline asm and a `target("sse4.1,pclmul")` function (xz-utils' crc64_fast.c,
+    nettle-benchmark.c) aborted the worker: LLVM assembles inline asm with the asm parser, which the
+    service did not initialize. The object must keep both the asm and the per-function features, and run."""
+    ir = compile_c(c_sources["loops"].parent / "cpu_dispatch" / "crc_dispatch.c")
+    (result,) = pool.evaluate(ir, [("-Oz",)], "text_size", want_object=True)
+    assert result.ok, result.error
+    cpuid, pclmulqdq = b"\x0f\xa2", b"\x66\x0f\x3a\x44"
+    assert cpuid in result.object_code and pclmulqdq in result.object_code
+    (tmp_path / "unit.o").write_bytes(result.object_code)
+    subprocess.run(["clang-19", "unit.o", "-o", "unit"], cwd=tmp_path, check=True)
+    run = subprocess.run([str(tmp_path / "unit")], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout == "fold c1d6c62c5a88e0bf agrees\n"
 
 
 def test_a_worker_that_died_while_idle_is_replaced_before_use(c_ir):
