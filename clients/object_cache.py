@@ -2,8 +2,9 @@
 
 It works as ccache's direct mode. A unit's *direct key* hashes everything that decides its object and is
 known before compiling: the command line and working directory, the compiler (resolved path, size, mtime),
-optcc's settings that reach the service (server, objective, IR mode, strategy, samples), the service's model
-(name and content hash), the environment variables clang reads (CPATH, ...), and the source file's bytes.
+optcc's settings that reach the service (server, objective, IR mode, strategy, samples, budget), the
+service's model (name and content hash), the environment variables clang reads (CPATH, ...), and the source
+file's bytes.
 The headers the unit includes are known only after a compile: on a miss, optcc's IR step writes them
 (`-MD`), and the object is stored under the direct key together with the digest of every header. A later
 lookup is a hit when, for one stored header set, every header still has the same bytes. A hit writes the
@@ -148,6 +149,7 @@ def open_slot(settings: OptccSettings, job: CompileJob, level: str, args: list[s
         level,
         args,
         [settings.server, settings.objective, settings.ir_mode, settings.strategy, settings.samples],
+        [settings.budget, settings.budget_min_s],
         model,
         [os.environ.get(name) for name in ENVIRONMENT_INPUTS],
         hashlib.sha256(source).hexdigest(),

@@ -55,6 +55,8 @@ class OptccSettings:
     strategy: str
     samples: int
     deadline_s: float
+    budget: float  # the service's time per unit as a multiple of clang's compile of it; 0: OPTCC_DEADLINE
+    budget_min_s: float
     retry_s: float
     clang: str
     log_path: str | None
@@ -69,12 +71,12 @@ class OptccSettings:
                 raise ConfigError(f"{name}={value!r} is not one of {', '.join(allowed)}")
             return value
 
-        def number(name: str, default: float, kind=float):
+        def number(name: str, default: float, kind=float, zero=False):
             try:
                 value = kind(env.get(name, default))
             except ValueError:
                 raise ConfigError(f"{name}={env[name]!r} is not a number") from None
-            if value <= 0:
+            if value < 0 or (value == 0 and not zero):
                 raise ConfigError(f"{name}={value} must be positive")
             return value
 
@@ -91,6 +93,8 @@ class OptccSettings:
             strategy=strategy,
             samples=samples,
             deadline_s=number("OPTCC_DEADLINE", 10.0),
+            budget=number("OPTCC_BUDGET", 2.0, zero=True),
+            budget_min_s=number("OPTCC_BUDGET_MIN", 0.5),
             retry_s=number("OPTCC_RETRY", 60.0),
             clang=clang,
             log_path=env.get("OPTCC_LOG") or None,

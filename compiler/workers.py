@@ -37,6 +37,9 @@ _START_TIMEOUT_S = 120.0
 # How the pool's own error Evaluations begin (`evaluation_outcome` tells them from compiler errors).
 CRASHED = "compiler worker crashed"
 TIMED_OUT = "timed out"
+NOT_STARTED = "not compiled: the caller gave up before this candidate started"
+# How often a call whose caller may give up checks for it while its candidates compile.
+GIVEN_UP_POLL_S = 0.05
 
 
 def evaluation_outcome(evaluation: Evaluation) -> str:
@@ -211,10 +214,13 @@ class CompilerPool:
         objective: Objective | str,
         want_ir: bool = False,
         want_object: bool = False,
+        given_up: threading.Event | None = None,
     ) -> list[Evaluation]:
         """Evaluate every pass list on `ir` in parallel; results in the order of `pass_lists`.
 
-        A candidate whose worker crashes or overruns `timeout_s` gets an Evaluation with `error` set.
+        A candidate whose worker crashes or overruns `timeout_s` gets an Evaluation with `error` set. Once
+        `given_up` is set (the caller stopped waiting), candidates not yet started are never compiled: they
+        get an error Evaluation, and the workers go back to other callers as their current compile ends.
         """
         if self._closed:
             raise PoolBrokenError("the compiler pool is closed")
@@ -239,12 +245,18 @@ class CompilerPool:
 
         try:
             while pending or running:
+                if given_up is not None and given_up.is_set():
+                    for index in pending:
+                        results[index] = Evaluation(candidates[index], None, NOT_STARTED, 0.0)
+                    pending.clear()
+                    if not running:
+                        break
                 while pending:
                     worker = spare.pop() if spare else self._take_idle(block=not running)
                     if worker is None:
                         break
                     dispatch(worker)
-                self._collect(running, candidates, results, spare)
+                self._collect(running, candidates, results, spare, given_up)
         finally:
             for worker, _, _ in running.values():  # interrupted: those results will never be read
                 spare.append(self._replace(worker))
@@ -261,8 +273,16 @@ class CompilerPool:
         want_ir: bool = False,
         want_object: bool = False,
     ) -> list[Evaluation]:
-        """`evaluate` without blocking the event loop."""
-        return await asyncio.to_thread(self.evaluate, ir, pass_lists, objective, want_ir, want_object)
+        """`evaluate` without blocking the event loop. Cancelling it (a deadline, a caller that went away)
+        stops the candidates not yet started: a cut request does not keep the workers busy."""
+        given_up = threading.Event()
+        try:
+            return await asyncio.to_thread(
+                self.evaluate, ir, pass_lists, objective, want_ir, want_object, given_up
+            )
+        except asyncio.CancelledError:
+            given_up.set()
+            raise
 
     def _take_idle(self, block: bool) -> _Worker | None:
         try:
@@ -270,9 +290,12 @@ class CompilerPool:
         except queue.Empty:
             return None
 
-    def _collect(self, running, candidates, results, spare) -> None:
-        """Wait for the next finished, crashed or overdue candidate and record its Evaluation."""
+    def _collect(self, running, candidates, results, spare, given_up=None) -> None:
+        """Wait for the next finished, crashed or overdue candidate and record its Evaluation (at most
+        GIVEN_UP_POLL_S with `given_up`, so that a caller giving up is noticed soon)."""
         deadline = min(entry[2] for entry in running.values())
+        if given_up is not None:
+            deadline = min(deadline, time.monotonic() + GIVEN_UP_POLL_S)
         # A worker that dies closes its socket, which makes the connection ready (and recv fail).
         for connection in wait(list(running), timeout=max(0.0, deadline - time.monotonic())):
             worker, index, _ = running.pop(connection)

@@ -121,6 +121,28 @@ def test_a_candidate_over_the_time_limit_times_out_and_the_worker_is_replaced(c_
         assert fast.cost == evaluate(c_ir["switch"], ("-Oz",), "instruction_count").cost
 
 
+def test_cancelling_a_call_leaves_its_unstarted_candidates_uncompiled(c_ir, heavy_ir):
+    """A service request cut by its deadline cancels its compile call: the candidates still queued must
+    not keep the workers (and the build's CPUs) busy after the answer went out."""
+    with CompilerPool(processes=1, timeout_s=120) as single:
+
+        async def cancel_after_the_first_starts():
+            call = asyncio.ensure_future(single.evaluate_async(heavy_ir, [("-O3",)] * 6, "instruction_count"))
+            while not single.busy_worker_pids():
+                await asyncio.sleep(0.005)
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+
+        started = time.monotonic()
+        asyncio.run(cancel_after_the_first_starts())
+        (after,) = single.evaluate(c_ir["switch"], [("-Oz",)], "instruction_count")
+        one_compile = evaluate(heavy_ir, ("-O3",), "instruction_count").seconds
+        assert after.ok and single.replaced_workers == 0
+        # The worker finished the candidate it had started, and none of the five others.
+        assert time.monotonic() - started < 3 * one_compile + 1.0
+
+
 def test_concurrent_callers_share_the_pool(pool, c_ir):
     results = {}
 

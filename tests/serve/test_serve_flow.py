@@ -15,6 +15,7 @@ import grpc
 import pytest
 
 from optserve.compiler.cache import ResultCache
+from optserve.compiler.ir import instruction_count
 from optserve.compiler.passes import to_opt_pipeline
 from optserve.compiler.workers import CompilerPool
 from optserve.config import Settings
@@ -136,6 +137,13 @@ def test_a_deadline_cuts_sampling_and_returns_oz(pool, add_ir):
     assert response.timings.total_s < 2.0
     assert generator.calls[0].deadline_s == pytest.approx(0.3, abs=0.1)  # the engine is told its budget
     assert len(cache) == 0  # an answer cut short is never cached
+    assert response.input_cost == -1  # the input's cost is measured last, within the deadline only
+
+
+def test_the_input_cost_is_measured_when_the_deadline_leaves_time(pool, add_ir):
+    request = schemas.OptimizeRequest(ir=add_ir, strategy="priority", samples=1, deadline_s=10)
+    response = optimize(ScriptedGenerator([("sroa",)]), pool, request)
+    assert response.input_cost == instruction_count(add_ir) and not response.deadline_hit
 
 
 def test_identical_requests_are_answered_from_the_cache(pool, sum_ir):
