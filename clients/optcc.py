@@ -44,6 +44,8 @@ Environment (all optional):
   OPTCC_CACHE      0: no object cache                          (default: on)
   OPTCC_CACHE_DIR  the object cache (object_cache.py): a rebuild of unchanged sources reuses each unit's
                    object, like ccache (default $XDG_CACHE_HOME/optcc, else ~/.cache/optcc)
+  OPTCC_CACHE_SIZE the cache's size limit, as ccache's max_size: least recently used objects go first
+                   (default 5G; 0: no limit)
   OPTCC_LOG        append one JSON line per unit to this file (winner, sizes, passes, model, fallbacks)
   OPTCC_VERBOSE    1: one line per unit on stderr, and every fallback, not just the first
   OPTSERVE_TOKEN   the service's auth token, if it has one

@@ -62,6 +62,7 @@ class OptccSettings:
     log_path: str | None
     verbose: bool
     cache_dir: str | None  # optcc's object cache (object_cache.py); None: off (OPTCC_CACHE=0)
+    cache_max_bytes: int = 0  # its size limit (OPTCC_CACHE_SIZE); 0: none
 
     @classmethod
     def from_environment(cls, env: dict[str, str], clang: str) -> OptccSettings:
@@ -100,7 +101,24 @@ class OptccSettings:
             log_path=env.get("OPTCC_LOG") or None,
             verbose=env.get("OPTCC_VERBOSE", "") not in ("", "0"),
             cache_dir=_cache_dir(env),
+            cache_max_bytes=_size(env.get("OPTCC_CACHE_SIZE", "5G"), "OPTCC_CACHE_SIZE"),
         )
+
+
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _size(text: str, name: str) -> int:
+    """Bytes from `500M`, `5G`, `1.5G`, `0` (no limit) or a number of bytes (K, M, G, T: powers of 1024)."""
+    text = text.strip().upper().removesuffix("B").removesuffix("I")
+    unit = text[-1:] if text[-1:] in _SIZE_UNITS else ""
+    try:
+        value = float(text[: len(text) - len(unit)])
+    except ValueError:
+        raise ConfigError(f"{name}={text!r} is not a size such as 500M or 5G") from None
+    if value < 0:
+        raise ConfigError(f"{name}={text!r} must not be negative")
+    return int(value * _SIZE_UNITS[unit])
 
 
 def _cache_dir(env: dict[str, str]) -> str | None:

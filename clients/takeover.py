@@ -118,6 +118,7 @@ def _remember(settings, job, slot, response, object_code: bytes, clang_stderr: b
         headers = object_cache.parse_dependencies((scratch / "unit.d").read_text())
         dependencies = Path(job.dependency_file).read_bytes() if job.dependency_file else None
         slot.store(job.source, headers, object_code, clang_stderr, dependencies, record)
+        object_cache.trim_if_due(slot.root, settings.cache_max_bytes)
     except OSError as err:  # a cache that cannot be written costs the next build time, never this one
         if settings.verbose:
             print(f"optcc: {job.source}: not cached: {err}", file=sys.stderr)
