@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import deque
@@ -89,7 +90,11 @@ class _Worker:
         command = [sys.executable, "-m", "optserve.compiler.workers", str(child_end.fileno())]
         if memory_limit_bytes:
             command.append(str(memory_limit_bytes))
-        self.process = subprocess.Popen(command, pass_fds=(child_end.fileno(),), stdin=subprocess.DEVNULL)
+        # LLVM says why it aborts on stderr ("LLVM ERROR: ..."): kept in a file, so a crash can say it.
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 (open as long as the worker lives)
+        self.process = subprocess.Popen(
+            command, pass_fds=(child_end.fileno(),), stdin=subprocess.DEVNULL, stderr=self.stderr
+        )
         child_end.close()
         self.connection = Connection(parent_end.detach())
         self.pid = self.process.pid
@@ -118,6 +123,7 @@ class _Worker:
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait(timeout=10)
+        self.stderr.close()
         self.connection.close()
 
     def exit_description(self) -> str:
@@ -125,9 +131,24 @@ class _Worker:
             code = self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             return "stopped responding"
+        said = self.last_words()
+        said = f" ({said})" if said else ""
         if code < 0:
-            return f"was killed by {signal.Signals(-code).name}"
-        return f"exited with status {code}"
+            return f"was killed by {signal.Signals(-code).name}{said}"
+        return f"exited with status {code}{said}"
+
+    def last_words(self) -> str:
+        """LLVM's last error message on the worker's stderr ("" if none); that stderr is passed on to ours."""
+        try:
+            self.stderr.seek(0, 2)
+            self.stderr.seek(max(0, self.stderr.tell() - 2000))
+            tail = self.stderr.read().decode(errors="replace")
+        except (OSError, ValueError):
+            return ""
+        if tail.strip():
+            sys.stderr.write(tail)
+        fatal = [line.strip() for line in tail.splitlines() if line.startswith(("LLVM ERROR", "error: "))]
+        return fatal[-1][:300] if fatal else ""
 
 
 class CandidateCompiler(Protocol):

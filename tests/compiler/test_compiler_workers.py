@@ -101,6 +101,15 @@ def test_a_unit_with_inline_asm_and_a_target_attribute_compiles_and_runs_right(
     assert run.returncode == 0 and run.stdout == "fold c1d6c62c5a88e0bf agrees\n"
 
 
+def test_a_worker_that_llvm_stops_says_why(pool):
+    """LLVM ends the process on some errors (here: inline asm its assembler rejects) with the reason on
+    stderr only; the candidate's error carries that reason, not just the exit status."""
+    ir = 'define void @f() {\n  call void asm sideeffect "notaninstruction", ""()\n  ret void\n}\n'
+    (result,) = pool.evaluate(ir, [("-Oz",)], "text_size")
+    assert result.error.startswith(workers.CRASHED) and "exited with status 1" in result.error
+    assert "invalid instruction mnemonic 'notaninstruction'" in result.error
+
+
 def test_a_worker_that_died_while_idle_is_replaced_before_use(c_ir):
     with CompilerPool(processes=1, timeout_s=60) as pool:
         (pid,) = pool.worker_pids()
