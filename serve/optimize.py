@@ -247,7 +247,9 @@ class Optimizer:
             )
 
         found = UnitLists([], [], 0)
-        if engine.unit_function_prompts:
+        if started >= deadline:  # the model's try of the whole unit took the time: no lists, no error
+            sampled.deadline_hit = True
+        elif engine.unit_function_prompts:
             try:
                 options = replace(_sampling_options(request, self.coreset), deadline_s=deadline - started)
                 found = await unit_lists(ir, generate, options, engine.unit_function_prompts)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import time
 
 import grpc
 import pytest
@@ -25,7 +26,7 @@ from optserve.serve import codec, schemas
 from optserve.serve.access import check_peer, check_token, is_loopback_host, peer_host
 from optserve.serve.engine_host import EngineHost
 from optserve.serve.errors import ErrorKind, ServiceError
-from optserve.serve.optimize import Optimizer
+from optserve.serve.optimize import Optimizer, _Sampled
 from optserve.serve.result_cache import answer_key
 from optserve.v1 import optserve_pb2 as pb
 
@@ -241,6 +242,17 @@ def test_a_module_longer_than_the_context_gets_the_coreset_lists(pool, unrolled_
     assert {tuple(c.passes) for c in response.candidates} == {("-Oz",), ("-O2",), ("sroa",)}
     assert response.best.passes == ["sroa"] and response.best.source == "coreset"
     assert "9000 tokens" in response.warning and "2 coreset lists" in response.warning
+
+
+def test_a_long_module_whose_deadline_passed_while_the_model_tried_it_gets_oz_not_an_error(pool, add_ir):
+    """The model may answer "too long" only after the deadline: the unit then gets no function lists (an
+    engine call with no time left was an INTERNAL error), and the answer says the deadline cut it."""
+    generator = ScriptedGenerator([("sroa",)])
+    optimizer = Optimizer(SETTINGS, generator, pool, ResultCache(1), generator.metadata)
+    sampled = _Sampled()
+    request = schemas.OptimizeRequest(ir=add_ir)
+    asyncio.run(optimizer._long_module(add_ir, request, time.monotonic() - 0.1, sampled, "9000 tokens"))
+    assert sampled.deadline_hit and not sampled.measured and not generator.calls
 
 
 class PerFunctionGenerator(ScriptedGenerator):
