@@ -207,7 +207,7 @@ def open_slot(settings: OptccSettings, job: CompileJob, level: str, args: list[s
         level,
         args,
         [settings.server, settings.objective, settings.ir_mode, settings.strategy, settings.samples],
-        [settings.budget, settings.budget_min_s],
+        [settings.budget, settings.budget_min_s, settings.large_unit_bytes],
         model,
         [os.environ.get(name) for name in ENVIRONMENT_INPUTS],
         hashlib.sha256(source).hexdigest(),

@@ -36,6 +36,8 @@ Environment (all optional):
   OPTCC_BUDGET     the service's deadline per unit as a multiple of clang's own compile time of it, within
                    [OPTCC_BUDGET_MIN, OPTCC_DEADLINE]; 0: OPTCC_DEADLINE for every unit (default 2)
   OPTCC_BUDGET_MIN the least deadline a budgeted unit gets, in seconds (default 0.5)
+  OPTCC_LARGE_UNIT a unit whose bitcode is larger (about the model's context) is sent with strategy coreset,
+                   its first 4 lists: no model call per function (default 16K; 0: never)
   OPTCC_RETRY      seconds a build skips a service it found unreachable (default 60)
   OPTCC_DEFAULT_LEVEL  s | z: take over units that have no -O flag, at -Os/-Oz (default: pass them through)
   OPTCC_FORCE      1: take over units at any -O level (-O0..-O3, -Og, -Ofast), at OPTCC_DEFAULT_LEVEL or -Oz
