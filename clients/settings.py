@@ -92,7 +92,7 @@ class OptccSettings:
             except ValueError:
                 raise ConfigError(f"{name}={env[name]!r} is not a number") from None
             if value < 0 or (value == 0 and not zero):
-                raise ConfigError(f"{name}={value} must be positive")
+                raise ConfigError(f"{name}={value} must {'not be negative' if zero else 'be positive'}")
             return value
 
         strategy = choice("OPTCC_STRATEGY", "greedy", STRATEGIES)
@@ -125,10 +125,10 @@ _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 def _size(text: str, name: str) -> int:
     """Bytes from `500M`, `5G`, `1.5G`, `0` (no limit) or a number of bytes (K, M, G, T: powers of 1024)."""
-    text = text.strip().upper().removesuffix("B").removesuffix("I")
-    unit = text[-1:] if text[-1:] in _SIZE_UNITS else ""
+    number = text.strip().upper().removesuffix("B").removesuffix("I")
+    unit = number[-1:] if number[-1:] in _SIZE_UNITS else ""
     try:
-        value = float(text[: len(text) - len(unit)])
+        value = float(number[: len(number) - len(unit)])
     except ValueError:
         raise ConfigError(f"{name}={text!r} is not a size such as 500M or 5G") from None
     if value < 0:

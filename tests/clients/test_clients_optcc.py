@@ -210,3 +210,32 @@ def test_bad_settings_fall_back_with_the_reason(program, oz_output):
     assert result.returncode == 0
     assert "OPTCC_OBJECTIVE='speed' is not one of text_size, instruction_count" in result.stderr
     assert run_program(program) == oz_output
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "complaint"),
+    [
+        ("OPTCC_CACHE_SIZE", "lots", "OPTCC_CACHE_SIZE='lots' is not a size such as 500M or 5G"),
+        ("OPTCC_LARGE_UNIT", "-1K", "OPTCC_LARGE_UNIT='-1K' must not be negative"),
+        ("OPTCC_BUDGET", "-2", "OPTCC_BUDGET=-2.0 must not be negative"),
+    ],
+)
+def test_bad_sizes_and_budgets_fall_back_with_the_reason(program, oz_output, variable, value, complaint):
+    result = build(program, str(OPTCC), "-Oz", OPTCC_SERVER=f"127.0.0.1:{unused_port()}", **{variable: value})
+    assert result.returncode == 0 and complaint in result.stderr
+    assert run_program(program) == oz_output
+
+
+@pytest.mark.slow
+def test_a_unit_larger_than_the_large_unit_size_goes_with_the_coreset(program, optserve_target):
+    """OPTCC_LARGE_UNIT: a unit about as long as the model's context (or longer) is sent with the coreset's
+    first lists, no model call; smaller units keep the strategy set (greedy)."""
+    log = program / "optcc.jsonl"
+    sizes = {"OPTCC_SERVER": optserve_target, "OPTCC_LOG": str(log), "OPTCC_LARGE_UNIT": "5K"}
+    assert build(program, str(OPTCC), "-Oz", **sizes).returncode == 0
+    records = log_records(log)
+    assert {r["outcome"] for r in records} == {"service"}
+    for record in records:
+        large = record["bitcode_bytes"] > 5 * 1024
+        assert (record["strategy"], record["samples"]) == (("coreset", 4) if large else ("greedy", 1))
+    assert {r["bitcode_bytes"] > 5 * 1024 for r in records} == {True, False}  # both kinds in wordstat
