@@ -9,8 +9,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from optserve.strategies import ServedStrategy
+
 OBJECTIVES = ("text_size", "instruction_count")
-STRATEGIES = ("greedy", "priority", "nucleus", "coreset", "ranked_coreset")
+STRATEGIES = tuple(strategy.value for strategy in ServedStrategy)
 LEVELS = {"s": "-Os", "z": "-Oz", "os": "-Os", "oz": "-Oz", "-os": "-Os", "-oz": "-Oz"}
 # The unoptimized IR sent to the service. `oz` is what clang itself starts its -Oz (or -Os) pipeline from
 # (functions carry minsize/optsize and no noinline; TBAA and lifetime markers present), so the service's

@@ -100,12 +100,16 @@ def add_dataset_commands(sub: argparse._SubParsersAction) -> None:
     label.add_argument("--corpus", help="corpus directory (default: data/corpus)")
     label.add_argument(
         "--stage",
-        choices=("autotune", "broadcast", "all", "local"),
+        choices=("autotune", "broadcast", "all", "local", "measure"),
         default="all",
-        help="all = autotune then broadcast; local = local search from --seeds (real code)",
+        help="all = autotune then broadcast; local = local search from --seeds (real code); measure = the "
+        "cost of every --seeds list, no search (a coreset chosen after labelling)",
     )
     label.add_argument(
-        "--seeds", type=Path, help="stage local: JSON list of pass lists to try first (a coreset)"
+        "--seeds",
+        type=Path,
+        help="stage local: JSON list of pass lists to try first (a coreset); stage measure: the lists to "
+        "measure",
     )
     label.add_argument("--top-k", type=int, default=5, help="stage local: distinct best lists kept per label")
     label.add_argument("--splits", default="train,val,test", help="comma-separated splits (default: all)")
@@ -170,6 +174,9 @@ def add_dataset_commands(sub: argparse._SubParsersAction) -> None:
         "--shards", nargs="+", required=True, metavar="GLOB", help="shard names, e.g. 'train-0000?'"
     )
     bundle.add_argument("--out", type=Path, default=Path(".carry/label_bundle.tar.xz"))
+    bundle.add_argument(
+        "--no-labels", action="store_true", help="examples only (stage measure needs no labels; smaller)"
+    )
     add_json_flag(bundle)
     bundle.set_defaults(handler=_bundle)
 
@@ -386,7 +393,7 @@ def _bundle(args: argparse.Namespace) -> int:
     if not shards:
         print("error: no shards match", file=sys.stderr)
         return 2
-    size = make_bundle(layout, shards, args.out)
+    size = make_bundle(layout, shards, args.out, labels=not args.no_labels)
     emit({"bundle": str(args.out), "shards": [s.name for s in shards], "bytes": size}, args.json)
     return 0
 

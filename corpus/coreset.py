@@ -60,6 +60,10 @@ def known_costs(record: dict[str, Any], seed_sets: dict[str, Sequence[Sequence[s
     for pass_list, cost in zip(seeds, record.get("seed_costs", ()), strict=False):
         if cost is not None:
             costs[tuple(pass_list)] = cost
+    for fingerprint, measured in record.get("measured", {}).items():  # stage `measure`: coreset costs
+        for pass_list, cost in zip(seed_sets.get(fingerprint, ()), measured, strict=False):
+            if cost is not None:
+                costs[tuple(pass_list)] = min(cost, costs.get(tuple(pass_list), cost))
     for cost, pass_list in record.get("top", ()):
         costs[tuple(pass_list)] = min(cost, costs.get(tuple(pass_list), cost))
     costs[("-Oz",)] = record["oz"]

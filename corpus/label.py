@@ -31,7 +31,7 @@ from optserve.corpus.layout import CorpusLayout
 from optserve.corpus.parallel import Runner, TaskFailure
 
 OBJECTIVES = ("instruction_count", "text_size")
-STAGES = ("autotune", "broadcast", "local")
+STAGES = ("autotune", "broadcast", "local", "measure")
 OZ_LIST = ("-Oz",)
 
 
@@ -129,6 +129,29 @@ def local_search_function(task: tuple[dict[str, Any], LabelConfig]) -> dict[str,
         }
 
     return _label_each_objective(task, search)
+
+
+def measure_function(task: tuple[dict[str, Any], LabelConfig]) -> dict[str, Any]:
+    """Stage `measure`: the cost of -Oz and of every seed list (a coreset), per objective; no search.
+
+    A coreset chosen after a function was labelled was never measured on it in full; these costs let the
+    training examples answer with the coreset list that is best for the function (Coreset-NVP's target).
+    """
+    example, config = task
+    fingerprint = seeds_fingerprint(config.seeds)
+
+    def measure(example: dict[str, Any], objective: str, config: LabelConfig) -> dict[str, Any]:
+        pool = _compiler_pool(config.candidate_timeout_s)
+        evaluations = pool.evaluate(example["ir"], [OZ_LIST, *config.seeds], objective)
+        return {
+            "oz": evaluations[0].cost,
+            "seeds": fingerprint,
+            "seed_costs": [e.cost for e in evaluations[1:]],
+            "compilations": len(evaluations),
+            "failed": sum(e.cost is None for e in evaluations),
+        }
+
+    return _label_each_objective((example, config), measure)
 
 
 def _label_fields(result) -> dict[str, Any]:
@@ -253,6 +276,8 @@ def label(
     """
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; choose from {', '.join(STAGES)}")
+    if stage == "measure" and not config.seeds:
+        raise ValueError("stage measure needs the lists to measure (--seeds)")
     started = time.monotonic()
     summary = LabelSummary(stage)
     plan = _plan_broadcast(layout, config, log) if stage == "broadcast" else {}
@@ -268,9 +293,10 @@ def label(
         if stage == "broadcast" and not layout.label_path("autotune", shard).exists():
             log(f"{shard.name}: autotune stage not finished, no broadcast yet")
             continue
-        state = _ShardProgress.load(
-            layout, stage, shard, examples, _fingerprint(lists) if plan else None, config.objectives
-        )
+        fingerprint = _fingerprint(lists) if plan else None
+        if stage == "measure":  # measurements of another seed set are redone
+            fingerprint = seeds_fingerprint(config.seeds)
+        state = _ShardProgress.load(layout, stage, shard, examples, fingerprint, config.objectives)
         if state.finished:
             summary.skipped += len(examples)
             continue
@@ -278,7 +304,7 @@ def label(
         summary.skipped += len(state.done)
         for example in state.todo:
             shard_of[example["id"]] = shard
-            if stage in ("autotune", "local"):
+            if stage in ("autotune", "local", "measure"):
                 tasks.append((example, config))
             elif "error" not in tuned.get(example["id"], {"error": "missing"}):
                 tasks.append((example, tuned[example["id"]], lists, config))
@@ -286,9 +312,12 @@ def label(
                 state.pending -= 1
         state.finish_if_done(config.limit_per_shard is None, summary)
 
-    work = {"autotune": autotune_function, "broadcast": broadcast_function, "local": local_search_function}[
-        stage
-    ]
+    work = {
+        "autotune": autotune_function,
+        "broadcast": broadcast_function,
+        "local": local_search_function,
+        "measure": measure_function,
+    }[stage]
     deadline = started + time_limit_s if time_limit_s else None
     bar = tqdm(total=len(tasks), unit="fn", disable=not progress, smoothing=0.05, desc=stage)
     results = runner.run(work, tasks)
@@ -411,7 +440,21 @@ def searched_labels(layout: CorpusLayout, shards: list[Path]) -> dict[str, dict[
                 label, current = record[objective], merged.setdefault(key, {}).get(objective)
                 if current is None or _cost_or_inf(label) < _cost_or_inf(current):
                     merged[key][objective] = label
-    return merged
+    return fold_measurements(merged, read_labels(layout, "measure", shards))
+
+
+def fold_measurements(labels: dict[str, dict], measured: dict[str, dict]) -> dict[str, dict]:
+    """Labels with each stage-`measure` record's seed costs added under `measured` {seed fingerprint: costs}.
+
+    Only labelled examples take measurements (a measurement alone has no best list); `labels` is changed.
+    """
+    for key, record in measured.items():
+        if "error" in record or key not in labels:
+            continue
+        for objective in (o for o in OBJECTIVES if o in record and o in labels[key]):
+            label, measurement = labels[key][objective], record[objective]
+            label["measured"] = {**label.get("measured", {}), measurement["seeds"]: measurement["seed_costs"]}
+    return labels
 
 
 def _cost_or_inf(label: dict) -> float:

@@ -10,9 +10,10 @@ they are kept in the repository under `data/labels/<corpus name>/`:
     seeds/<fingerprint>.json                      the seed lists labels started from (`seed_costs` order)
 
 `export` merges the labels of a corpus directory (finished shards and in-progress journals of stage
-`local`) into the store; `restore` writes stored labels back into a (rebuilt) corpus as journal records, so
-`optserve dataset label --stage local` skips them and continues where earlier sessions stopped. Records are
-matched by example id, so shard numbering may change between rebuilds.
+`local`, with the coreset costs of stage `measure` folded in as `measured`) into the store; `restore`
+writes stored labels back into a (rebuilt) corpus as journal records, so `optserve dataset label --stage
+local` skips them and continues where earlier sessions stopped. Records are matched by example id, so shard
+numbering may change between rebuilds.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from optserve.corpus.journal import Journal, read_jsonl, write_atomic
-from optserve.corpus.label import OBJECTIVES, read_labels
+from optserve.corpus.label import OBJECTIVES, fold_measurements, read_labels
 from optserve.corpus.layout import CorpusLayout
 
 STAGE = "local"
@@ -57,7 +58,7 @@ def stored_labels(store: Path, granularity: str) -> dict[str, dict[str, dict]]:
 def export(layout: CorpusLayout, granularity: str, store: Path) -> dict[str, int]:
     """Merge the corpus' stage-`local` labels into the store (new labels replace older ones of an example)."""
     examples = {e["id"]: e for shard in layout.shards() for e in read_jsonl(shard)}
-    fresh = read_labels(layout, STAGE)
+    fresh = fold_measurements(read_labels(layout, STAGE), read_labels(layout, "measure"))
     merged = stored_labels(store, granularity)
     added: Counter[str] = Counter()
     for key, record in fresh.items():

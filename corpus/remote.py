@@ -15,14 +15,17 @@ from pathlib import Path
 from optserve.corpus.layout import CorpusLayout
 
 
-def make_bundle(layout: CorpusLayout, shards: list[Path], out: Path) -> int:
-    """Write the bundle (.tar.xz); returns its size in bytes."""
+def make_bundle(layout: CorpusLayout, shards: list[Path], out: Path, labels: bool = True) -> int:
+    """Write the bundle (.tar.xz); returns its size in bytes.
+
+    Stage `measure` needs no labels: `labels=False` packs the examples only.
+    """
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     with tarfile.open(tmp, "w:xz") as tar:
         for shard in shards:
             tar.add(shard, arcname=f"examples/{shard.name}")
-        if layout.labels_dir.exists():
+        if labels and layout.labels_dir.exists():
             for label_file in sorted(layout.labels_dir.rglob("*.json*")):
                 tar.add(label_file, arcname=label_file.relative_to(layout.root).as_posix())
     tmp.replace(out)

@@ -11,11 +11,15 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
+from optserve.strategies import ServedStrategy
+
 
 class Strategy(StrEnum):
-    GREEDY = "greedy"
-    PRIORITY = "priority"  # thesis Algorithm 1
-    NUCLEUS = "nucleus"  # temperature / top-p sampling
+    """The served strategies a model decodes (optserve/strategies.py names them all)."""
+
+    GREEDY = ServedStrategy.GREEDY.value
+    PRIORITY = ServedStrategy.PRIORITY.value  # thesis Algorithm 1
+    NUCLEUS = ServedStrategy.NUCLEUS.value  # temperature / top-p sampling
 
 
 @dataclass(frozen=True)

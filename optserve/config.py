@@ -58,7 +58,7 @@ class EngineSettings(_Section):
     backend: str = Field(
         "vllm",
         pattern="^(vllm|torch)$",
-        description="vllm (faster greedy, batches concurrent clients) or torch (starts 2-3x faster, faster "
+        description="vllm (faster greedy, batches concurrent clients) or torch (starts 2-4x faster, faster "
         "priority sampling for one client; where vLLM cannot run); docs/bench/serve.md",
     )
     max_samples: int = Field(100, gt=0)

@@ -11,9 +11,13 @@ ids: the trainer tokenizes with the tokenizer it is given (and runs on a machine
 record's `group` (the package, else the source) is what the trainer holds out for validation, so validation
 loss is measured on packages it did not train on.
 
-With `--coreset-answers`, a function whose search measured every list of the bundled coreset also gets a
-second example whose answer is the coreset list that was best for it: the model learns to rank the
-coreset's lists (strategy `ranked_coreset`), as Coreset-NVP predicts the best coreset list per program.
+With `--coreset-answers`, a function whose search measured every list of the bundled coreset (or of its
+first `--coreset-lists`) also gets a second example whose answer is the coreset list that was best for it,
+or -Oz where none beats -Oz: the model learns to rank the coreset's lists (strategy `ranked_coreset`), as
+Coreset-NVP predicts the best coreset list per program. Its id ends in `/coreset` (`train.py --skip-kind`).
+
+A label's answer is the cheapest *servable* list measured for the function (its search's best, a seed or a
+measured coreset list): labels predate passes the vocabulary dropped.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ OBJECTIVE = "instruction_count"  # of the compiler-feedback examples (passlm.fee
 # The autotuner prefers the shortest list at equal cost, so "no passes" is a label (the function is already
 # as small as it gets). The grammar has no empty list; -O0 runs no optimization, so it says the same.
 NO_PASSES = ("-O0",)
+OZ_ANSWER = ("-Oz",)
 
 
 def label_pass_list(pass_list: list[str]) -> tuple[str, ...]:
@@ -63,6 +68,23 @@ def best_coreset_list(
     return best, cost
 
 
+def best_servable_list(
+    known: Mapping[tuple[str, ...], int],
+) -> tuple[tuple[str, ...], int] | None:
+    """The cheapest measured list the service can still serve (shorter, then earlier in order, on ties).
+
+    Labels predate passes the vocabulary dropped (newgvn miscompiles real code): a label whose best list uses
+    one teaches the model a list the grammar forbids, so its answer becomes the best servable list measured.
+    """
+    from optserve.corpus.coreset import servable
+
+    found = [(cost, len(p), p) for p, cost in known.items() if servable(p)]
+    if not found:
+        return None
+    cost, _, best = min(found)
+    return best, cost
+
+
 def iter_training_records(
     corpus: Path,
     splits: tuple[str, ...],
@@ -70,20 +92,30 @@ def iter_training_records(
     coresets: Mapping[str, Sequence[Sequence[str]]] | None = None,
 ) -> Iterator[dict]:
     """Training records; with `coresets` (objective -> lists) also the best-coreset-list examples."""
-    from optserve.corpus.coreset import known_costs
+    from optserve.corpus.coreset import known_costs, servable
     from optserve.corpus.label import iter_labelled, searched_labels
     from optserve.corpus.label_store import seed_sets
     from optserve.corpus.layout import CorpusLayout
 
     layout = CorpusLayout(corpus)
-    searched = searched_labels(layout, layout.shards(splits)) if coresets else {}
-    seeds = seed_sets(layout.labels_dir / "local") if coresets else {}
+    searched = searched_labels(layout, layout.shards(splits))
+    seeds = seed_sets(layout.labels_dir / "local")
     answer_format = PASSFORMER_PROFILE.answer_format()
     for example in iter_labelled(layout, splits):
         for objective in objectives:
             label = example["labels"].get(objective)
             if label is None or label.get("best") is None:
                 continue
+            raw = searched.get(example["id"], {}).get(objective)
+            known = known_costs(raw, seeds) if raw else {}
+            replacement = best_servable_list(known)
+            if not servable(label_pass_list(label["pass_list"])) or (
+                replacement is not None and replacement[1] < label["best"]
+            ):
+                if replacement is None:
+                    continue
+                label = {**label, "pass_list": list(replacement[0]), "best": replacement[1]}
+                example = {**example, "labels": {**example["labels"], objective: label}}
             prompt, answer = training_texts(example, objective=objective)
             record = {
                 "id": f"{example['id']}/{objective}",
@@ -96,13 +128,14 @@ def iter_training_records(
                 "answer": answer,
             }
             yield record
-            raw = searched.get(example["id"], {}).get(objective)
             if raw is None or objective not in (coresets or {}):
                 continue
-            found = best_coreset_list(known_costs(raw, seeds), coresets[objective])
-            if found is None or found[0] == label_pass_list(label["pass_list"]):
+            found = best_coreset_list(known, coresets[objective])
+            if found is None:
                 continue
-            yield {
+            if found[1] >= label["oz"]:  # no coreset list beats -Oz: say so, not the least bad list
+                found = (OZ_ANSWER, label["oz"])
+            yield {  # also where it repeats the label's list: a run may train on these records alone
                 **record,
                 "id": f"{record['id']}/coreset",
                 "best": found[1],
@@ -155,6 +188,12 @@ def main(argv: list[str] | None = None) -> int:
         help="a coreset (models/coreset/coreset.json): also write, for each function whose search measured "
         "all of its lists, an example answering with the coreset list that was best for it",
     )
+    parser.add_argument(
+        "--coreset-lists",
+        type=int,
+        help="with --coreset-answers: only its first K lists per objective (those measured on every function "
+        "by `optserve dataset label --stage measure`)",
+    )
     args = parser.parse_args(argv)
     splits = tuple(s.strip() for s in args.splits.split(","))
     objectives = tuple(o.strip() for o in args.objectives.split(","))
@@ -163,7 +202,10 @@ def main(argv: list[str] | None = None) -> int:
     coresets = None
     if args.coreset_answers:
         objective_lists = json.loads(args.coreset_answers.read_text())["objectives"]
-        coresets = {o: [entry["passes"] for entry in lists] for o, lists in objective_lists.items()}
+        coresets = {
+            objective: [entry["passes"] for entry in lists][: args.coreset_lists]
+            for objective, lists in objective_lists.items()
+        }
     records = iter_training_records(args.corpus, splits, objectives, coresets)
     if args.only_ids:
         wanted = read_ids(args.only_ids)

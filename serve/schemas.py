@@ -7,7 +7,6 @@ Field meanings are documented once, in proto/optserve/v1/optserve.proto.
 from __future__ import annotations
 
 import base64
-from enum import StrEnum
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -20,18 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-from optserve.engine.interface import Strategy
-
-
-class ServedStrategy(StrEnum):
-    """Optimize's strategies: the engine's sampling strategies and two over the pass-list coreset."""
-
-    GREEDY = Strategy.GREEDY.value
-    PRIORITY = Strategy.PRIORITY.value
-    NUCLEUS = Strategy.NUCLEUS.value
-    CORESET = "coreset"  # the coreset's first lists, no model
-    RANKED_CORESET = "ranked_coreset"  # priority sampling over the coreset's lists only
-
+from optserve.strategies import ServedStrategy
 
 ObjectiveName = Literal["instruction_count", "text_size"]
 # The field type: the names as plain strings (a Literal of the enum's values, so requests stay strict).

@@ -19,6 +19,11 @@ _GRPC_TLS_ACTOR = "optserve-grpc-tls"
 _grpc_tls_front = None  # the running front's actor handle, for `stop`
 
 
+def grpc_message_limit(settings: Settings) -> int:
+    """Bytes of one gRPC message Serve's proxy accepts (`RAY_SERVE_GRPC_MAX_MESSAGE_SIZE`)."""
+    return settings.compiler.max_ir_bytes * _MESSAGE_BYTES_PER_IR_BYTE + _MESSAGE_OVERHEAD_BYTES
+
+
 @dataclass(frozen=True)
 class Endpoints:
     host: str
@@ -70,7 +75,7 @@ def start(settings: Settings, proxy_location: str = "EveryNode") -> Endpoints:
     from optserve.serve.loopback import local_ray_on_loopback
 
     serve_settings = settings.serve
-    message_limit = settings.compiler.max_ir_bytes * _MESSAGE_BYTES_PER_IR_BYTE + _MESSAGE_OVERHEAD_BYTES
+    message_limit = grpc_message_limit(settings)
     # Read by Serve's proxy process, which inherits the environment of the Ray instance started here.
     os.environ["RAY_SERVE_GRPC_MAX_MESSAGE_SIZE"] = str(message_limit)
     if not ray.is_initialized():

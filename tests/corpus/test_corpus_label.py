@@ -136,3 +136,35 @@ def test_unknown_stage_is_refused(built_corpus):
     layout = CorpusLayout(built_corpus)
     with pytest.raises(ValueError, match="unknown stage"):
         label(layout, layout.shards(), "nonsense", LabelConfig(), ProcessRunner(1), progress=False)
+
+
+def test_measure_stage_records_each_seed_lists_cost_and_folds_them_into_the_labels(built_corpus):
+    from optserve.corpus.coreset import known_costs
+    from optserve.corpus.label import searched_labels, seeds_fingerprint
+
+    layout = CorpusLayout(built_corpus)
+    seeds = (("sroa",), ("-O1", "dse"), ("instcombine", "simplifycfg"))
+    config = LabelConfig(budget=10, objectives=("text_size",), seeds=seeds)
+    label(layout, layout.shards(), "autotune", config, ProcessRunner(2), progress=False)
+    first = label(layout, layout.shards(), "measure", config, ProcessRunner(2), progress=False)
+    total = len(_examples(built_corpus))
+    assert first.functions == total and first.compilations == total * (len(seeds) + 1)
+    fingerprint = seeds_fingerprint(seeds)
+    labels = searched_labels(layout, layout.shards())
+    for example in _examples(built_corpus):
+        label_ = labels[example["id"]]["text_size"]
+        costs = [evaluate(example["ir"], s, "text_size").cost for s in seeds]
+        assert label_["measured"] == {fingerprint: costs}
+        known = known_costs(label_, {fingerprint: [list(s) for s in seeds]})
+        assert all(known[s] <= cost for s, cost in zip(seeds, costs, strict=True))
+    again = label(layout, layout.shards(), "measure", config, ProcessRunner(2), progress=False)
+    assert again.functions == 0 and again.skipped == total
+    other = LabelConfig(budget=10, objectives=("text_size",), seeds=seeds[:1])  # another coreset: anew
+    redone = label(layout, layout.shards(), "measure", other, ProcessRunner(2), progress=False)
+    assert redone.functions == total
+
+
+def test_measure_stage_needs_seed_lists(built_corpus):
+    layout = CorpusLayout(built_corpus)
+    with pytest.raises(ValueError, match="needs the lists"):
+        label(layout, layout.shards(), "measure", LabelConfig(), ProcessRunner(1), progress=False)

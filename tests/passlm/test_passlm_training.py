@@ -12,6 +12,7 @@ from optserve.passlm.examples import (
     NO_PASSES,
     PASSFORMER_PROFILE,
     best_coreset_list,
+    best_servable_list,
     read_records,
     training_texts,
     write_records,
@@ -63,6 +64,12 @@ def test_the_best_coreset_list_is_the_cheapest_measured_one_and_needs_every_list
     del known[("instcombine",)]
     assert best_coreset_list(known, coreset) is None  # the unmeasured list might have been best
     assert best_coreset_list(known, []) is None
+
+
+def test_the_answer_is_the_cheapest_list_the_service_can_still_serve():
+    known = {("instcombine", "newgvn"): 20, ("sroa", "dse"): 24, ("dse",): 24, ("-Oz",): 30}
+    assert best_servable_list(known) == (("dse",), 24)  # newgvn left the vocabulary; the shorter of two at 24
+    assert best_servable_list({("instcombine", "newgvn"): 20}) is None
 
 
 def test_an_empty_best_list_is_written_as_o0_which_the_grammar_accepts():

@@ -50,3 +50,20 @@ def test_its_import_path_builds_the_app_with_the_deployments_it_overrides(tmp_pa
         pending += [arg for arg in deployment.init_args if isinstance(arg, Application)]
     assert {d.name for d in application.deployments} <= names
     assert names == {"Ingress", "PassOrderingEngine", "CompilerWorkers", "LoopTuneScheduler"}
+
+
+def test_the_loopback_runtime_env_names_the_hook_and_values_of_the_code():
+    """serve/loopback_env.yaml repeats for `serve run` what `optserve serve` sets: Ray's single-machine mode,
+    the hook that rebinds Serve's gRPC servers, the proxy's host (= http_options.host) and message limit."""
+    from optserve.config import Settings
+    from optserve.serve import loopback
+    from optserve.serve.server import grpc_message_limit
+
+    runtime_env = yaml.safe_load((CONFIG_YAML.parent / "loopback_env.yaml").read_text())
+    hook = loopback.bind_serve_grpc
+    assert runtime_env["worker_process_setup_hook"] == f"{hook.__module__}.{hook.__name__}"
+    assert runtime_env["env_vars"] == {
+        loopback.SINGLE_MACHINE_ENV: "0",
+        loopback.PROXY_HOST_ENV: _config().http_options.host,
+        "RAY_SERVE_GRPC_MAX_MESSAGE_SIZE": str(grpc_message_limit(Settings())),
+    }

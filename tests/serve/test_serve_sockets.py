@@ -1,22 +1,31 @@
-"""Loopback means loopback: `optserve serve` with the default config (vLLM backend, bundled model, serve.host
-127.0.0.1) listens on loopback only — its gRPC and HTTP ports and every server of its Ray (GCS, raylet,
-workers, agents, Serve's proxy and replicas, the vLLM engine). Started as `make serve` starts it, in a process
-of its own, on ports of its own; the sockets are those of that process and all its descendants.
+"""Loopback means loopback: with the default config (vLLM backend, bundled model, serve.host 127.0.0.1) the
+service listens on loopback only — its gRPC and HTTP ports and every server of its Ray (GCS, raylet, workers,
+agents, dashboard, Serve's controller, proxy and replicas, the vLLM engine). Checked for both ways of starting
+it on one machine, each in a process of its own, on ports of its own; the sockets are those of that process
+and all its descendants:
+- `optserve serve`, as `make serve` starts it;
+- `serve run serve/config.yaml`, Ray Serve's own CLI on the Serve config file, as serve/README.md says to
+  run it on one machine (`RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`, `--runtime-env serve/loopback_env.yaml`);
+  this also starts the config file's application and calls it.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
+import yaml
 from serve_helpers import DATA
 
-HTTP_PORT, GRPC_PORT = 18731, 19731
+REPO = Path(__file__).resolve().parents[2]
+PORTS = {"optserve serve": (18731, 19731), "serve run": (18732, 19732)}
 START_TIMEOUT_S = 420
 
 
@@ -39,18 +48,54 @@ def _is_loopback(address: str) -> bool:
     return (mapped or ip).is_loopback
 
 
-@pytest.fixture(scope="module")
-def default_service():
+def _optserve_serve(tmp_path: Path, http_port: int, grpc_port: int) -> tuple[list[str], dict]:
+    command = [sys.executable, "-m", "optserve.cli", "serve", "--http-port", str(http_port)]
+    return [*command, "--grpc-port", str(grpc_port)], {}
+
+
+def _serve_run(tmp_path: Path, http_port: int, grpc_port: int) -> tuple[list[str], dict]:
+    """serve/config.yaml as shipped but the ports (there and in the optserve YAML its args name)."""
+    settings = tmp_path / "optserve.yaml"
+    settings.write_text(yaml.safe_dump({"serve": {"http_port": http_port, "grpc_port": grpc_port}}))
+    config = yaml.safe_load((REPO / "serve" / "config.yaml").read_text())
+    config["http_options"]["port"] = http_port
+    config["grpc_options"]["port"] = grpc_port
+    (application,) = config["applications"]
+    application["args"]["config"] = str(settings)
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    runtime_env = str(REPO / "serve" / "loopback_env.yaml")
+    # = `serve run`: the console script Ray installs calls this module's cli()
+    command = [sys.executable, "-m", "ray.serve.scripts", "run", "--runtime-env", runtime_env]
+    return [*command, str(tmp_path / "config.yaml")], {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+
+
+def _stop(process: subprocess.Popen) -> None:
+    # SIGINT: `serve run` shuts Serve down on KeyboardInterrupt; `optserve serve` stops Serve and Ray on it
+    for sig, wait_s in ((signal.SIGINT, 90), (signal.SIGTERM, 30)):
+        process.send_signal(sig)
+        try:
+            process.wait(timeout=wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+    process.kill()
+
+
+@pytest.fixture(scope="module", params=["optserve serve", "serve run"])
+def default_service(request, tmp_path_factory):
     from optserve.serve.client import CallError, OptserveClient
 
-    command = [sys.executable, "-m", "optserve.cli", "serve", "--http-port", str(HTTP_PORT)]
-    command += ["--grpc-port", str(GRPC_PORT)]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    client = OptserveClient(f"127.0.0.1:{GRPC_PORT}", timeout_s=120)
+    http_port, grpc_port = PORTS[request.param]
+    launcher = {"optserve serve": _optserve_serve, "serve run": _serve_run}[request.param]
+    command, env = launcher(tmp_path_factory.mktemp("service"), http_port, grpc_port)
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **env}
+    )
+    client = OptserveClient(f"127.0.0.1:{grpc_port}", timeout_s=120)
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
-            assert process.poll() is None, "optserve serve exited"
+            assert process.poll() is None, f"{request.param} exited"
             assert time.monotonic() < deadline, f"not ready after {START_TIMEOUT_S} s"
             try:
                 if client.model_metadata().ready:
@@ -60,22 +105,17 @@ def default_service():
             time.sleep(2)
         # one answer: every process of the request path (ingress, engine, compiler workers) is up
         client.optimize((DATA / "sum.ll").read_text(), bypass_cache=True)
-        yield process, client
+        yield process, client, (http_port, grpc_port)
     finally:
         client.close()
-        process.send_signal(signal.SIGTERM)  # optserve serve stops Serve and Ray
-        try:
-            process.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        _stop(process)
 
 
 @pytest.mark.slow
 def test_the_default_service_listens_on_loopback_only(default_service):
-    process, client = default_service
+    process, client, ports = default_service
     assert client.model_metadata().backend == "vllm"  # the default config's engine, with its processes
     sockets = _listening(psutil.Process(process.pid))
-    ports = {port for _, port, _ in sockets}
-    assert {HTTP_PORT, GRPC_PORT} <= ports
+    assert set(ports) <= {port for _, port, _ in sockets}  # Serve's proxies are among the sockets seen
     beyond_loopback = [s for s in sockets if not _is_loopback(s[0])]
     assert not beyond_loopback, "\n".join(f"{a}:{p} {name}" for a, p, name in beyond_loopback)
