@@ -33,7 +33,7 @@ def ir_step_flags(ir_mode: str, level: str) -> tuple[str, ...]:
 # A unit whose bitcode is larger than OPTCC_LARGE_UNIT is about as long as the model's context or longer: the
 # service would decode lists for several of its functions (each a model call on the service's CPUs) before it
 # compiles one. Within a build's budget the coreset's first lists are the cheaper candidates for such units.
-LARGE_UNIT_STRATEGY = "coreset"
+LARGE_UNIT_STRATEGY = ServedStrategy.CORESET.value
 LARGE_UNIT_LISTS = 4
 
 
