@@ -104,9 +104,22 @@ RECIPES = (
     ),
 )  # fmt: skip
 STEPS = ("configure", "build", "test", "clean", "warm")
+# optcc's per-unit timings (its OPTCC_LOG) summed in the cold build's breakdown, with their column names.
+BREAKDOWN = {
+    "clang_s": "clang",
+    "ir_step_s": "IR step",
+    "deadline_s": "deadline given",
+    "service_s": "service call",
+    "service_total_s": "in the service",
+    "service_sample_s": "model",
+    "service_compile_s": "compiling",
+    "seconds": "unit",
+}
 
 
-def compilers(server: str, strategy: str, deadline: float, cache_dir: Path) -> dict[str, dict[str, str]]:
+def compilers(
+    server: str, strategy: str, deadline: float, budget: float | None, cache_dir: Path
+) -> dict[str, dict[str, str]]:
     """The environment of each side's builds."""
     flags = {"CFLAGS": SIZE_FLAGS, "CXXFLAGS": SIZE_FLAGS}
     optcc = {
@@ -116,7 +129,7 @@ def compilers(server: str, strategy: str, deadline: float, cache_dir: Path) -> d
         "OPTCC_STRATEGY": strategy,
         "OPTCC_DEADLINE": str(deadline),
         "OPTCC_CACHE_DIR": str(cache_dir),
-    }
+    } | ({"OPTCC_BUDGET": str(budget)} if budget is not None else {})
     return {"clang": {"CC": "clang-19", "CXX": "clang++-19", **flags}, "optcc": {**optcc, **flags}}
 
 
@@ -207,6 +220,11 @@ def main() -> int:
         "--deadline", type=float, default=30.0,
         help="OPTCC_DEADLINE (optcc's default 10 s is short for the largest units on 2 loaded cores)",
     )  # fmt: skip
+    parser.add_argument(
+        "--budget", type=float,
+        help="OPTCC_BUDGET: the service's time per unit as a multiple of clang's compile (0: off, every unit "
+        "gets --deadline; default: optcc's own default)",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, help="write the markdown section here")
     parser.add_argument("--json", type=Path, default=WORK / "realproject.json")
     parser.add_argument("--render", type=Path, help="only print the tables of an earlier run's --json file")
@@ -230,7 +248,7 @@ def main() -> int:
     shutil.rmtree(cache_dir, ignore_errors=True)  # cold means cold
     logs = WORK / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    sides = compilers(args.server, args.strategy, args.deadline, cache_dir)
+    sides = compilers(args.server, args.strategy, args.deadline, args.budget, cache_dir)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     load_before = os.getloadavg()
     results = []
@@ -252,6 +270,7 @@ def main() -> int:
         "model": {"name": model.name, "version": model.version, "backend": model.backend},
         "strategy": args.strategy,
         "deadline": args.deadline,
+        "budget": args.budget,
         "packages": results,
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -357,6 +376,17 @@ def unit_statistics(logs: Path, run: dict) -> dict:
             path = logs / f"{package}-optcc-{step}.jsonl"
             if path.exists():
                 units += [json.loads(line) for line in path.read_text().splitlines()]
+    breakdown = {}
+    for package in (p["package"] for p in run["packages"]):
+        path = logs / f"{package}-optcc-build.jsonl"
+        units = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+        units = [u for u in units if u["outcome"] in ("service", "fallback") and "clang_s" in u]
+        breakdown[package] = {
+            "units": len(units),
+            "deadline_hit": sum(1 for u in units if u.get("deadline_hit")),
+            "fallback": sum(1 for u in units if u["outcome"] == "fallback"),
+            **{key: round(sum(u.get(key) or 0.0 for u in units), 1) for key in BREAKDOWN},
+        }
     answered = [u for u in cold if u["outcome"] == "service"]
     unsafe = [u for u in answered if "unsafe" in (u.get("kept_clang_because") or "")]
     hits = [u["seconds"] for u in warm if u.get("from_cache")]
@@ -367,6 +397,7 @@ def unit_statistics(logs: Path, run: dict) -> dict:
         "unsafe_units": len(unsafe),
         "unsafe_bytes": sum(u["clang_text"] - u["service_text"] for u in unsafe),
         "hit_seconds": sorted(hits),
+        "breakdown": breakdown,
     }
 
 
@@ -386,6 +417,23 @@ def render_units(stats: dict) -> str:
     ]
     for reason, count in sorted(stats["fallbacks"].items()):
         lines.append(f"Fallback ({count}): {reason}")
+    if any(row["units"] for row in stats.get("breakdown", {}).values()):
+        lines += [
+            "",
+            "Where the cold build's time went, unit by unit (seconds summed over the units optcc sent to the "
+            "service; units compile side by side under -j2, so the sums exceed the wall time): clang's own "
+            "compile, the IR step (beside clang), the deadline optcc gave the service, the service call's "
+            "wall time, the part of it the service reports, and within that the model's and the compiler "
+            "workers' time; `unit` is optcc's whole "
+            "time per unit.",
+            "",
+            "| package | units | cut by deadline | fell back | " + " | ".join(BREAKDOWN.values()) + " |",
+            "|---|---:|---:|---:|" + "---:|" * len(BREAKDOWN),
+        ]
+        for package, row in stats["breakdown"].items():
+            cells = [str(row["units"]), str(row["deadline_hit"]), str(row["fallback"])]
+            cells += [f"{row[key]:.1f}" for key in BREAKDOWN]
+            lines.append(f"| {package} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -2,8 +2,9 @@
 
 It works as ccache's direct mode. A unit's *direct key* hashes everything that decides its object and is
 known before compiling: the command line and working directory, the compiler (resolved path, size, mtime),
-optcc's settings that reach the service (server, objective, IR mode, strategy, samples), the service's model
-(name and content hash), the environment variables clang reads (CPATH, ...), and the source file's bytes.
+optcc's settings that reach the service (server, objective, IR mode, strategy, samples, budget), the
+service's model (name and content hash), the environment variables clang reads (CPATH, ...), and the source
+file's bytes.
 The headers the unit includes are known only after a compile: on a miss, optcc's IR step writes them
 (`-MD`), and the object is stored under the direct key together with the digest of every header. A later
 lookup is a hit when, for one stored header set, every header still has the same bytes. A hit writes the
@@ -19,8 +20,13 @@ The model is looked up at most once per `MODEL_CHECK_S` per cache and server (a 
 every service answer; when the service cannot be reached the last model seen stands, so a rebuild during an
 outage still gets that model's objects. Layout under OPTCC_CACHE_DIR (default $XDG_CACHE_HOME/optcc, else
 ~/.cache/optcc): `models/<server>.json`, `manifests/<ab>/<direct key>.json` (header sets -> result key),
-`results/<ab>/<result key>/` (object, deps, stderr, record.json). There is no eviction: delete the directory
-to empty it.
+`results/<ab>/<result key>/` (object, deps, stderr, record.json).
+
+Eviction, as ccache's max_size: the results together may hold at most OPTCC_CACHE_SIZE bytes (default 5G).
+A hit marks its result used (record.json's mtime); a store checks the total at most every TRIM_EVERY_S
+seconds per cache (a stamp file, so `make -j` does not scan once per unit) and, when over the limit, removes
+the least recently used results until they fill at most TRIM_TO of it. A manifest entry whose result was
+removed is a miss, and the entry is dropped at the unit's next store.
 """
 
 from __future__ import annotations
@@ -43,6 +49,9 @@ MODEL_CHECK_S = 300.0
 MANIFEST_ENTRIES = 8  # header sets kept per direct key (a header that changes back and forth)
 ENVIRONMENT_INPUTS = ("CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "SOURCE_DATE_EPOCH")
 VOLATILE_MACROS = (b"__DATE__", b"__TIME__", b"__TIMESTAMP__")
+TRIM_EVERY_S = 30.0  # how often a store may scan the cache's size
+TRIM_TO = 0.8  # a trim leaves the results at most this share of the limit (ccache's limit_multiple)
+TRIM_STAMP = "trimmed"
 
 
 @dataclass(frozen=True)
@@ -82,13 +91,15 @@ class Slot:
                 folder = self.result_dir(entry["result"])
                 try:
                     dependencies = folder / "deps"
-                    return Hit(
+                    hit = Hit(
                         object_code=(folder / "object").read_bytes(),
                         stderr=(folder / "stderr").read_bytes(),
                         dependencies=dependencies.read_bytes() if dependencies.exists() else None,
                         record=json.loads((folder / "record.json").read_bytes()),
                     )
-                except (OSError, ValueError):
+                    os.utime(folder / "record.json")  # used now: the last to be evicted
+                    return hit
+                except (OSError, ValueError):  # evicted (or being evicted) meanwhile: a miss
                     return None
         return None
 
@@ -124,10 +135,58 @@ class Slot:
             entries = json.loads(self.manifest.read_bytes())
         except (OSError, ValueError):
             entries = []
-        entries = [e for e in entries if e["result"] != result_key]
+        entries = [e for e in entries if e["result"] != result_key and self.result_dir(e["result"]).exists()]
         entries.append({"headers": header_digests, "result": result_key})
         _write_atomically(self.manifest, json.dumps(entries[-MANIFEST_ENTRIES:]).encode())
         return True
+
+
+def trim_if_due(root: Path, max_bytes: int) -> int | None:
+    """`trim(root, max_bytes)` when no process of this cache did so in the last TRIM_EVERY_S seconds; the
+    bytes removed, or None when it was not due (or there is no limit)."""
+    if not max_bytes:
+        return None
+    stamp = root / TRIM_STAMP
+    try:
+        if time.time() - stamp.stat().st_mtime < TRIM_EVERY_S:
+            return None
+    except FileNotFoundError:
+        pass
+    stamp.touch()
+    return trim(root, max_bytes)
+
+
+def trim(root: Path, max_bytes: int) -> int:
+    """Remove least recently used results until they take at most TRIM_TO * `max_bytes` (only when they
+    take more than `max_bytes`); the bytes removed."""
+    results = []  # (last use, bytes, folder)
+    for shard in _subdirectories(root / "results"):
+        for folder in _subdirectories(shard):
+            if folder.name.startswith("."):  # being stored by another compile
+                continue
+            try:
+                used = (folder / "record.json").stat().st_mtime
+                size = sum(entry.stat().st_size for entry in os.scandir(folder))
+            except OSError:  # removed meanwhile
+                continue
+            results.append((used, size, folder))
+    total = sum(size for _, size, _ in results)
+    if total <= max_bytes:
+        return 0
+    removed = 0
+    for _, size, folder in sorted(results, key=lambda r: (r[0], r[2].name)):
+        if total - removed <= TRIM_TO * max_bytes:
+            break
+        shutil.rmtree(folder, ignore_errors=True)
+        removed += size
+    return removed
+
+
+def _subdirectories(folder: Path) -> list[Path]:
+    try:
+        return [Path(entry.path) for entry in os.scandir(folder) if entry.is_dir()]
+    except FileNotFoundError:
+        return []
 
 
 def open_slot(settings: OptccSettings, job: CompileJob, level: str, args: list[str]) -> Slot | None:
@@ -148,6 +207,7 @@ def open_slot(settings: OptccSettings, job: CompileJob, level: str, args: list[s
         level,
         args,
         [settings.server, settings.objective, settings.ir_mode, settings.strategy, settings.samples],
+        [settings.budget, settings.budget_min_s, settings.large_unit_bytes],
         model,
         [os.environ.get(name) for name in ENVIRONMENT_INPUTS],
         hashlib.sha256(source).hexdigest(),

@@ -15,7 +15,8 @@ widen it). For such a unit it
   2. compiles the unit to unoptimized bitcode (`-Oz -Xclang -disable-llvm-passes -emit-llvm`, -Os for an
      -Os build; or the thesis' `-O0 -Xclang -disable-O0-optnone -emit-llvm` with OPTCC_IR=o0),
   3. asks the service over gRPC, with a deadline, for the best pass list for the objective and the object
-     code of that candidate (`return_object`),
+     code of that candidate (`return_object`); by default (OPTCC_BUDGET) it asks once clang's compile has
+     ended, with a deadline of twice that compile's wall time, so a cold build's cost scales with clang's,
   4. writes the smaller of the two objects by `.text` bytes; a tie keeps clang's. With objective
      instruction_count the service ranks its candidates by IR instructions, but the objects are still
      compared by `.text` bytes: clang's object has no IR to count, and machine code is what the promise is
@@ -32,6 +33,11 @@ Environment (all optional):
   OPTCC_STRATEGY   greedy | priority | nucleus | coreset | ranked_coreset (default greedy)
   OPTCC_SAMPLES    model candidates per unit                   (default 1 for greedy, else 10)
   OPTCC_DEADLINE   seconds the service may spend on one unit   (default 10; optcc waits 5 s more)
+  OPTCC_BUDGET     the service's deadline per unit as a multiple of clang's own compile time of it, within
+                   [OPTCC_BUDGET_MIN, OPTCC_DEADLINE]; 0: OPTCC_DEADLINE for every unit (default 2)
+  OPTCC_BUDGET_MIN the least deadline a budgeted unit gets, in seconds (default 0.5)
+  OPTCC_LARGE_UNIT a unit whose bitcode is larger (about the model's context) is sent with strategy coreset,
+                   its first 4 lists: no model call per function (default 16K; 0: never)
   OPTCC_RETRY      seconds a build skips a service it found unreachable (default 60)
   OPTCC_DEFAULT_LEVEL  s | z: take over units that have no -O flag, at -Os/-Oz (default: pass them through)
   OPTCC_FORCE      1: take over units at any -O level (-O0..-O3, -Og, -Ofast), at OPTCC_DEFAULT_LEVEL or -Oz
@@ -40,6 +46,8 @@ Environment (all optional):
   OPTCC_CACHE      0: no object cache                          (default: on)
   OPTCC_CACHE_DIR  the object cache (object_cache.py): a rebuild of unchanged sources reuses each unit's
                    object, like ccache (default $XDG_CACHE_HOME/optcc, else ~/.cache/optcc)
+  OPTCC_CACHE_SIZE the cache's size limit, as ccache's max_size: least recently used objects go first
+                   (default 5G; 0: no limit)
   OPTCC_LOG        append one JSON line per unit to this file (winner, sizes, passes, model, fallbacks)
   OPTCC_VERBOSE    1: one line per unit on stderr, and every fallback, not just the first
   OPTSERVE_TOKEN   the service's auth token, if it has one

@@ -30,6 +30,13 @@ def ir_step_flags(ir_mode: str, level: str) -> tuple[str, ...]:
     return IR_MODES[ir_mode] if ir_mode == "o0" else (level, *IR_MODES[ir_mode])
 
 
+# A unit whose bitcode is larger than OPTCC_LARGE_UNIT is about as long as the model's context or longer: the
+# service would decode lists for several of its functions (each a model call on the service's CPUs) before it
+# compiles one. Within a build's budget the coreset's first lists are the cheaper candidates for such units.
+LARGE_UNIT_STRATEGY = ServedStrategy.CORESET.value
+LARGE_UNIT_LISTS = 4
+
+
 class ConfigError(ValueError):
     """An OPTCC_* variable has a value optcc cannot use."""
 
@@ -57,11 +64,21 @@ class OptccSettings:
     strategy: str
     samples: int
     deadline_s: float
+    budget: float  # the service's time per unit as a multiple of clang's compile of it; 0: OPTCC_DEADLINE
+    budget_min_s: float
+    large_unit_bytes: int  # bitcode above this goes with strategy coreset (LARGE_UNIT_LISTS lists); 0: never
     retry_s: float
     clang: str
     log_path: str | None
     verbose: bool
     cache_dir: str | None  # optcc's object cache (object_cache.py); None: off (OPTCC_CACHE=0)
+    cache_max_bytes: int = 0  # its size limit (OPTCC_CACHE_SIZE); 0: none
+
+    def for_unit(self, bitcode_bytes: int) -> tuple[str, int]:
+        """(strategy, samples) for a unit of `bitcode_bytes`: the settings', or the large-unit ones."""
+        if self.large_unit_bytes and bitcode_bytes > self.large_unit_bytes:
+            return LARGE_UNIT_STRATEGY, LARGE_UNIT_LISTS
+        return self.strategy, self.samples
 
     @classmethod
     def from_environment(cls, env: dict[str, str], clang: str) -> OptccSettings:
@@ -71,13 +88,13 @@ class OptccSettings:
                 raise ConfigError(f"{name}={value!r} is not one of {', '.join(allowed)}")
             return value
 
-        def number(name: str, default: float, kind=float):
+        def number(name: str, default: float, kind=float, zero=False):
             try:
                 value = kind(env.get(name, default))
             except ValueError:
                 raise ConfigError(f"{name}={env[name]!r} is not a number") from None
-            if value <= 0:
-                raise ConfigError(f"{name}={value} must be positive")
+            if value < 0 or (value == 0 and not zero):
+                raise ConfigError(f"{name}={value} must {'not be negative' if zero else 'be positive'}")
             return value
 
         strategy = choice("OPTCC_STRATEGY", "greedy", STRATEGIES)
@@ -93,12 +110,32 @@ class OptccSettings:
             strategy=strategy,
             samples=samples,
             deadline_s=number("OPTCC_DEADLINE", 10.0),
+            budget=number("OPTCC_BUDGET", 2.0, zero=True),
+            budget_min_s=number("OPTCC_BUDGET_MIN", 0.5),
+            large_unit_bytes=_size(env.get("OPTCC_LARGE_UNIT", "16K"), "OPTCC_LARGE_UNIT"),
             retry_s=number("OPTCC_RETRY", 60.0),
             clang=clang,
             log_path=env.get("OPTCC_LOG") or None,
             verbose=env.get("OPTCC_VERBOSE", "") not in ("", "0"),
             cache_dir=_cache_dir(env),
+            cache_max_bytes=_size(env.get("OPTCC_CACHE_SIZE", "5G"), "OPTCC_CACHE_SIZE"),
         )
+
+
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _size(text: str, name: str) -> int:
+    """Bytes from `500M`, `5G`, `1.5G`, `0` (no limit) or a number of bytes (K, M, G, T: powers of 1024)."""
+    number = text.strip().upper().removesuffix("B").removesuffix("I")
+    unit = number[-1:] if number[-1:] in _SIZE_UNITS else ""
+    try:
+        value = float(number[: len(number) - len(unit)])
+    except ValueError:
+        raise ConfigError(f"{name}={text!r} is not a size such as 500M or 5G") from None
+    if value < 0:
+        raise ConfigError(f"{name}={text!r} must not be negative")
+    return int(value * _SIZE_UNITS[unit])
 
 
 def _cache_dir(env: dict[str, str]) -> str | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,19 +54,34 @@ def compile_unit(
     """Write the smaller of the two objects for `job` as its output; the exit status of clang's compile.
     With a cache `slot`, a complete service answer's result is stored there for the next build."""
     started = time.monotonic()
+    timing: dict[str, float] = {}  # where the unit's time went, for the log
     with tempfile.TemporaryDirectory(prefix="optcc-") as scratch_name:
         scratch = Path(scratch_name)
         clang_object = scratch / "clang.o"
         with open(scratch / "clang.stderr", "w+b") as clang_errors:
-            own = subprocess.Popen(  # the user's own compile runs while the service works
+            own = subprocess.Popen(  # the user's own compile runs beside the IR step (and the service)
                 [settings.clang, *job.clang_args(level, str(clang_object))],
                 stdin=subprocess.DEVNULL,
                 stderr=clang_errors,
             )
+
+            clang_ended = threading.Thread(target=_time_compile, args=(own, started, timing), daemon=True)
+            clang_ended.start()
+            # The gRPC client's imports (0.1-0.3 s, most of optcc's own time on a small unit) load while
+            # clang and the IR step run, not after them.
+            threading.Thread(target=_import_client, daemon=True).start()
+
+            def clang_compile() -> bool:
+                """Wait for clang's own compile; whether it succeeded."""
+                clang_ended.join()
+                return own.returncode == 0
+
             try:
-                answer = _service_answer(settings, job, level, scratch, slot is not None)
+                answer = _service_answer(
+                    settings, job, level, scratch, slot is not None, clang_compile, timing
+                )
             finally:
-                own.wait()
+                clang_compile()
             clang_errors.seek(0)
             clang_stderr = clang_errors.read()
             sys.stderr.buffer.write(clang_stderr)  # the unit's warnings or errors, as clang gave them
@@ -74,15 +90,31 @@ def compile_unit(
         clang_code = clang_object.read_bytes()
         if isinstance(answer, ServiceFailure):
             _notify_fallback(settings.clang, level, str(answer), settings, answer.unreachable)
-            _log(settings, {**_unit_record(job, level), "outcome": "fallback", "reason": str(answer)})
+            _log(
+                settings,
+                {**_unit_record(job, level), "outcome": "fallback", "reason": str(answer), **timing},
+            )
             write_atomically(Path(job.output), clang_code)
             return 0
         choice = _choose(clang_code, answer.object_code, answer.best.passes)
         write_atomically(Path(job.output), choice.object_code)
-        record = _report(settings, job, level, answer, choice, time.monotonic() - started)
+        record = _report(settings, job, level, answer, choice, time.monotonic() - started, timing)
         if slot is not None:
             _remember(settings, job, slot, answer, choice.object_code, clang_stderr, scratch, record)
     return 0
+
+
+def _import_client() -> None:
+    import grpc  # noqa: F401
+
+    from optserve.serve import client  # noqa: F401
+
+
+def _time_compile(compile: subprocess.Popen, started: float, timing: dict) -> None:
+    """Wait for `compile` and note its wall time as `timing["clang_s"]` (in a thread: the unit's IR step and
+    service call go on meanwhile)."""
+    compile.wait()
+    timing["clang_s"] = round(time.monotonic() - started, 3)
 
 
 def _remember(settings, job, slot, response, object_code: bytes, clang_stderr: bytes, scratch: Path, record):
@@ -95,16 +127,25 @@ def _remember(settings, job, slot, response, object_code: bytes, clang_stderr: b
         headers = object_cache.parse_dependencies((scratch / "unit.d").read_text())
         dependencies = Path(job.dependency_file).read_bytes() if job.dependency_file else None
         slot.store(job.source, headers, object_code, clang_stderr, dependencies, record)
+        object_cache.trim_if_due(slot.root, settings.cache_max_bytes)
     except OSError as err:  # a cache that cannot be written costs the next build time, never this one
         if settings.verbose:
             print(f"optcc: {job.source}: not cached: {err}", file=sys.stderr)
 
 
-def _service_answer(settings: OptccSettings, job: CompileJob, level: str, scratch: Path, headers: bool):
+def _service_answer(
+    settings: OptccSettings, job: CompileJob, level: str, scratch: Path, headers: bool, clang_compile, timing
+):
     """The service's response for the unit, or the ServiceFailure that says why there is none. `headers`:
-    the IR step also lists the files the unit includes in scratch/unit.d (for the object cache)."""
+    the IR step also lists the files the unit includes in scratch/unit.d (for the object cache).
+
+    With a budget (OPTCC_BUDGET), the service is asked once clang's own compile has ended, with a deadline
+    of `budget` times that compile's wall time (at least OPTCC_BUDGET_MIN, at most OPTCC_DEADLINE): the
+    service's work on a unit then scales with what the unit costs clang on this machine now, where a fixed
+    deadline lets a long unit cost a build tens of clang compiles. A unit clang fails on is not sent."""
     if build_state.service_unreachable_since(settings.retry_s):  # then the IR step would be wasted too
         return ServiceFailure(f"optserve at {settings.server} was unreachable earlier in this build")
+    started = time.monotonic()
     bitcode_path = scratch / "unit.bc"
     ir_step = subprocess.run(
         [
@@ -120,31 +161,51 @@ def _service_answer(settings: OptccSettings, job: CompileJob, level: str, scratc
         stdin=subprocess.DEVNULL,
         capture_output=True,
     )
+    timing["ir_step_s"] = round(time.monotonic() - started, 3)
     if ir_step.returncode != 0:  # most likely an error in the source, which clang's own compile reports
         return ServiceFailure(f"the IR step failed: {ir_step.stderr.decode(errors='replace')[-300:]}")
+    deadline_s = settings.deadline_s
+    if settings.budget:
+        if not clang_compile():
+            return ServiceFailure("clang's own compile failed")
+        deadline_s = min(deadline_s, max(settings.budget_min_s, settings.budget * timing["clang_s"]))
+    timing["deadline_s"] = round(deadline_s, 3)
+    started = time.monotonic()
+    bitcode = bitcode_path.read_bytes()
+    timing["bitcode_bytes"] = len(bitcode)
     try:
-        return _ask_service(settings, bitcode_path.read_bytes())
+        return _ask_service(settings, bitcode, deadline_s)
     except ServiceFailure as failure:
         return failure
+    finally:
+        timing["service_s"] = round(time.monotonic() - started, 3)
 
 
-def _ask_service(settings: OptccSettings, bitcode: bytes):
+def _ask_service(settings: OptccSettings, bitcode: bytes, deadline_s: float):
+    strategy, samples = settings.for_unit(len(bitcode))
     import grpc
 
     from optserve.serve.client import CallError, OptserveClient
+    from optserve.serve.client_requests import DEADLINE_MARGIN_S
 
+    started = time.monotonic()
     try:
         with OptserveClient(settings.server) as client:
             response = client.optimize(
                 bitcode,
                 objective=settings.objective,
-                strategy=settings.strategy,
-                samples=settings.samples,
-                deadline_s=settings.deadline_s,
+                strategy=strategy,
+                samples=samples,
+                deadline_s=deadline_s,
                 return_object=True,
             )
     except CallError as err:
-        unreachable = err.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+        # A service that answers DEADLINE_EXCEEDED itself (its -Oz did not fit a unit's budget) is up; one
+        # that let the call's own timeout (deadline + margin) run out is not.
+        timed_out = time.monotonic() - started >= deadline_s + DEADLINE_MARGIN_S / 2
+        unreachable = err.code is grpc.StatusCode.UNAVAILABLE or (
+            err.code is grpc.StatusCode.DEADLINE_EXCEEDED and timed_out
+        )
         raise ServiceFailure(f"optserve at {settings.server} answered {err}", unreachable) from None
     except Exception as err:  # never break a build over a client-side surprise
         raise ServiceFailure(f"calling optserve at {settings.server} failed: {err!r}") from None
@@ -181,7 +242,7 @@ def _unit_record(job: CompileJob, level: str) -> dict:
 
 
 def _report(
-    settings: OptccSettings, job: CompileJob, level: str, response, choice: Choice, seconds: float
+    settings: OptccSettings, job: CompileJob, level: str, response, choice: Choice, seconds: float, timing
 ) -> dict:
     """Log the unit's outcome (OPTCC_LOG, OPTCC_VERBOSE); the log record."""
     best = response.best
@@ -196,8 +257,8 @@ def _report(
         "kept_clang_because": choice.reason or None,
         "objective": settings.objective,
         "ir_mode": settings.ir_mode,
-        "strategy": settings.strategy,
-        "samples": settings.samples,
+        "strategy": settings.for_unit(timing.get("bitcode_bytes", 0))[0],
+        "samples": settings.for_unit(timing.get("bitcode_bytes", 0))[1],
         "input_cost": response.input_cost,
         "oz_cost": response.oz_cost,
         "cost": best.cost,
@@ -210,6 +271,10 @@ def _report(
         "warning": response.warning,
         "object_bytes": len(choice.object_code),
         "seconds": round(seconds, 3),
+        **timing,  # clang_s, ir_step_s, deadline_s, service_s: optcc's view of where the time went
+        "service_total_s": round(response.timings.total_s, 3),
+        "service_sample_s": round(response.timings.sample_s, 3),
+        "service_compile_s": round(response.timings.compile_s, 3),
     }
     _log(settings, record)
     if settings.verbose:

@@ -17,6 +17,11 @@ from optserve.compiler.ir import IRError
 def _initialize_targets() -> None:
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
+    # The object streamer assembles inline asm (`__asm__("cpuid")`, `module asm`) with the target's asm
+    # parser; without one LLVM aborts the process ("Inline asm not supported by this streamer"), as on
+    # xz-utils' crc64_fast.c and nettle's nettle-benchmark.c. Only the host's is needed: other targets are
+    # refused (ir._check_target).
+    llvm.initialize_native_asmparser()
 
 
 def target_machine(triple: str) -> llvm.TargetMachine:

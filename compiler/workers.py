@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import deque
@@ -37,6 +38,9 @@ _START_TIMEOUT_S = 120.0
 # How the pool's own error Evaluations begin (`evaluation_outcome` tells them from compiler errors).
 CRASHED = "compiler worker crashed"
 TIMED_OUT = "timed out"
+NOT_STARTED = "not compiled: the caller gave up before this candidate started"
+# How often a call whose caller may give up checks for it while its candidates compile.
+GIVEN_UP_POLL_S = 0.05
 
 
 def evaluation_outcome(evaluation: Evaluation) -> str:
@@ -86,7 +90,11 @@ class _Worker:
         command = [sys.executable, "-m", "optserve.compiler.workers", str(child_end.fileno())]
         if memory_limit_bytes:
             command.append(str(memory_limit_bytes))
-        self.process = subprocess.Popen(command, pass_fds=(child_end.fileno(),), stdin=subprocess.DEVNULL)
+        # LLVM says why it aborts on stderr ("LLVM ERROR: ..."): kept in a file, so a crash can say it.
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 (open as long as the worker lives)
+        self.process = subprocess.Popen(
+            command, pass_fds=(child_end.fileno(),), stdin=subprocess.DEVNULL, stderr=self.stderr
+        )
         child_end.close()
         self.connection = Connection(parent_end.detach())
         self.pid = self.process.pid
@@ -115,6 +123,7 @@ class _Worker:
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait(timeout=10)
+        self.stderr.close()
         self.connection.close()
 
     def exit_description(self) -> str:
@@ -122,9 +131,24 @@ class _Worker:
             code = self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             return "stopped responding"
+        said = self.last_words()
+        said = f" ({said})" if said else ""
         if code < 0:
-            return f"was killed by {signal.Signals(-code).name}"
-        return f"exited with status {code}"
+            return f"was killed by {signal.Signals(-code).name}{said}"
+        return f"exited with status {code}{said}"
+
+    def last_words(self) -> str:
+        """LLVM's last error message on the worker's stderr ("" if none); that stderr is passed on to ours."""
+        try:
+            self.stderr.seek(0, 2)
+            self.stderr.seek(max(0, self.stderr.tell() - 2000))
+            tail = self.stderr.read().decode(errors="replace")
+        except (OSError, ValueError):
+            return ""
+        if tail.strip():
+            sys.stderr.write(tail)
+        fatal = [line.strip() for line in tail.splitlines() if line.startswith(("LLVM ERROR", "error: "))]
+        return fatal[-1][:300] if fatal else ""
 
 
 class CandidateCompiler(Protocol):
@@ -211,10 +235,13 @@ class CompilerPool:
         objective: Objective | str,
         want_ir: bool = False,
         want_object: bool = False,
+        given_up: threading.Event | None = None,
     ) -> list[Evaluation]:
         """Evaluate every pass list on `ir` in parallel; results in the order of `pass_lists`.
 
-        A candidate whose worker crashes or overruns `timeout_s` gets an Evaluation with `error` set.
+        A candidate whose worker crashes or overruns `timeout_s` gets an Evaluation with `error` set. Once
+        `given_up` is set (the caller stopped waiting), candidates not yet started are never compiled: they
+        get an error Evaluation, and the workers go back to other callers as their current compile ends.
         """
         if self._closed:
             raise PoolBrokenError("the compiler pool is closed")
@@ -239,12 +266,18 @@ class CompilerPool:
 
         try:
             while pending or running:
+                if given_up is not None and given_up.is_set():
+                    for index in pending:
+                        results[index] = Evaluation(candidates[index], None, NOT_STARTED, 0.0)
+                    pending.clear()
+                    if not running:
+                        break
                 while pending:
                     worker = spare.pop() if spare else self._take_idle(block=not running)
                     if worker is None:
                         break
                     dispatch(worker)
-                self._collect(running, candidates, results, spare)
+                self._collect(running, candidates, results, spare, given_up)
         finally:
             for worker, _, _ in running.values():  # interrupted: those results will never be read
                 spare.append(self._replace(worker))
@@ -261,8 +294,16 @@ class CompilerPool:
         want_ir: bool = False,
         want_object: bool = False,
     ) -> list[Evaluation]:
-        """`evaluate` without blocking the event loop."""
-        return await asyncio.to_thread(self.evaluate, ir, pass_lists, objective, want_ir, want_object)
+        """`evaluate` without blocking the event loop. Cancelling it (a deadline, a caller that went away)
+        stops the candidates not yet started: a cut request does not keep the workers busy."""
+        given_up = threading.Event()
+        try:
+            return await asyncio.to_thread(
+                self.evaluate, ir, pass_lists, objective, want_ir, want_object, given_up
+            )
+        except asyncio.CancelledError:
+            given_up.set()
+            raise
 
     def _take_idle(self, block: bool) -> _Worker | None:
         try:
@@ -270,9 +311,12 @@ class CompilerPool:
         except queue.Empty:
             return None
 
-    def _collect(self, running, candidates, results, spare) -> None:
-        """Wait for the next finished, crashed or overdue candidate and record its Evaluation."""
+    def _collect(self, running, candidates, results, spare, given_up=None) -> None:
+        """Wait for the next finished, crashed or overdue candidate and record its Evaluation (at most
+        GIVEN_UP_POLL_S with `given_up`, so that a caller giving up is noticed soon)."""
         deadline = min(entry[2] for entry in running.values())
+        if given_up is not None:
+            deadline = min(deadline, time.monotonic() + GIVEN_UP_POLL_S)
         # A worker that dies closes its socket, which makes the connection ready (and recv fail).
         for connection in wait(list(running), timeout=max(0.0, deadline - time.monotonic())):
             worker, index, _ = running.pop(connection)

@@ -110,3 +110,34 @@ def test_dependency_files_are_read_as_make_reads_them():
     assert object_cache.parse_dependencies(text) == [
         "unit.c", "include/a.h", "/usr/include/with space.h", "/usr/include/stdio.h",
     ]  # fmt: skip
+
+
+def test_the_least_recently_used_results_go_first_when_the_cache_is_over_its_size(tmp_path):
+    """As ccache's max_size: over the limit, a store's trim removes the results used least recently (a hit
+    counts as a use) until they fill 80% of it; an evicted unit is a miss, the others still hit."""
+    header = tmp_path / "unit.h"
+    header.write_text("int f(void);\n")
+    slots = {}
+    for age, name in enumerate(["used", "old", "new"]):  # "used" stored first, then hit
+        source = tmp_path / f"{name}.c"
+        source.write_text(f'#include "unit.h"\nint {name}(void) {{ return 1; }}\n')
+        slots[name] = object_cache.Slot(tmp_path / "cache", f"{name:0<64}", "model@1")
+        assert slots[name].store(str(source), [str(header)], b"\0" * 1000, b"", None, {"unit": name})
+        for record in (tmp_path / "cache" / "results").glob("*/*/record.json"):
+            if json.loads(record.read_text())["unit"] == name:
+                os.utime(record, (1000.0 + age, 1000.0 + age))  # stored in this order, long ago
+    assert slots["used"].lookup().record == {"unit": "used"}  # now the most recently used
+    sizes = sum(f.stat().st_size for f in (tmp_path / "cache" / "results").rglob("*") if f.is_file())
+    assert object_cache.trim(tmp_path / "cache", sizes + 1) == 0  # under the limit: nothing goes
+    removed = object_cache.trim(tmp_path / "cache", sizes - 1)
+    assert slots["old"].lookup() is None
+    assert slots["used"].lookup() is not None and slots["new"].lookup() is not None
+    assert 0 < removed <= sizes // 3 + 1
+
+
+def test_a_store_trims_at_most_every_so_often(tmp_path):
+    root = tmp_path / "cache"
+    root.mkdir()
+    assert object_cache.trim_if_due(root, 0) is None  # no limit: never scans
+    assert object_cache.trim_if_due(root, 1 << 30) == 0  # first store: scans, nothing to remove
+    assert object_cache.trim_if_due(root, 1) is None  # within TRIM_EVERY_S of the last scan

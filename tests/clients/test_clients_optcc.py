@@ -136,6 +136,57 @@ def test_a_service_that_never_answers_costs_one_deadline_per_build(program, oz_o
     assert elapsed < 2 * (0.5 + 5.0)  # one client timeout (deadline + margin), not one per unit
 
 
+@pytest.mark.slow
+def test_the_service_s_deadline_per_unit_is_a_multiple_of_clang_s_compile_time(program, optserve_target):
+    """OPTCC_BUDGET: the service is asked once clang's own compile ended, with a deadline of that many times
+    its wall time, never less than OPTCC_BUDGET_MIN nor more than OPTCC_DEADLINE."""
+    log = program / "optcc.jsonl"
+    env = {"OPTCC_BUDGET": "3", "OPTCC_BUDGET_MIN": "0.4", "OPTCC_DEADLINE": "20"}
+    assert (
+        build(program, str(OPTCC), "-Oz", OPTCC_SERVER=optserve_target, OPTCC_LOG=str(log), **env).returncode
+        == 0
+    )
+    records = log_records(log)
+    assert sorted(r["source"] for r in records) == sorted(UNITS)
+    for record in records:
+        assert record["deadline_s"] == round(min(20.0, max(0.4, 3 * record["clang_s"])), 3)
+        assert record["seconds"] >= record["clang_s"] + record["service_s"] - 0.01  # asked after clang's end
+
+
+def test_a_service_that_answers_deadline_exceeded_is_asked_again_by_later_units(program, oz_output):
+    """A unit whose budget the service could not meet falls back to clang's object; the service answered, so
+    it is not taken for unreachable: the build's other units still ask it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import grpc
+
+    from optserve.v1 import optserve_pb2 as pb
+
+    def optimize(request, context):
+        context.abort(
+            grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded while waiting for the -Oz baseline"
+        )
+
+    method = grpc.unary_unary_rpc_method_handler(
+        optimize, pb.OptimizeRequest.FromString, pb.OptimizeResponse.SerializeToString
+    )
+    server = grpc.server(ThreadPoolExecutor(max_workers=4))
+    server.add_generic_rpc_handlers(
+        [grpc.method_handlers_generic_handler("optserve.v1.PassOrdering", {"Optimize": method})]
+    )
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        log = program / "optcc.jsonl"
+        result = build(program, str(OPTCC), "-Oz", OPTCC_SERVER=f"127.0.0.1:{port}", OPTCC_LOG=str(log))
+    finally:
+        server.stop(None)
+    assert result.returncode == 0, result.stderr
+    assert run_program(program) == oz_output
+    reasons = [r["reason"] for r in log_records(log)]
+    assert len(reasons) == len(UNITS) and all("answered DEADLINE_EXCEEDED" in reason for reason in reasons)
+
+
 def test_compile_errors_fail_the_build_as_clang_does(program):
     (program / "text.c").write_text("int broken(void) { return undeclared; }\n")
     result = build(program, str(OPTCC), "-Oz", "text.o", OPTCC_SERVER=f"127.0.0.1:{unused_port()}")
@@ -159,3 +210,32 @@ def test_bad_settings_fall_back_with_the_reason(program, oz_output):
     assert result.returncode == 0
     assert "OPTCC_OBJECTIVE='speed' is not one of text_size, instruction_count" in result.stderr
     assert run_program(program) == oz_output
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "complaint"),
+    [
+        ("OPTCC_CACHE_SIZE", "lots", "OPTCC_CACHE_SIZE='lots' is not a size such as 500M or 5G"),
+        ("OPTCC_LARGE_UNIT", "-1K", "OPTCC_LARGE_UNIT='-1K' must not be negative"),
+        ("OPTCC_BUDGET", "-2", "OPTCC_BUDGET=-2.0 must not be negative"),
+    ],
+)
+def test_bad_sizes_and_budgets_fall_back_with_the_reason(program, oz_output, variable, value, complaint):
+    result = build(program, str(OPTCC), "-Oz", OPTCC_SERVER=f"127.0.0.1:{unused_port()}", **{variable: value})
+    assert result.returncode == 0 and complaint in result.stderr
+    assert run_program(program) == oz_output
+
+
+@pytest.mark.slow
+def test_a_unit_larger_than_the_large_unit_size_goes_with_the_coreset(program, optserve_target):
+    """OPTCC_LARGE_UNIT: a unit about as long as the model's context (or longer) is sent with the coreset's
+    first lists, no model call; smaller units keep the strategy set (greedy)."""
+    log = program / "optcc.jsonl"
+    sizes = {"OPTCC_SERVER": optserve_target, "OPTCC_LOG": str(log), "OPTCC_LARGE_UNIT": "5K"}
+    assert build(program, str(OPTCC), "-Oz", **sizes).returncode == 0
+    records = log_records(log)
+    assert {r["outcome"] for r in records} == {"service"}
+    for record in records:
+        large = record["bitcode_bytes"] > 5 * 1024
+        assert (record["strategy"], record["samples"]) == (("coreset", 4) if large else ("greedy", 1))
+    assert {r["bitcode_bytes"] > 5 * 1024 for r in records} == {True, False}  # both kinds in wordstat

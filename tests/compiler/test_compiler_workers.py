@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -83,6 +84,32 @@ def test_a_real_llvm_abort_fails_only_that_candidate(c_sources, compile_c):
         assert pool.replaced_workers == 1
 
 
+def test_a_unit_with_inline_asm_and_a_target_attribute_compiles_and_runs_right(
+    pool, c_sources, compile_c, tmp_path
+):
+    """Real units with cpuid in inline asm and a `target("sse4.1,pclmul")` function (xz-utils' crc64_fast.c,
+    nettle-benchmark.c) aborted the worker: LLVM assembles inline asm with the asm parser, which the
+    service did not initialize. The object must keep both the asm and the per-function features, and run."""
+    ir = compile_c(c_sources["loops"].parent / "cpu_dispatch" / "crc_dispatch.c")
+    (result,) = pool.evaluate(ir, [("-Oz",)], "text_size", want_object=True)
+    assert result.ok, result.error
+    cpuid, pclmulqdq = b"\x0f\xa2", b"\x66\x0f\x3a\x44"
+    assert cpuid in result.object_code and pclmulqdq in result.object_code
+    (tmp_path / "unit.o").write_bytes(result.object_code)
+    subprocess.run(["clang-19", "unit.o", "-o", "unit"], cwd=tmp_path, check=True)
+    run = subprocess.run([str(tmp_path / "unit")], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout == "fold c1d6c62c5a88e0bf agrees\n"
+
+
+def test_a_worker_that_llvm_stops_says_why(pool):
+    """LLVM ends the process on some errors (here: inline asm its assembler rejects) with the reason on
+    stderr only; the candidate's error carries that reason, not just the exit status."""
+    ir = 'define void @f() {\n  call void asm sideeffect "notaninstruction", ""()\n  ret void\n}\n'
+    (result,) = pool.evaluate(ir, [("-Oz",)], "text_size")
+    assert result.error.startswith(workers.CRASHED) and "exited with status 1" in result.error
+    assert "invalid instruction mnemonic 'notaninstruction'" in result.error
+
+
 def test_a_worker_that_died_while_idle_is_replaced_before_use(c_ir):
     with CompilerPool(processes=1, timeout_s=60) as pool:
         (pid,) = pool.worker_pids()
@@ -101,6 +128,28 @@ def test_a_candidate_over_the_time_limit_times_out_and_the_worker_is_replaced(c_
         assert strict.replaced_workers == 1
         (fast,) = strict.evaluate(c_ir["switch"], [("-Oz",)], "instruction_count")
         assert fast.cost == evaluate(c_ir["switch"], ("-Oz",), "instruction_count").cost
+
+
+def test_cancelling_a_call_leaves_its_unstarted_candidates_uncompiled(c_ir, heavy_ir):
+    """A service request cut by its deadline cancels its compile call: the candidates still queued must
+    not keep the workers (and the build's CPUs) busy after the answer went out."""
+    with CompilerPool(processes=1, timeout_s=120) as single:
+
+        async def cancel_after_the_first_starts():
+            call = asyncio.ensure_future(single.evaluate_async(heavy_ir, [("-O3",)] * 6, "instruction_count"))
+            while not single.busy_worker_pids():
+                await asyncio.sleep(0.005)
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+
+        started = time.monotonic()
+        asyncio.run(cancel_after_the_first_starts())
+        (after,) = single.evaluate(c_ir["switch"], [("-Oz",)], "instruction_count")
+        one_compile = evaluate(heavy_ir, ("-O3",), "instruction_count").seconds
+        assert after.ok and single.replaced_workers == 0
+        # The worker finished the candidate it had started, and none of the five others.
+        assert time.monotonic() - started < 3 * one_compile + 1.0
 
 
 def test_concurrent_callers_share_the_pool(pool, c_ir):

@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import time
 
 import grpc
 import pytest
 
 from optserve.compiler.cache import ResultCache
+from optserve.compiler.ir import instruction_count
 from optserve.compiler.passes import to_opt_pipeline
 from optserve.compiler.workers import CompilerPool
 from optserve.config import Settings
@@ -24,7 +26,7 @@ from optserve.serve import codec, schemas
 from optserve.serve.access import check_peer, check_token, is_loopback_host, peer_host
 from optserve.serve.engine_host import EngineHost
 from optserve.serve.errors import ErrorKind, ServiceError
-from optserve.serve.optimize import Optimizer
+from optserve.serve.optimize import Optimizer, _Sampled
 from optserve.serve.result_cache import answer_key
 from optserve.v1 import optserve_pb2 as pb
 
@@ -136,6 +138,13 @@ def test_a_deadline_cuts_sampling_and_returns_oz(pool, add_ir):
     assert response.timings.total_s < 2.0
     assert generator.calls[0].deadline_s == pytest.approx(0.3, abs=0.1)  # the engine is told its budget
     assert len(cache) == 0  # an answer cut short is never cached
+    assert response.input_cost == -1  # the input's cost is measured last, within the deadline only
+
+
+def test_the_input_cost_is_measured_when_the_deadline_leaves_time(pool, add_ir):
+    request = schemas.OptimizeRequest(ir=add_ir, strategy="priority", samples=1, deadline_s=10)
+    response = optimize(ScriptedGenerator([("sroa",)]), pool, request)
+    assert response.input_cost == instruction_count(add_ir) and not response.deadline_hit
 
 
 def test_identical_requests_are_answered_from_the_cache(pool, sum_ir):
@@ -233,6 +242,17 @@ def test_a_module_longer_than_the_context_gets_the_coreset_lists(pool, unrolled_
     assert {tuple(c.passes) for c in response.candidates} == {("-Oz",), ("-O2",), ("sroa",)}
     assert response.best.passes == ["sroa"] and response.best.source == "coreset"
     assert "9000 tokens" in response.warning and "2 coreset lists" in response.warning
+
+
+def test_a_long_module_whose_deadline_passed_while_the_model_tried_it_gets_oz_not_an_error(pool, add_ir):
+    """The model may answer "too long" only after the deadline: the unit then gets no function lists (an
+    engine call with no time left was an INTERNAL error), and the answer says the deadline cut it."""
+    generator = ScriptedGenerator([("sroa",)])
+    optimizer = Optimizer(SETTINGS, generator, pool, ResultCache(1), generator.metadata)
+    sampled = _Sampled()
+    request = schemas.OptimizeRequest(ir=add_ir)
+    asyncio.run(optimizer._long_module(add_ir, request, time.monotonic() - 0.1, sampled, "9000 tokens"))
+    assert sampled.deadline_hit and not sampled.measured and not generator.calls
 
 
 class PerFunctionGenerator(ScriptedGenerator):
