@@ -70,10 +70,13 @@ class FunctionLists:
 
     lists: tuple[tuple[str, tuple[str, ...]], ...]  # (function name, pass list), sorted by name
     default: tuple[str, ...] = OZ  # for functions not named
+    cleanup: tuple[str, ...] = CLEANUP  # on the linked unit
 
     @classmethod
-    def of(cls, lists: Mapping[str, Sequence[str]], default: Sequence[str] = OZ) -> FunctionLists:
-        return cls(tuple(sorted((name, tuple(p)) for name, p in lists.items())), tuple(default))
+    def of(
+        cls, lists: Mapping[str, Sequence[str]], default: Sequence[str] = OZ, cleanup: Sequence[str] = CLEANUP
+    ) -> FunctionLists:
+        return cls(tuple(sorted((n, tuple(p)) for n, p in lists.items())), tuple(default), tuple(cleanup))
 
     def for_function(self, name: str) -> tuple[str, ...]:
         return dict(self.lists).get(name, self.default)
@@ -243,7 +246,7 @@ def apply_function_lists(
             optimized[name] = str(module)
             module.close()
         unit = link(parts, optimized, llvm.create_context())
-        optimize_module(unit, CLEANUP)
+        optimize_module(unit, function_lists.cleanup)
         unit.verify()
         # Read the IR before emitting code: codegen rewrites the module in place.
         optimized_ir = str(unit) if want_ir else None
