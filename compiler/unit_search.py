@@ -50,13 +50,19 @@ async def measure_functions(
     candidates: Sequence[Sequence[str]],
     objective: Objective | str,
     compiler: CandidateCompiler,
+    concurrency: int = 2,
 ) -> FunctionCosts:
-    """Compile every candidate on every function module of `parts`, the modules concurrently."""
+    """Compile every candidate on every function module of `parts`, at most `concurrency` modules at a
+    time (a unit has up to hundreds of functions: the compiler's queue must not overflow)."""
     candidates = tuple(tuple(p) for p in candidates)
     names = list(parts.functions)
-    results: list[list[Evaluation]] = await asyncio.gather(
-        *(compiler.evaluate_async(parts.functions[name], candidates, objective) for name in names)
-    )
+    slots = asyncio.Semaphore(concurrency)
+
+    async def measure(name: str) -> list[Evaluation]:
+        async with slots:
+            return await compiler.evaluate_async(parts.functions[name], candidates, objective)
+
+    results: list[list[Evaluation]] = await asyncio.gather(*(measure(name) for name in names))
     costs = {
         name: [e.cost if e.ok else None for e in evals] for name, evals in zip(names, results, strict=True)
     }
@@ -71,13 +77,14 @@ async def search_function_lists(
     compiler: CandidateCompiler,
     want_ir: bool = False,
     want_object: bool = False,
+    concurrency: int = 2,
 ) -> tuple[FunctionLists, Evaluation]:
     """The per-function choice among `candidates` and its Evaluation on the whole unit.
 
     Raises IRError when the unit cannot be split (then the unit has only whole-unit candidates).
     """
     parts = await asyncio.to_thread(split_unit, ir)
-    measured = await measure_functions(parts, candidates, objective, compiler)
+    measured = await measure_functions(parts, candidates, objective, compiler, concurrency)
     chosen = measured.choose()
     (unit,) = await compiler.evaluate_async(ir, [chosen], objective, want_ir, want_object)
     return chosen, unit

@@ -232,7 +232,9 @@ class Optimizer:
         started = time.monotonic()
         try:
             measured = await _until(
-                measure_functions(parts, candidates, request.objective, self.compiler),
+                measure_functions(
+                    parts, candidates, request.objective, self.compiler, self.settings.compiler.workers
+                ),
                 deadline + BACKEND_GRACE_S,
                 "compiling per-function candidates",
             )
