@@ -96,7 +96,7 @@ def compile_unit(
             )
             write_atomically(Path(job.output), clang_code)
             return 0
-        choice = _choose(clang_code, answer.object_code, answer.best.passes)
+        choice = _choose(clang_code, answer.object_code, _all_passes(answer.best))
         write_atomically(Path(job.output), choice.object_code)
         record = _report(settings, job, level, answer, choice, time.monotonic() - started, timing)
         if slot is not None:
@@ -241,6 +241,17 @@ def _unit_record(job: CompileJob, level: str) -> dict:
     return {"source": job.source, "output": job.output, "language": job.language, "level": level}
 
 
+def _all_passes(candidate) -> set[str]:
+    """Every pass the candidate's object was made with (a per_function candidate: each function's)."""
+    return set(candidate.passes).union(*(p.split() for p in candidate.function_passes.values()))
+
+
+def _describe(candidate) -> str:
+    if candidate.function_passes:
+        return f"a list per function ({len(candidate.function_passes)} functions)"
+    return " ".join(candidate.passes)
+
+
 def _report(
     settings: OptccSettings, job: CompileJob, level: str, response, choice: Choice, seconds: float, timing
 ) -> dict:
@@ -264,6 +275,7 @@ def _report(
         "cost": best.cost,
         "passes": list(best.passes),
         "pipeline": best.pipeline,
+        "function_passes": dict(best.function_passes),  # source per_function: a list per function
         "model_id": response.model_id,
         "model_version": response.model_version,
         "cached": response.cached,
@@ -285,7 +297,7 @@ def _report(
         print(
             f"optcc: {job.source}: {choice.winner} wins{kept}: .text {chosen_text} B, {change:+.1%} vs "
             f"{settings.clang} {level} {choice.clang_text} B (service {other} B with "
-            f"{' '.join(best.passes)} from {response.model_id}) in {seconds:.2f} s{note}",
+            f"{_describe(best)} from {response.model_id}) in {seconds:.2f} s{note}",
             file=sys.stderr,
         )
     return record

@@ -316,7 +316,16 @@ def _global_for_split(variable, text: str) -> str:
     specifiers = text[: text.index(f" {kind} ")] if f" {kind} " in text else ""
     thread_local = re.search(r"thread_local(?:\([a-z]+\))?", specifiers)
     thread_local = f" {thread_local.group()}" if thread_local else ""
-    return f"{_symbol_token(variable.name)} = external{thread_local} {kind} {variable.global_value_type}"
+    value_type = _type_text(variable.global_value_type)
+    return f"{_symbol_token(variable.name)} = external{thread_local} {kind} {value_type}"
+
+
+def _type_text(value_type) -> str:
+    """A type as IR writes it where it is used: a named struct prints as its definition (`%s = type {..}`)
+    on its own, so use its name."""
+    if value_type.is_struct and value_type.name:
+        return _symbol_token(value_type.name).replace("@", "%", 1)
+    return str(value_type)
 
 
 def _declaration(function) -> str:

@@ -30,6 +30,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Protocol
 
 from optserve.compiler.cost import Objective
+from optserve.compiler.function_lists import FunctionLists, apply_function_lists
 from optserve.compiler.pipeline import Evaluation, evaluate
 
 _START_TIMEOUT_S = 120.0
@@ -76,7 +77,9 @@ def _worker_main(connection: Connection, memory_limit_bytes: int | None) -> None
         if ir is not None:
             current_key, current_ir = ir_key, ir
         assert ir_key == current_key, "the parent sends the IR whenever it changes"
-        connection.send(evaluate(current_ir, pass_list, objective, want_ir=want_ir, want_object=want_object))
+        # A FunctionLists candidate is a whole unit with a list per function (one job, like a pass list).
+        run = apply_function_lists if isinstance(pass_list, FunctionLists) else evaluate
+        connection.send(run(current_ir, pass_list, objective, want_ir=want_ir, want_object=want_object))
 
 
 class _Worker:
@@ -231,13 +234,14 @@ class CompilerPool:
     def evaluate(
         self,
         ir: str,
-        pass_lists: Sequence[Sequence[str]],
+        pass_lists: Sequence[Sequence[str] | FunctionLists],
         objective: Objective | str,
         want_ir: bool = False,
         want_object: bool = False,
         given_up: threading.Event | None = None,
     ) -> list[Evaluation]:
-        """Evaluate every pass list on `ir` in parallel; results in the order of `pass_lists`.
+        """Evaluate every pass list (or FunctionLists, for a whole unit) on `ir` in parallel; results in
+        the order of `pass_lists`.
 
         A candidate whose worker crashes or overruns `timeout_s` gets an Evaluation with `error` set. Once
         `given_up` is set (the caller stopped waiting), candidates not yet started are never compiled: they
@@ -247,7 +251,7 @@ class CompilerPool:
             raise PoolBrokenError("the compiler pool is closed")
         objective = Objective(objective)
         ir_key = hashlib.sha256(ir.encode()).hexdigest()
-        candidates = [tuple(pass_list) for pass_list in pass_lists]
+        candidates = [p if isinstance(p, FunctionLists) else tuple(p) for p in pass_lists]
         pending = deque(range(len(candidates)))
         results: list[Evaluation | None] = [None] * len(candidates)
         running: dict[Connection, tuple[_Worker, int, float]] = {}

@@ -82,6 +82,13 @@ class EngineSettings(_Section):
         description="for an input longer than the model's context: how many of its largest functions the "
         "model reads (each list it proposes is compiled for the whole input); 0: none",
     )
+    unit_function_lists: int = Field(
+        10,
+        ge=0,
+        description="model strategies, an input of several functions: one more candidate that gives each "
+        "function the best of -Oz and the coreset's first lists, measured on that function alone, linked "
+        "back into the unit (compiler/unit_search.py; docs/bench/function_lists.md); 0: off",
+    )
 
 
 class LoopTuneSettings(_Section):

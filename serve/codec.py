@@ -74,6 +74,7 @@ def _candidate(candidate: schemas.Candidate) -> pb.Candidate:
         logprob=candidate.logprob,
         source=pb.CandidateSource.Value(_SOURCE_ENUM_NAMES.get(candidate.source, candidate.source.upper())),
         error=candidate.error,
+        function_passes=candidate.function_passes,
     )
 
 

@@ -78,7 +78,7 @@ class CompilerWorkers:
         )
 
     async def evaluate(
-        self, ir: str, pass_lists: Sequence[tuple[str, ...]], objective: str, want_ir: bool, want_object: bool
+        self, ir: str, pass_lists: Sequence, objective: str, want_ir: bool, want_object: bool
     ) -> list[Evaluation]:
         from optserve.compiler.workers import PoolBrokenError, evaluation_outcome
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from ray.serve.handle import DeploymentHandle
 
 from optserve.compiler.cost import Objective
+from optserve.compiler.function_lists import FunctionLists
 from optserve.compiler.pipeline import Evaluation
 from optserve.engine.interface import Generation, PromptTooLongError, SamplingOptions
 from optserve.serve import schemas
@@ -73,12 +74,12 @@ class CompilerClient:
     async def evaluate_async(
         self,
         ir: str,
-        pass_lists: Sequence[Sequence[str]],
+        pass_lists: Sequence[Sequence[str] | FunctionLists],
         objective: Objective | str,
         want_ir: bool = False,
         want_object: bool = False,
     ) -> list[Evaluation]:
-        lists = [tuple(p) for p in pass_lists]
+        lists = [p if isinstance(p, FunctionLists) else tuple(p) for p in pass_lists]  # a unit: one job
         return await call(self.handle, "evaluate", ir, lists, objective, want_ir, want_object)
 
 

@@ -17,8 +17,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 
 from optserve.compiler.cache import ResultCache, ir_digest
+from optserve.compiler.function_lists import FunctionLists, split_unit
 from optserve.compiler.ir import IRError, parse_ir
-from optserve.compiler.passes import to_opt_pipeline
+from optserve.compiler.passes import format_pass_list, to_opt_pipeline
+from optserve.compiler.unit_search import measure_functions
 from optserve.compiler.workers import CandidateCompiler
 from optserve.config import Settings
 from optserve.engine.coreset import Coreset
@@ -47,6 +49,12 @@ class _Measured:
     logprob: float
     source: str
     error: str
+    function_lists: FunctionLists | None = None  # source per_function: the list of each function
+
+    @property
+    def job(self) -> tuple[str, ...] | FunctionLists:
+        """What the compiler compiles to reproduce this candidate."""
+        return self.function_lists or self.pass_list
 
 
 @dataclass
@@ -135,7 +143,7 @@ class Optimizer:
             started_output = time.monotonic()
             try:
                 (best_eval,) = await _until(
-                    self.compiler.evaluate_async(ir, [ranked[0].pass_list], request.objective, *want),
+                    self.compiler.evaluate_async(ir, [ranked[0].job], request.objective, *want),
                     deadline + BACKEND_GRACE_S,
                     "the best candidate's output",
                 )
@@ -220,7 +228,50 @@ class Optimizer:
         if rounds.prompt_too_long is not None:
             await self._long_module(ir, request, deadline, sampled, rounds.prompt_too_long)
         await self._coreset_beside_model(ir, request, deadline, sampled)
+        await self._per_function(ir, request, deadline, sampled)
         return sampled
+
+    async def _per_function(
+        self, ir: str, request: schemas.OptimizeRequest, deadline: float, sampled: _Sampled
+    ) -> None:
+        """A unit of several functions: each function gets the best of -Oz and the coreset's first
+        `engine.unit_function_lists` lists, measured on its own module, and the lists are linked back into
+        one candidate (compiler/unit_search.py; the path benchmarks/function_lists_units.py measures)."""
+        count = self.settings.engine.unit_function_lists
+        if not count or request.strategy == ServedStrategy.RANKED_CORESET or sampled.deadline_hit:
+            return
+        try:
+            parts = await asyncio.to_thread(split_unit, ir)
+        except IRError:  # aliases or ifuncs: whole-unit candidates only
+            return
+        if len(parts.functions) < 2:  # one function: the whole-unit lists already cover it
+            return
+        candidates = [OZ_PASS_LIST, *self.coreset.first(request.objective, count)]
+        started = time.monotonic()
+        try:
+            measured = await _until(
+                measure_functions(
+                    parts, candidates, request.objective, self.compiler, self.settings.compiler.workers
+                ),
+                deadline + BACKEND_GRACE_S,
+                "compiling per-function candidates",
+            )
+            chosen = measured.choose()
+            (linked,) = await _until(
+                self.compiler.evaluate_async(ir, [chosen], request.objective),
+                deadline + BACKEND_GRACE_S,
+                "linking the per-function candidate",
+            )
+        except ServiceError as err:
+            if err.kind is not ErrorKind.DEADLINE_EXCEEDED:
+                raise
+            sampled.deadline_hit = True
+            return
+        finally:
+            sampled.compile_s += time.monotonic() - started
+        sampled.measured.append(
+            _Measured((), linked.cost, 0.0, "per_function", linked.error or "", function_lists=chosen)
+        )
 
     async def _coreset_beside_model(
         self, ir: str, request: schemas.OptimizeRequest, deadline: float, sampled: _Sampled
@@ -340,7 +391,7 @@ async def _until(awaitable, deadline: float, what: str):
         ) from None
 
 
-_SOURCE_ORDER = {"oz": 0, "model": 1, "coreset": 2}
+_SOURCE_ORDER = {"oz": 0, "model": 1, "coreset": 2, "per_function": 3}
 
 
 def _rank(measured: list[_Measured]) -> list[_Measured]:
@@ -358,13 +409,15 @@ def _rank(measured: list[_Measured]) -> list[_Measured]:
 
 def _candidate(m: _Measured) -> schemas.Candidate:
     failed = m.cost is None or bool(m.error)
+    per_function = m.function_lists
     return schemas.Candidate(
-        pipeline=to_opt_pipeline(m.pass_list),
+        pipeline=to_opt_pipeline(m.pass_list) if per_function is None else "",
         passes=list(m.pass_list),
         cost=-1 if failed else m.cost,
         logprob=m.logprob,
         source=m.source,
         error=m.error or ("" if not failed else "no cost"),
+        function_passes={n: format_pass_list(p) for n, p in per_function.lists} if per_function else {},
     )
 
 

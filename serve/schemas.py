@@ -24,7 +24,7 @@ from optserve.strategies import ServedStrategy
 ObjectiveName = Literal["instruction_count", "text_size"]
 # The field type: the names as plain strings (a Literal of the enum's values, so requests stay strict).
 StrategyName = Literal[tuple(strategy.value for strategy in ServedStrategy)]
-SourceName = Literal["model", "oz", "cache", "coreset"]
+SourceName = Literal["model", "oz", "cache", "coreset", "per_function"]
 # Raw bytes inside the service, base64 text in JSON (responses only: requests use pydantic's Base64Bytes).
 Base64Out = Annotated[
     bytes,
@@ -124,6 +124,11 @@ class Candidate(_Model):
     logprob: float = Field(0.0, description="model log-probability; 0 for -Oz")
     source: SourceName
     error: str = ""
+    function_passes: dict[str, str] = Field(
+        default_factory=dict,
+        description="source per_function: each function's pass list (text form); pipeline and passes are "
+        "then empty, the lists apply to the unit's functions one by one",
+    )
 
 
 class Timings(_Model):

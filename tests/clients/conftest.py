@@ -27,8 +27,9 @@ def optserve_target(tmp_path_factory) -> str:
     settings = Settings.model_validate(
         {
             "compiler": {"workers": 2},
-            # No coreset or per-function lists for inputs longer than the stand-in model's context: the
-            # never-larger tests need units where the service answers -Oz (LLVM 20), which clang-19 beats.
+            # No coreset lists, no lists per function (for inputs longer than the stand-in model's context,
+            # nor per function of a unit): the never-larger tests need units where the service answers -Oz
+            # (LLVM 20), which clang-19 beats.
             "engine": {
                 "model_dir": str(model_dir),
                 "backend": "torch",
@@ -36,6 +37,7 @@ def optserve_target(tmp_path_factory) -> str:
                 "coreset_fallback_lists": 0,
                 "unit_function_prompts": 0,
                 "coreset_lists_with_model": 0,
+                "unit_function_lists": 0,
             },  # fmt: skip
             "serve": {"http_port": HTTP_PORT, "grpc_port": GRPC_PORT, "ray_num_cpus": 4},
         }

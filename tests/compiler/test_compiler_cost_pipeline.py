@@ -115,3 +115,18 @@ def test_oz_on_split_functions(c_ir):
         for name, function_ir in split_functions(ir):
             for objective in OBJECTIVES:
                 assert oz_cost(function_ir, objective) > 0, name
+
+
+def test_a_unit_with_inline_asm_compiles_to_an_object(compile_c, tmp_path):
+    """Real units read the CPU with inline asm (opus' x86cpu.c, libuv): codegen needs the host's asm parser,
+    without which LLVM aborts the whole process. In a pool, so a regression is a failed test, not a crash."""
+    from optserve.compiler.workers import CompilerPool
+
+    source = tmp_path / "cpuid.c"
+    source.write_text(
+        "unsigned leaf(unsigned a) { unsigned b, c, d; "
+        '__asm__ volatile("cpuid" : "+a"(a), "=b"(b), "=c"(c), "=d"(d)); return a ^ b ^ c ^ d; }\n'
+    )
+    with CompilerPool(processes=1, timeout_s=60) as pool:
+        (result,) = pool.evaluate(compile_c(source), [("-Oz",)], "text_size")
+    assert result.ok and result.cost > 0

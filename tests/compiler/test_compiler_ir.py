@@ -154,3 +154,15 @@ def test_a_foreign_target_is_refused_and_leaves_later_costs_unchanged(c_ir):
     with pytest.raises(IRError, match="not supported"):
         measure(foreign, Objective.TEXT_SIZE)
     assert measure(c_ir["loops"], Objective.TEXT_SIZE) == before
+
+
+def test_split_keeps_a_function_that_uses_a_global_of_a_named_struct_type():
+    """llvmlite prints a named struct type alone as its definition; the declaration must use its name."""
+    ir = (
+        "%struct.counter = type { i32, ptr }\n"
+        "@state = global %struct.counter zeroinitializer\n"
+        "define i32 @bump() {\n  %v = load i32, ptr @state\n  %w = add i32 %v, 1\n"
+        "  store i32 %w, ptr @state\n  ret i32 %w\n}\n"
+    )
+    [(name, module)] = split_functions(ir)
+    assert name == "bump" and "@state = external global %struct.counter" in module

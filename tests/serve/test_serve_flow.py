@@ -10,17 +10,22 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import subprocess
 import time
+from pathlib import Path
 
 import grpc
 import pytest
 
 from optserve.compiler.cache import ResultCache
+from optserve.compiler.cost import text_size
+from optserve.compiler.function_lists import split_unit
 from optserve.compiler.ir import instruction_count
-from optserve.compiler.passes import to_opt_pipeline
+from optserve.compiler.passes import format_pass_list, to_opt_pipeline
 from optserve.compiler.workers import CompilerPool
 from optserve.config import Settings
 from optserve.engine.backend import DecoderDeadError
+from optserve.engine.coreset import Coreset
 from optserve.engine.interface import Candidate, Generation, PromptTooLongError, SamplingOptions, Strategy
 from optserve.serve import codec, schemas
 from optserve.serve.access import check_peer, check_token, is_loopback_host, peer_host
@@ -481,3 +486,54 @@ def test_metrics_are_summed_over_replicas_and_nodes_of_one_application():
     text = sum_over_replicas(nodes, "optserve")
     line = 'optserve_requests_total{operation="optimize",protocol="grpc",code="OK"} 5.0'
     assert line in text.splitlines() and f"# TYPE {REQUESTS.name} counter" in text
+
+
+UNIT_PROGRAM = Path(__file__).resolve().parent.parent / "data" / "units" / "calc.c"
+
+
+@pytest.fixture(scope="module")
+def unit_ir() -> str:
+    """A whole C program of several functions, compiled to IR as optcc compiles a unit."""
+    command = ["clang-19", "-Oz", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-S", "-w", "-o", "-"]
+    return subprocess.run([*command, str(UNIT_PROGRAM)], check=True, capture_output=True, text=True).stdout
+
+
+def _run_object(object_code: bytes, directory: Path) -> str:
+    (directory / "unit.o").write_bytes(object_code)
+    subprocess.run(["clang-19", str(directory / "unit.o"), "-o", str(directory / "unit")], check=True)
+    return subprocess.run([str(directory / "unit")], check=True, capture_output=True, text=True).stdout
+
+
+def test_a_unit_of_several_functions_gets_a_list_per_function_and_its_object_runs(pool, unit_ir, tmp_path):
+    settings = Settings.model_validate({"engine": {"unit_function_lists": 3, "coreset_lists_with_model": 0}})
+    request = schemas.OptimizeRequest(
+        ir=unit_ir, objective="text_size", return_object=True, bypass_cache=True
+    )
+    response = optimize(ScriptedGenerator([("-Oz",)]), pool, request, settings=settings)
+    (per_function,) = [c for c in response.candidates if c.source == "per_function"]
+    assert set(per_function.function_passes) == set(split_unit(unit_ir).functions)
+    allowed = {"-Oz"} | {format_pass_list(p) for p in Coreset.load(settings.engine.coreset_path).first(
+        "text_size", 3)}  # fmt: skip
+    assert set(per_function.function_passes.values()) <= allowed and per_function.pipeline == ""
+    # On this program one function's own list beats -Oz: the linked unit is the answer, and it runs.
+    assert response.best.source == "per_function" and response.best.cost < response.oz_cost
+    assert text_size(response.object_code) == response.best.cost
+    subprocess.run(
+        ["clang-19", "-O0", "-w", str(UNIT_PROGRAM), "-o", str(tmp_path / "reference")], check=True
+    )
+    expected = subprocess.run(
+        [str(tmp_path / "reference")], check=True, capture_output=True, text=True
+    ).stdout
+    assert _run_object(response.object_code, tmp_path) == expected
+    again = optimize(ScriptedGenerator([("-Oz",)]), pool, request, settings=settings)
+    assert again.candidates == response.candidates  # deterministic
+
+
+def test_per_function_lists_can_be_switched_off_and_skip_a_single_function(pool, unit_ir, add_ir):
+    off = Settings.model_validate({"engine": {"unit_function_lists": 0}})
+    response = optimize(
+        ScriptedGenerator([("-Oz",)]), pool, schemas.OptimizeRequest(ir=unit_ir), settings=off
+    )
+    assert "per_function" not in {c.source for c in response.candidates}
+    response = optimize(ScriptedGenerator([("-Oz",)]), pool, schemas.OptimizeRequest(ir=add_ir))
+    assert "per_function" not in {c.source for c in response.candidates}

@@ -7,8 +7,10 @@ from __future__ import annotations
 import hashlib
 import re
 import socket
+import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import grpc
 import llvmlite.binding as llvm
@@ -16,6 +18,7 @@ import pytest
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 from serve_helpers import MAX_IR_BYTES, TOKEN, slow_module
 
+from optserve.compiler.cost import text_size
 from optserve.compiler.pipeline import evaluate
 from optserve.serve.client import CallError, OptserveClient
 from optserve.v1 import optserve_pb2 as pb
@@ -291,3 +294,22 @@ def test_the_reported_ir_hash_is_of_the_parsed_module(client, add_ir):
     response = client.optimize(add_ir)
     parsed = str(llvm.parse_assembly(add_ir))
     assert response.ir_sha256 == hashlib.sha256(parsed.encode()).hexdigest()
+
+
+def test_a_whole_unit_gets_a_list_per_function_and_its_object_runs(client, tmp_path):
+    program = Path(__file__).resolve().parent.parent / "data" / "units" / "calc.c"
+    as_optcc = ["clang-19", "-Oz", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-S", "-w", "-o", "-"]
+    ir = subprocess.run([*as_optcc, str(program)], check=True, capture_output=True, text=True).stdout
+    response = client.optimize(ir, objective="text_size", return_object=True, bypass_cache=True)
+    (per_function,) = [c for c in response.candidates if c.source == pb.PER_FUNCTION]
+    assert {"eval", "main", "mix"} <= set(per_function.function_passes) and per_function.cost > 0
+    assert response.best.cost <= min(per_function.cost, response.oz_cost)
+    assert text_size(response.object_code) == response.best.cost
+    (tmp_path / "unit.o").write_bytes(response.object_code)
+    subprocess.run(["clang-19", str(tmp_path / "unit.o"), "-o", str(tmp_path / "unit")], check=True)
+    subprocess.run(["clang-19", "-O0", "-w", str(program), "-o", str(tmp_path / "reference")], check=True)
+    outputs = [
+        subprocess.run([str(tmp_path / n)], check=True, capture_output=True).stdout
+        for n in ("unit", "reference")
+    ]
+    assert outputs[0] == outputs[1]

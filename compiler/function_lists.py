@@ -1,0 +1,265 @@
+"""Per-function pass lists for a whole translation unit: split it into linkable modules, link them back.
+
+One pass list for a whole unit saves little; per function there is more (docs/bench/function_lists.md). A
+unit is split into
+  - a *shell* module: every global variable defined (local ones made external so the others can reach
+    them), every other function declared; it keeps the module asm and `llvm.used`-like arrays;
+  - one module per defined function: that function defined (external), with the static helpers only it
+    references (directly or through each other) defined beside it, still internal, so a list with an
+    inliner (-Oz) can inline and drop them as -Oz on the whole unit does; the functions and variables it
+    references declared; constants it reads are `available_externally` copies, so passes can still fold
+    them, while codegen emits them only once (in the shell).
+Each function module is optimized with its own list, the modules are linked into the shell (one LLVM
+context), symbols that were local get their linkage back, and `globaldce` drops the static functions and
+variables nothing uses any more. What this gives up is inter-procedural work across modules (inlining a
+function called from several places, propagating constants into a static function's callers); the service
+keeps the whole unit's -Oz when that is smaller.
+
+Measured on train/val units (docs/bench/function_lists.md): helpers beside their only caller beat one module
+per function (3.23% vs 2.45% of `.text` vs -Oz at 10 coreset lists, with the floor).
+
+Pure functions of IR text; they run LLVM in the calling process (services run them in a CompilerPool worker).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import llvmlite.binding as llvm
+
+from optserve.compiler.cost import Objective, object_code, text_size
+from optserve.compiler.ir import (
+    _COMDAT,
+    _TYPE_DEFINITION,
+    IRError,
+    _declaration,
+    _definitions_as_printed,
+    _external_definition,
+    _global_for_split,
+    _global_kind,
+    _reachable_symbols,
+    _symbols_in,
+    module_instruction_count,
+    parse_module,
+)
+from optserve.compiler.passes import PassListError
+from optserve.compiler.pipeline import OZ, Evaluation, optimize_module
+
+_LOCAL_LINKAGES = {"private", "internal"}
+# Passes after linking: drop what became dead (static helpers, their constants, unused declarations).
+CLEANUP = ("globaldce", "strip-dead-prototypes")
+# `@name = [linkage] ...`: the linkage keyword, if any, right after the `=`.
+_GLOBAL_LINKAGE = re.compile(
+    r"^(@(?:\"(?:[^\"\\]|\\.)*\"|[-a-zA-Z$._0-9]+) = )"
+    r"(?:(private|internal|available_externally|linkonce_odr|linkonce|weak_odr|weak|common|appending"
+    r"|extern_weak|external) )?"
+)
+
+
+@dataclass(frozen=True)
+class UnitParts:
+    """A unit split for per-function optimization; `link` puts (optimized) parts back together."""
+
+    shell: str  # global variables and declarations of every function
+    functions: dict[str, str]  # name -> module defining that function (and its private helpers, below)
+    members: dict[str, list[str]]  # name -> that function, then the static functions only it references
+    local_linkage: dict[str, str]  # symbol -> 'private' / 'internal', restored after linking
+
+
+@dataclass(frozen=True)
+class FunctionLists:
+    """Pass lists per function as one candidate for a whole unit: what `apply_function_lists` applies, and
+    what a CompilerPool compiles in place of a pass list (one job per unit)."""
+
+    lists: tuple[tuple[str, tuple[str, ...]], ...]  # (function name, pass list), sorted by name
+    default: tuple[str, ...] = OZ  # for functions not named
+    cleanup: tuple[str, ...] = CLEANUP  # on the linked unit
+
+    @classmethod
+    def of(
+        cls, lists: Mapping[str, Sequence[str]], default: Sequence[str] = OZ, cleanup: Sequence[str] = CLEANUP
+    ) -> FunctionLists:
+        return cls(tuple(sorted((n, tuple(p)) for n, p in lists.items())), tuple(default), tuple(cleanup))
+
+    def for_function(self, name: str) -> tuple[str, ...]:
+        return dict(self.lists).get(name, self.default)
+
+
+def split_unit(ir: str) -> UnitParts:
+    """The unit as a shell and one module per defined function (IRError for what it cannot split: aliases
+    and ifuncs, or a function whose module does not verify)."""
+    module = parse_module(ir)
+    printed = str(module)
+    if re.search(r"^@[^=\n]+ = [^\n]*\b(alias|ifunc)\b", printed, re.MULTILINE):
+        raise IRError("the unit has aliases or ifuncs, which per-function splitting does not handle")
+    lines = printed.splitlines()
+    header = [line for line in lines if line.startswith(("target ", "source_filename"))]
+    header += [line for line in lines if _TYPE_DEFINITION.match(line)]
+    comdats = [line for line in lines if line.startswith("$")]
+    module_asm = [line for line in lines if line.startswith("module asm ")]
+    attribute_groups = [line for line in lines if line.startswith("attributes #")]
+    metadata = [line for line in lines if line.startswith("!")]
+
+    functions = {function.name: function for function in module.functions}
+    variables = {variable.name: variable for variable in module.global_variables}
+    variable_texts = {name: str(variable) for name, variable in variables.items()}
+    local_linkage = {
+        value.name: value.linkage.name
+        for value in [*functions.values(), *variables.values()]
+        if value.linkage.name in _LOCAL_LINKAGES
+    }
+    definitions = _definitions_as_printed(printed, [f.name for f in module.functions if not f.is_declaration])
+
+    groups = _groups(definitions, local_linkage, variable_texts)
+    helpers = {name for members in groups.values() for name in members[1:]}
+    shell = [*header, *comdats, *module_asm]
+    shell += [_external(variable_texts[name]) for name in variables]
+    # Helpers are not declared: their one copy, in their caller's module, keeps its name when linked.
+    shell += [_declaration(function) for name, function in functions.items() if name not in helpers]
+    shell_text = "\n".join([*shell, *attribute_groups, *metadata]) + "\n"
+
+    parts = {}
+    for root, members in groups.items():
+        body = "\n".join(definitions[m] for m in members)
+        needed_functions, needed_variables = _reachable_symbols(
+            body, root, functions, variables, variable_texts
+        )
+        text = [*header]
+        text += [_for_function_module(variables[v], variable_texts[v]) for v in needed_variables]
+        text += [_declaration(functions[f]) for f in needed_functions if f not in members]
+        text += [_external_definition(definitions[root]), *(definitions[m] for m in members[1:])]
+        text += [*attribute_groups, *metadata]
+        parts[root] = str(parse_module("\n".join(text) + "\n"))
+    module.close()
+    members = {root: groups[root] for root in parts}
+    return UnitParts(str(parse_module(shell_text)), parts, members, local_linkage)
+
+
+def _groups(
+    definitions: dict[str, str], local_linkage: dict[str, str], variable_texts: dict[str, str]
+) -> dict[str, list[str]]:
+    """Each function with the static functions only it reaches (directly or through other such helpers).
+
+    -Oz on the whole unit inlines a static helper called from one place and deletes it; in a module of
+    its own the helper would be external and stay. A helper referenced by one function only (not by a
+    global's initializer) therefore joins that function's module, where it stays internal.
+    """
+    referrers: dict[str, set[str]] = {name: set() for name in definitions}
+    for name, definition in definitions.items():
+        for symbol in set(_symbols_in(definition)) - {name}:
+            if symbol in referrers:
+                referrers[symbol].add(name)
+    for text in variable_texts.values():
+        for symbol in _symbols_in(text):
+            if symbol in referrers:
+                referrers[symbol].add("")  # pinned: a global refers to it
+    owner = {
+        name: next(iter(callers))
+        for name, callers in referrers.items()
+        if local_linkage.get(name) and len(callers) == 1 and "" not in callers
+    }
+
+    def root_of(name: str) -> str:
+        seen = {name}
+        while name in owner and owner[name] not in seen:
+            name = owner[name]
+            seen.add(name)
+        return name if name not in owner else min(seen)  # a cycle of helpers: its first name is the root
+
+    groups: dict[str, list[str]] = {}
+    for name in definitions:
+        groups.setdefault(root_of(name), [])
+    for name in definitions:
+        root = root_of(name)
+        groups[root].append(name) if name != root else groups[root].insert(0, name)
+    return groups
+
+
+def _external(variable_text: str) -> str:
+    """A global variable's definition with private/internal linkage dropped (external)."""
+    return _GLOBAL_LINKAGE.sub(
+        lambda m: m.group(1) if m.group(2) in _LOCAL_LINKAGES else m.group(0), variable_text, 1
+    )
+
+
+def _for_function_module(variable, text: str) -> str:
+    """A constant with a definitive initializer as an `available_externally` copy; anything else declared."""
+    linkage = variable.linkage.name
+    if (
+        _global_kind(text) == "constant"
+        and not variable.is_declaration
+        and linkage in (_LOCAL_LINKAGES | {"external"})
+    ):
+        copy = _GLOBAL_LINKAGE.sub(lambda m: f"{m.group(1)}available_externally ", text, 1)
+        return _COMDAT.sub("", copy)
+    return _global_for_split(_Declared(variable), text)
+
+
+class _Declared:
+    """A variable seen as a declaration (so `_global_for_split` writes `external`)."""
+
+    def __init__(self, variable):
+        self.name, self.global_value_type, self.is_declaration = (
+            variable.name,
+            variable.global_value_type,
+            True,
+        )
+
+
+def link(parts: UnitParts, function_irs: Mapping[str, str], context: llvm.ContextRef) -> llvm.ModuleRef:
+    """The shell with every function module of `function_irs` linked in, local linkage restored, verified."""
+    unit = llvm.parse_assembly(parts.shell, context=context)
+    for name in parts.functions:
+        unit.link_in(llvm.parse_assembly(function_irs[name], context=context))
+    for name, linkage in parts.local_linkage.items():
+        value = _global_value(unit, name)
+        if value is not None and not value.is_declaration:
+            value.linkage = linkage
+    unit.verify()
+    return unit
+
+
+def _global_value(module: llvm.ModuleRef, name: str):
+    for getter in (module.get_function, module.get_global_variable):
+        try:
+            return getter(name)
+        except NameError:
+            continue
+    return None
+
+
+def apply_function_lists(
+    ir: str,
+    function_lists: FunctionLists,
+    objective: Objective | str = Objective.TEXT_SIZE,
+    want_ir: bool = False,
+    want_object: bool = False,
+) -> Evaluation:
+    """Optimize each function module of `ir` (`split_unit`) with its list, link, drop what became dead,
+    verify and measure: the Evaluation of the whole unit (an error Evaluation for bad IR, a list that
+    fails, or a linked module that does not verify)."""
+    started = time.perf_counter()
+    objective = Objective(objective)
+    try:
+        parts = split_unit(ir)
+        optimized = {}
+        for name, function_ir in parts.functions.items():
+            module = parse_module(function_ir)
+            optimize_module(module, function_lists.for_function(name))
+            optimized[name] = str(module)
+            module.close()
+        unit = link(parts, optimized, llvm.create_context())
+        optimize_module(unit, function_lists.cleanup)
+        unit.verify()
+        # Read the IR before emitting code: codegen rewrites the module in place.
+        optimized_ir = str(unit) if want_ir else None
+        instructions = module_instruction_count(unit)
+        code = object_code(unit) if want_object or objective is Objective.TEXT_SIZE else None
+        cost = text_size(code) if objective is Objective.TEXT_SIZE else instructions
+        seconds = time.perf_counter() - started
+        return Evaluation(function_lists, cost, None, seconds, optimized_ir, code if want_object else None)
+    except (IRError, PassListError, RuntimeError) as err:
+        return Evaluation(function_lists, None, f"{type(err).__name__}: {err}", time.perf_counter() - started)

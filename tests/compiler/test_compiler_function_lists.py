@@ -1,0 +1,138 @@
+"""Per-function pass lists for a whole unit: split, optimize per function, link back
+(compiler/function_lists.py, compiler/unit_search.py). Real IR: a C program compiled as optcc compiles it,
+and units of real packages."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from optserve.compiler.cost import object_code, text_size
+from optserve.compiler.function_lists import FunctionLists, apply_function_lists, split_unit
+from optserve.compiler.ir import parse_module
+from optserve.compiler.pipeline import OZ, evaluate
+from optserve.compiler.unit_search import search_function_lists
+from optserve.compiler.workers import CompilerPool
+
+PROGRAM = Path(__file__).resolve().parent.parent / "data" / "units" / "calc.c"
+OPTCC_IR = ["-Oz", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-S", "-w"]  # as optcc asks clang
+REAL_UNITS = Path(__file__).resolve().parents[2] / "data" / "real" / "units" / "examples"
+# Lists of the coreset's kinds: no meta flag (no inliner), -Oz, another level, and one that leaves -O0 code.
+LISTS = [("sroa", "jump-threading"), OZ, ("-O1",), ("-Os", "break-crit-edges"), ()]
+
+
+@pytest.fixture(scope="module")
+def program_ir() -> str:
+    return subprocess.run(
+        ["clang-19", *OPTCC_IR, str(PROGRAM), "-o", "-"], check=True, capture_output=True, text=True
+    ).stdout
+
+
+def _run_linked(object_file: bytes, tmp_path: Path) -> str:
+    (tmp_path / "unit.o").write_bytes(object_file)
+    subprocess.run(["clang-19", str(tmp_path / "unit.o"), "-o", str(tmp_path / "unit")], check=True)
+    return subprocess.run([str(tmp_path / "unit")], check=True, capture_output=True, text=True).stdout
+
+
+def _expected_output(tmp_path: Path) -> str:
+    subprocess.run(["clang-19", "-O0", "-w", str(PROGRAM), "-o", str(tmp_path / "reference")], check=True)
+    return subprocess.run([str(tmp_path / "reference")], check=True, capture_output=True, text=True).stdout
+
+
+def test_a_helper_with_one_caller_joins_its_module_and_shared_or_table_helpers_do_not(program_ir):
+    parts = split_unit(program_ir)
+    assert parts.members["eval"][0] == "eval" and "find_op" in parts.members["eval"]
+    assert "fib" in parts.members["eval"]  # recursive, but only eval calls it from outside
+    assert "mix" in parts.functions  # called from eval and hash: a module of its own
+    assert {"add", "sub", "mul", "mod"} <= set(parts.functions)  # reachable through the ops table
+    assert parts.local_linkage["calls"] == "internal" and parts.local_linkage["mix"] == "internal"
+
+
+@pytest.mark.parametrize("rotation", range(len(LISTS)))
+def test_a_program_with_a_different_list_per_function_runs_as_compiled_by_clang(
+    program_ir, tmp_path, rotation
+):
+    names = list(split_unit(program_ir).functions)
+    lists = {name: LISTS[(index + rotation) % len(LISTS)] for index, name in enumerate(names)}
+    linked = apply_function_lists(program_ir, FunctionLists.of(lists), want_ir=True, want_object=True)
+    assert linked.ok, linked.error
+    assert _run_linked(linked.object_code, tmp_path) == _expected_output(tmp_path)
+    assert linked.cost == text_size(linked.object_code)
+
+
+def test_statics_stay_local_after_linking_and_dead_ones_are_dropped(program_ir):
+    linked = apply_function_lists(program_ir, FunctionLists.of({}), want_ir=True)  # -Oz everywhere
+    module = parse_module(linked.optimized_ir)
+    functions = {f.name: f for f in module.functions if not f.is_declaration}
+    assert functions["mix"].linkage.name == "internal"
+    variables = {v.name: v for v in module.global_variables}  # get_global_variable skips internal ones
+    assert variables["calls"].linkage.name == "internal" and variables[".str"].linkage.name == "private"
+    assert "find_op" not in functions  # -Oz inlined it into its only caller; nothing else could call it
+    assert functions["eval"].linkage.name == "external"
+
+
+def test_every_function_at_oz_stays_close_to_the_whole_unit_at_oz(program_ir):
+    """Splitting gives up inlining across modules; with helpers kept beside their only caller the unit
+    grows little (the caller keeps the whole unit's -Oz when it is smaller)."""
+    whole = evaluate(program_ir, OZ, "text_size").cost
+    per_function = apply_function_lists(program_ir, FunctionLists.of({}), "text_size").cost
+    assert per_function <= whole * 1.10
+
+
+def test_a_list_that_breaks_gives_an_error_evaluation_not_an_exception(program_ir):
+    result = apply_function_lists(program_ir, FunctionLists.of({"eval": ("no-such-pass",)}))
+    assert not result.ok and "no-such-pass" in result.error
+
+
+def test_the_pool_runs_function_lists_as_one_job_with_the_in_process_result(program_ir):
+    lists = FunctionLists.of({"eval": ("sroa", "jump-threading"), "hash": ("-O1",)})
+    with CompilerPool(processes=1, timeout_s=60) as pool:
+        (pooled,) = pool.evaluate(program_ir, [lists], "text_size")
+    assert pooled.ok and pooled.pass_list == lists
+    assert pooled.cost == apply_function_lists(program_ir, lists, "text_size").cost
+
+
+def test_search_picks_per_function_the_cheapest_list_measured_alone(program_ir, tmp_path):
+    with CompilerPool(processes=2, timeout_s=60) as pool:
+        chosen, unit = asyncio.run(
+            search_function_lists(program_ir, LISTS[:4], "text_size", pool, want_object=True)
+        )
+    parts = split_unit(program_ir)
+    for name, module_ir in parts.functions.items():
+        costs = [evaluate(module_ir, p, "text_size").cost for p in LISTS[:4]]
+        assert chosen.for_function(name) == LISTS[costs.index(min(costs))]
+    assert unit.ok and _run_linked(unit.object_code, tmp_path) == _expected_output(tmp_path)
+
+
+def _real_units(count: int) -> list[str]:
+    """First units of a train shard of the real-code corpus (data/real, built by corpus/real_corpus.py)."""
+    shards = sorted(REAL_UNITS.glob("train-*.jsonl"))
+    if not shards:
+        pytest.skip("the real-code corpus (data/real) is not built on this machine")
+    units = []
+    for line in shards[0].open():
+        ir = json.loads(line)["ir"]
+        if 2_000 < len(ir) < 60_000:
+            units.append(ir)
+        if len(units) == count:
+            return units
+    return units
+
+
+def test_real_units_link_verify_and_keep_their_defined_symbols():
+    for ir in _real_units(5):
+        names = {f.name for f in parse_module(ir).functions if not f.is_declaration}
+        lists = {name: LISTS[index % len(LISTS)] for index, name in enumerate(sorted(names))}
+        linked = apply_function_lists(ir, FunctionLists.of(lists), want_ir=True)
+        assert linked.ok, linked.error
+        module = parse_module(linked.optimized_ir)  # verifies
+        kept = {f.name for f in module.functions if not f.is_declaration}
+        linkage = {f.name: f.linkage.name for f in parse_module(ir).functions}
+        assert {n for n in names if linkage[n] == "external"} <= kept  # other units may call them
+        assert kept <= names  # nothing renamed or duplicated (passes may only delete)
+        assert all(f.linkage.name == linkage[f.name] for f in module.functions if f.name in kept)
+        assert linked.cost == text_size(object_code(module))
