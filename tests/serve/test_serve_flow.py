@@ -537,3 +537,13 @@ def test_per_function_lists_can_be_switched_off_and_skip_a_single_function(pool,
     assert "per_function" not in {c.source for c in response.candidates}
     response = optimize(ScriptedGenerator([("-Oz",)]), pool, schemas.OptimizeRequest(ir=add_ir))
     assert "per_function" not in {c.source for c in response.candidates}
+
+
+def test_the_coreset_strategy_also_gets_a_list_per_function(pool, unit_ir):
+    # optcc sends units longer than the model's context with strategy coreset (clients/settings.py)
+    settings = Settings.model_validate({"engine": {"unit_function_lists": 3}})
+    request = schemas.OptimizeRequest(ir=unit_ir, objective="text_size", strategy="coreset", samples=2)
+    response = optimize(ScriptedGenerator([]), pool, request, settings=settings)
+    sources = [c.source for c in response.candidates]
+    assert sources.count("coreset") == 2 and sources.count("per_function") == 1
+    assert response.best.source == "per_function" and response.best.cost < response.oz_cost
