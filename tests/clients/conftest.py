@@ -52,6 +52,9 @@ def empty_object_cache(tmp_path, monkeypatch) -> Path:
     """Every test starts with an empty optcc object cache of its own (never the user's ~/.cache/optcc)."""
     cache = tmp_path / "optcc-cache"
     monkeypatch.setenv("OPTCC_CACHE_DIR", str(cache))
+    # Tests that expect the service's answer must not hang on how loaded this machine is: no per-unit budget
+    # (the fixed OPTCC_DEADLINE) unless a test sets one.
+    monkeypatch.setenv("OPTCC_BUDGET", "0")
     return cache
 
 
