@@ -206,10 +206,12 @@ def test_a_unit_whose_budget_ran_out_is_cached_and_a_rebuild_makes_no_service_ca
     assert (warm["outcome"], warm["budget_cut"], warm["from_cache"]) == ("fallback", True, True)
     assert "from optcc's cache (clang's object)" in stderr
     assert (tmp_path / "unit.o").read_bytes() == cold_object
-    # OPTCC_RECACHE=1 asks the service again (and stores the new outcome); a larger budget is another key.
+    # OPTCC_RECACHE=1 asks the service again (and stores the new outcome); more time is another key.
     again, _ = compile_once(tmp_path, proxy.target, "recache", OPTCC_RECACHE="1", **NO_TIME)
     assert again.get("from_cache") is None and proxy.connections > cold_connections
-    more, _ = compile_once(tmp_path, proxy.target, "budget", OPTCC_BUDGET="20", OPTCC_BUDGET_MIN="9")
+    more, _ = compile_once(
+        tmp_path, proxy.target, "more", **NO_TIME | {"OPTCC_BUDGET": "0", "OPTCC_DEADLINE": "30"}
+    )
     assert (more["outcome"], more.get("from_cache")) == ("service", None)
 
 
