@@ -177,7 +177,7 @@ def count_units(units: list[dict]) -> dict[str, int]:
     served = [u for u in units if u["outcome"] == "service"]
     return {
         "taken_over": kinds["service"] + kinds["fallback"],
-        "from_cache": sum(1 for u in served if u.get("from_cache")),
+        "from_cache": sum(1 for u in units if u.get("from_cache")),  # budget cuts (fallbacks) too
         "service_won": sum(1 for u in served if u["winner"] == "service"),
         "passed_through": kinds["passthrough"],
         "fell_back": kinds["fallback"],

@@ -2,7 +2,7 @@
 
 It works as ccache's direct mode. A unit's *direct key* hashes everything that decides its object and is
 known before compiling: the command line and working directory, the compiler (resolved path, size, mtime),
-optcc's settings that reach the service (server, objective, IR mode, strategy, samples, budget), the
+optcc's settings that reach the service (server, objective, IR mode, strategy, samples, budget, deadline), the
 service's model (name and content hash), the environment variables clang reads (CPATH, ...), and the source
 file's bytes.
 The headers the unit includes are known only after a compile: on a miss, optcc's IR step writes them
@@ -10,11 +10,20 @@ The headers the unit includes are known only after a compile: on a miss, optcc's
 lookup is a hit when, for one stored header set, every header still has the same bytes. A hit writes the
 stored object, dependency file (`-MD`/`-MMD`) and clang's diagnostics, and runs neither clang nor the service.
 
-Only service answers are stored: never a fallback (service down or failing: the next build tries again),
-never a unit whose source or headers use `__DATE__`/`__TIME__`/`__TIMESTAMP__`. An answer cut by its
-deadline is stored too (record `deadline_hit`): a rebuild gets what the first build got, as from ccache;
-OPTCC_CACHE=0 or an emptied cache asks again. Every stored object already passed optcc's comparison with
-clang's, so a hit keeps the never-larger promise.
+What is stored follows ccache's rule: an outcome that the key decides is stored, one that depends on
+something outside it is not. Stored: every service answer (the object that won the comparison with clang's),
+an answer cut by its deadline (record `deadline_hit`), and a *budget cut* (record `budget_cut`, outcome
+`fallback`, clang's object): the service was reachable and answered DEADLINE_EXCEEDED itself because its
+-Oz did not fit the unit's deadline. The deadline comes from settings the key holds (OPTCC_BUDGET,
+OPTCC_BUDGET_MIN, OPTCC_DEADLINE) and clang's compile time then, so a rebuild gets what the first build
+got, as ccache gives a stored object whatever the load was when it was made. Not stored: a service that
+was unreachable, timed out on the client's side, was overloaded or answered another error, a failed IR
+step or clang compile (ccache does not store failed compiles either), and any unit whose source or headers
+use `__DATE__`/`__TIME__`/`__TIMESTAMP__`: the next build tries again. To ask the service again for stored
+units, change a setting in the key (e.g. a larger OPTCC_BUDGET), or set OPTCC_RECACHE=1 (ccache's
+CCACHE_RECACHE): lookups are skipped and each unit's new outcome replaces the stored one. OPTCC_CACHE=0 or
+an emptied cache asks again too. Every stored object already passed optcc's comparison with clang's (or is
+clang's), so a hit keeps the never-larger promise.
 
 The model is looked up at most once per `MODEL_CHECK_S` per cache and server (a gRPC call), and noted from
 every service answer; when the service cannot be reached the last model seen stands, so a rebuild during an
@@ -44,7 +53,7 @@ from optserve.clients.command_line import CompileJob
 from optserve.clients.files import log_line, write_atomically
 from optserve.clients.settings import OptccSettings
 
-CACHE_FORMAT = "optcc-cache-1"
+CACHE_FORMAT = "optcc-cache-2"  # 2: OPTCC_DEADLINE in the key
 MODEL_CHECK_S = 300.0
 MANIFEST_ENTRIES = 8  # header sets kept per direct key (a header that changes back and forth)
 ENVIRONMENT_INPUTS = ("CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "SOURCE_DATE_EPOCH")
@@ -105,9 +114,10 @@ class Slot:
 
     def store(
         self, source: str, headers: list[str], object_code: bytes, stderr: bytes, dependencies: bytes | None,
-        record: dict,
+        record: dict, replace: bool = False,
     ) -> bool:  # fmt: skip
-        """Keep a unit's result under this slot; False when it must not be cached (volatile macros)."""
+        """Keep a unit's result under this slot; False when it must not be cached (volatile macros).
+        `replace` (OPTCC_RECACHE): a result stored for the same headers gives way to this one."""
         header_digests = {}
         for path in headers:
             data = _read(path)
@@ -119,6 +129,8 @@ class Slot:
             return False
         result_key = _hash(self.direct_key, sorted(header_digests.items()))
         folder = self.result_dir(result_key)
+        if replace:
+            shutil.rmtree(folder, ignore_errors=True)
         if not (folder / "record.json").exists():
             staging = folder.with_name(f".{result_key}.{os.getpid()}")
             staging.mkdir(parents=True, exist_ok=True)
@@ -207,7 +219,7 @@ def open_slot(settings: OptccSettings, job: CompileJob, level: str, args: list[s
         level,
         args,
         [settings.server, settings.objective, settings.ir_mode, settings.strategy, settings.samples],
-        [settings.budget, settings.budget_min_s, settings.large_unit_bytes],
+        [settings.budget, settings.budget_min_s, settings.deadline_s, settings.large_unit_bytes],
         model,
         [os.environ.get(name) for name in ENVIRONMENT_INPUTS],
         hashlib.sha256(source).hexdigest(),
@@ -248,7 +260,8 @@ def deliver(hit: Hit, job: CompileJob, settings: OptccSettings, seconds: float) 
         record = {**hit.record, "source": job.source, "output": job.output, "from_cache": True}
         log_line(settings.log_path, record | {"seconds": round(seconds, 3)})
     if settings.verbose:
-        print(f"optcc: {job.source}: from optcc's cache ({hit.record['winner']}'s object)", file=sys.stderr)
+        winner = hit.record.get("winner", "clang")
+        print(f"optcc: {job.source}: from optcc's cache ({winner}'s object)", file=sys.stderr)
     return True
 
 

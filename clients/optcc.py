@@ -21,7 +21,8 @@ widen it). For such a unit it
      instruction_count the service ranks its candidates by IR instructions, but the objects are still
      compared by `.text` bytes: clang's object has no IR to count, and machine code is what the promise is
      about. If clang's object has debug info (`.debug_info`/`.debug_line`) and the service's lacks it,
-     clang's is kept; and stores the result in the cache (service answers, not fallbacks).
+     clang's is kept; and stores the result in the cache: service answers, and clang's object when the
+     service answered that the unit's deadline (its budget) ran out; never other fallbacks (object_cache.py).
 Warnings, errors, exit status and -MD dependency files are those of your clang's compile. If the service is
 down, slow, overloaded or answers an error, the unit gets clang's object and stderr says so once per build:
 optcc never breaks a build that clang would build.
@@ -46,6 +47,8 @@ Environment (all optional):
   OPTCC_CACHE      0: no object cache                          (default: on)
   OPTCC_CACHE_DIR  the object cache (object_cache.py): a rebuild of unchanged sources reuses each unit's
                    object, like ccache (default $XDG_CACHE_HOME/optcc, else ~/.cache/optcc)
+  OPTCC_RECACHE    1: skip cache lookups; each unit's new outcome replaces the stored one (as ccache's
+                   CCACHE_RECACHE; e.g. to ask the service again for units whose budget ran out)
   OPTCC_CACHE_SIZE the cache's size limit, as ccache's max_size: least recently used objects go first
                    (default 5G; 0: no limit)
   OPTCC_LOG        append one JSON line per unit to this file (winner, sizes, passes, model, fallbacks)
@@ -121,7 +124,7 @@ def _from_cache(settings: OptccSettings, job: CompileJob, level: str, args: list
         from optserve.clients import object_cache
 
         slot = object_cache.open_slot(settings, job, level, args)
-        hit = slot.lookup() if slot is not None else None
+        hit = slot.lookup() if slot is not None and not settings.recache else None
         served = hit is not None and object_cache.deliver(hit, job, settings, time.monotonic() - started)
         return served, slot
     except Exception as err:  # the cache is an optimization: never a reason for a build to fail

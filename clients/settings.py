@@ -73,6 +73,7 @@ class OptccSettings:
     verbose: bool
     cache_dir: str | None  # optcc's object cache (object_cache.py); None: off (OPTCC_CACHE=0)
     cache_max_bytes: int = 0  # its size limit (OPTCC_CACHE_SIZE); 0: none
+    recache: bool = False  # OPTCC_RECACHE: skip lookups, store each unit's new outcome (ccache's recache)
 
     def for_unit(self, bitcode_bytes: int) -> tuple[str, int]:
         """(strategy, samples) for a unit of `bitcode_bytes`: the settings', or the large-unit ones."""
@@ -119,6 +120,7 @@ class OptccSettings:
             verbose=env.get("OPTCC_VERBOSE", "") not in ("", "0"),
             cache_dir=_cache_dir(env),
             cache_max_bytes=_size(env.get("OPTCC_CACHE_SIZE", "5G"), "OPTCC_CACHE_SIZE"),
+            recache=env.get("OPTCC_RECACHE", "") not in ("", "0"),
         )
 
 

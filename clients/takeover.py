@@ -30,11 +30,14 @@ UNSAFE_PASSES = frozenset({"newgvn"})
 
 
 class ServiceFailure(Exception):
-    """The service gave no usable answer; `unreachable` when later units should not try it either."""
+    """The service gave no usable answer; `unreachable` when later units should not try it either;
+    `budget_cut` when the service itself answered that the unit's deadline ran out (it is up and tried: the
+    outcome is the budget's, which the cache key holds, so it is cached as a deadline-cut answer is)."""
 
-    def __init__(self, reason: str, unreachable: bool = False):
+    def __init__(self, reason: str, unreachable: bool = False, budget_cut: bool = False):
         super().__init__(reason)
         self.unreachable = unreachable
+        self.budget_cut = budget_cut
 
 
 @dataclass(frozen=True)
@@ -90,17 +93,21 @@ def compile_unit(
         clang_code = clang_object.read_bytes()
         if isinstance(answer, ServiceFailure):
             _notify_fallback(settings.clang, level, str(answer), settings, answer.unreachable)
-            _log(
-                settings,
-                {**_unit_record(job, level), "outcome": "fallback", "reason": str(answer), **timing},
-            )
+            record = {**_unit_record(job, level), "outcome": "fallback", "reason": str(answer), **timing}
+            if answer.budget_cut:
+                record |= {"winner": "clang", "budget_cut": True}
+            _log(settings, record)
             write_atomically(Path(job.output), clang_code)
+            if slot is not None and answer.budget_cut:  # other fallbacks are transient: asked again
+                _remember(settings, job, slot, slot.model, clang_code, clang_stderr, scratch, record)
             return 0
         choice = _choose(clang_code, answer.object_code, _all_passes(answer.best))
         write_atomically(Path(job.output), choice.object_code)
         record = _report(settings, job, level, answer, choice, time.monotonic() - started, timing)
         if slot is not None:
-            _remember(settings, job, slot, answer, choice.object_code, clang_stderr, scratch, record)
+            model = object_cache.model_identity(answer.model_id, answer.model_version)
+            object_cache.note_model(slot.root, settings.server, model)
+            _remember(settings, job, slot, model, choice.object_code, clang_stderr, scratch, record)
     return 0
 
 
@@ -117,16 +124,15 @@ def _time_compile(compile: subprocess.Popen, started: float, timing: dict) -> No
     timing["clang_s"] = round(time.monotonic() - started, 3)
 
 
-def _remember(settings, job, slot, response, object_code: bytes, clang_stderr: bytes, scratch: Path, record):
-    """Store the unit's result in the cache slot (object_cache.py says what is never stored)."""
-    model = object_cache.model_identity(response.model_id, response.model_version)
-    object_cache.note_model(slot.root, settings.server, model)
+def _remember(settings, job, slot, model: str, object_code: bytes, clang_stderr, scratch: Path, record):
+    """Store the unit's result, which `model` gave, in the cache slot (object_cache.py says what is never
+    stored)."""
     if model != slot.model:  # the service swapped models since the lookup: not this key's answer
         return
     try:
         headers = object_cache.parse_dependencies((scratch / "unit.d").read_text())
         dependencies = Path(job.dependency_file).read_bytes() if job.dependency_file else None
-        slot.store(job.source, headers, object_code, clang_stderr, dependencies, record)
+        slot.store(job.source, headers, object_code, clang_stderr, dependencies, record, settings.recache)
         object_cache.trim_if_due(slot.root, settings.cache_max_bytes)
     except OSError as err:  # a cache that cannot be written costs the next build time, never this one
         if settings.verbose:
@@ -206,7 +212,9 @@ def _ask_service(settings: OptccSettings, bitcode: bytes, deadline_s: float):
         unreachable = err.code is grpc.StatusCode.UNAVAILABLE or (
             err.code is grpc.StatusCode.DEADLINE_EXCEEDED and timed_out
         )
-        raise ServiceFailure(f"optserve at {settings.server} answered {err}", unreachable) from None
+        budget_cut = err.code is grpc.StatusCode.DEADLINE_EXCEEDED and not timed_out
+        reason = f"optserve at {settings.server} answered {err}"
+        raise ServiceFailure(reason, unreachable, budget_cut) from None
     except Exception as err:  # never break a build over a client-side surprise
         raise ServiceFailure(f"calling optserve at {settings.server} failed: {err!r}") from None
     if not response.object_code:

@@ -3,10 +3,14 @@ any change to what makes the object (a header, the model) compiles the unit agai
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -103,6 +107,126 @@ def test_without_a_service_nothing_is_cached(program):
     logged_build(program, "down", "127.0.0.1:1")
     records = logged_build(program, "down-again", "127.0.0.1:1")
     assert {r["outcome"] for r in records} == {"fallback"}
+
+
+class CountingProxy:
+    """A TCP relay to the real service that counts the connections optcc opens (each optcc process opens its
+    own channel, so 0 connections in a build means no service call); `refuse` closes them unanswered."""
+
+    def __init__(self, target: str):
+        host, port = target.rsplit(":", 1)
+        self.upstream = (host, int(port))
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.target = f"127.0.0.1:{self.listener.getsockname()[1]}"
+        self.connections = 0
+        self.refuse = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:  # closed
+                return
+            self.connections += 1
+            if self.refuse:
+                client.close()
+                continue
+            upstream = socket.create_connection(self.upstream)
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for end in (source, sink):
+                with contextlib.suppress(OSError):
+                    end.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+@pytest.fixture
+def proxy(optserve_target):
+    relay = CountingProxy(optserve_target)
+    yield relay
+    relay.close()
+
+
+def compile_once(folder: Path, server: str, step: str, **env: str) -> tuple[dict, str]:
+    """optcc -Oz on folder/unit.c (TMPDIR of its own per step: a fresh build); its log record and stderr."""
+    log, tmp = folder / f"{step}.jsonl", folder / f"tmp-{step}"
+    tmp.mkdir()
+    environment = os.environ | {"TMPDIR": str(tmp), "OPTCC_SERVER": server, "OPTCC_LOG": str(log)} | env
+    result = subprocess.run(
+        [OPTCC, "-Oz", "-c", "unit.c", "-o", "unit.o"],
+        cwd=folder, env=environment, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    (record,) = [json.loads(line) for line in log.read_text().splitlines()]
+    return record, result.stderr
+
+
+def a_new_unit(folder: Path, functions: int) -> None:
+    """A unit no earlier test sent (the service's own result cache would answer its -Oz at once)."""
+    token = time.time_ns()
+    body = "int s = x; for (int k = 0; k < y; k++) { s += table[(k * %d + x) & 255] ^ (s >> %d); "
+    body += "if (s & %d) s = s * 3 + k; else table[k & 255] = s; } return s;"
+    lines = ["static int table[256];"] + [
+        f"int f{i}_{token}(int x, int y) {{ {body % (i + 3, i % 7 + 1, i + 1)} }}" for i in range(functions)
+    ]
+    (folder / "unit.c").write_text("\n".join(lines) + "\n")
+
+
+# A deadline no -Oz compile of a 200-function unit meets (the service waits BACKEND_GRACE_S = 0.25 s past it
+# for its -Oz; clang-19 -Oz takes ~1 s on it): the service answers DEADLINE_EXCEEDED itself. Greedy for
+# every unit (OPTCC_LARGE_UNIT=0), as the first budgeted runs had it.
+NO_TIME = {"OPTCC_BUDGET": "0.001", "OPTCC_BUDGET_MIN": "0.001", "OPTCC_LARGE_UNIT": "0"}
+
+
+@pytest.mark.slow
+def test_a_unit_whose_budget_ran_out_is_cached_and_a_rebuild_makes_no_service_call(tmp_path, proxy):
+    """The budget cut is the outcome of the key's settings: stored with clang's object (record
+    `budget_cut`); the rebuild opens no connection to the service and writes the same object."""
+    a_new_unit(tmp_path, 200)
+    cold, _ = compile_once(tmp_path, proxy.target, "cold", **NO_TIME)
+    assert (cold["outcome"], cold.get("budget_cut"), cold.get("from_cache")) == ("fallback", True, None)
+    assert "answered DEADLINE_EXCEEDED" in cold["reason"]
+    cold_object, cold_connections = (tmp_path / "unit.o").read_bytes(), proxy.connections
+    assert cold_connections >= 1
+    (tmp_path / "unit.o").unlink()
+    warm, stderr = compile_once(tmp_path, proxy.target, "warm", OPTCC_VERBOSE="1", **NO_TIME)
+    assert proxy.connections == cold_connections  # no gRPC call, not even for the model
+    assert (warm["outcome"], warm["budget_cut"], warm["from_cache"]) == ("fallback", True, True)
+    assert "from optcc's cache (clang's object)" in stderr
+    assert (tmp_path / "unit.o").read_bytes() == cold_object
+    # OPTCC_RECACHE=1 asks the service again (and stores the new outcome); more time is another key.
+    again, _ = compile_once(tmp_path, proxy.target, "recache", OPTCC_RECACHE="1", **NO_TIME)
+    assert again.get("from_cache") is None and proxy.connections > cold_connections
+    more, _ = compile_once(
+        tmp_path, proxy.target, "more", **NO_TIME | {"OPTCC_BUDGET": "0", "OPTCC_DEADLINE": "30"}
+    )
+    assert (more["outcome"], more.get("from_cache")) == ("service", None)
+
+
+@pytest.mark.slow
+def test_a_unit_whose_service_was_unreachable_is_not_cached(tmp_path, proxy, empty_object_cache):
+    """Unreachable is not the key's doing: the next build asks the service again."""
+    a_new_unit(tmp_path, 1)
+    assert object_cache.known_model(empty_object_cache, proxy.target, 60.0) is not None  # the model is known
+    proxy.refuse = True
+    down, _ = compile_once(tmp_path, proxy.target, "down")
+    assert down["outcome"] == "fallback" and not down.get("budget_cut")
+    proxy.refuse = False
+    seen = proxy.connections
+    up, _ = compile_once(tmp_path, proxy.target, "up")
+    assert (up["outcome"], up.get("from_cache")) == ("service", None) and proxy.connections > seen
 
 
 def test_dependency_files_are_read_as_make_reads_them():
