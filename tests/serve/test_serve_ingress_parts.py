@@ -130,6 +130,6 @@ def test_ray_serve_does_not_hand_the_ingress_the_call_s_deadline():
         await server.stop(None)
 
     asyncio.run(call_with_deadline())
-    assert 5 < seen["proxy_remaining_s"] <= 7.5  # the proxy knows the deadline ...
+    assert 5 < seen["proxy_remaining_s"] <= 7.6  # the proxy knows the deadline (clocks differ by ms) ...
     assert not {"grpc-timeout", "grpc-deadline"} & seen["metadata"]  # ... the metadata does not carry it
     assert not hasattr(seen["ingress_context"], "time_remaining")  # ... nor what the ingress receives
