@@ -56,7 +56,7 @@ PACKAGES: dict[str, str] = {
     "nlopt": "math",
     # general-purpose libraries
     "pcre2": "library", "libonig": "library", "popt": "library", "libffi": "library", "libcbor": "library",
-    "msgpack-c": "library", "libbsd": "library",
+    "msgpack-c": "library", "libbsd": "library", "libunistring": "library",
 }  # fmt: skip
 
 # Evaluation code, kept out of every split: zlib, lua, libjpeg and the MiBench programs' sources

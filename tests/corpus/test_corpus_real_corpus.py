@@ -34,6 +34,31 @@ def test_split_is_by_package_deterministic_and_holds_out_every_kind():
         assert in_kind.count("test") == 1 and in_kind.count("val") <= 1
 
 
+# The held-out packages that labels, the coreset and the benchmarks were built on. A package added to
+# PACKAGES must rank after its kind's val package (corpus/real_corpus.py `_package_rank`), else it moves
+# these and the committed labels of the moved packages change split.
+HELD_OUT = {
+    "test": ["duktape", "gdbm", "libtommath", "libuv1", "mxml", "nettle", "opus", "pcre2", "sed", "xz-utils"],
+    "val": [
+        "bc",
+        "cjson",
+        "diffutils",
+        "gsl",
+        "libevent",
+        "libonig",
+        "libpng1.6",
+        "libsodium",
+        "sqlite3",
+        "zstd",
+    ],
+}
+
+
+def test_adding_packages_leaves_the_held_out_packages_where_they_were():
+    for split, packages in HELD_OUT.items():
+        assert sorted(p for p in PACKAGES if package_split(p) == split) == packages
+
+
 def test_configure_and_cmake_probes_are_not_package_code():
     assert is_probe("/src/pkg/conftest.c")
     assert is_probe("/src/pkg/build/CMakeFiles/CMakeScratch/TryCompile-1/src.c")
