@@ -602,4 +602,4 @@ def test_per_function_work_on_a_unit_of_many_functions_ends_at_the_deadline(pool
     else:
         assert response.deadline_hit and "per_function" not in {c.source for c in response.candidates}
     elapsed = time.monotonic() - started
-    assert elapsed < 10 + 1.5, elapsed
+    assert elapsed < 10 + 2.0, elapsed  # the deadline, BACKEND_GRACE_S and a loaded machine's slack
