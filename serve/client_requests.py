@@ -68,6 +68,22 @@ def optimize_timeout_s(request: pb.OptimizeRequest) -> float | None:
     return request.deadline_s + DEADLINE_MARGIN_S if request.deadline_s else None
 
 
+def within_call(request, remaining_s: float):
+    """`request` as a retry with `remaining_s` left of its call sends it: an Optimize that names its deadline
+    asks the server for no more than fits before the call's deadline, DEADLINE_MARGIN_S kept for the answer
+    (half of what is left, when less). A retry asking for the first try's whole budget would end the call
+    with DEADLINE_EXCEEDED while the server still works on it."""
+    if not isinstance(request, pb.OptimizeRequest) or not request.deadline_s:
+        return request
+    budget_s = max(remaining_s - DEADLINE_MARGIN_S, remaining_s / 2, 0.001)  # 0 would mean "server default"
+    if budget_s >= request.deadline_s:
+        return request
+    fitted = pb.OptimizeRequest()
+    fitted.CopyFrom(request)
+    fitted.deadline_s = budget_s
+    return fitted
+
+
 def schedule_request(
     einsum: str,
     sizes: Mapping[str, int],

@@ -6,7 +6,9 @@ backends are deployment handles, serve/handles.py) and in a test without Ray. Th
 from the compiler-feedback loop `optserve.engine.feedback.generate_with_feedback`.
 
 Guarantees: -Oz is always compiled and ranked, so the best answer is never worse than -Oz; the deadline stops
-sampling and returns the best found so far; only -Oz not finishing in time is DEADLINE_EXCEEDED.
+sampling and returns the best found so far; only -Oz not finishing in time is DEADLINE_EXCEEDED. -Oz failing
+(its compiler replica died, or it does not compile) ends the request at once with that error, not after the
+rest of the candidate work.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 
 from optserve.compiler.cache import ResultCache, ir_digest
-from optserve.compiler.function_lists import FunctionLists, split_unit
+from optserve.compiler.function_lists import FunctionLists, defined_function_count, split_unit
 from optserve.compiler.ir import IRError, parse_ir
 from optserve.compiler.passes import format_pass_list, to_opt_pipeline
 from optserve.compiler.unit_search import measure_functions
@@ -124,18 +126,16 @@ class Optimizer:
         want = (request.return_ir, request.return_object)
         # -Oz compiles while the model samples; the unoptimized input's cost, which only informs, is
         # measured last and only within the deadline, so a tight deadline spends no compile on it.
-        baseline = asyncio.ensure_future(
-            self.compiler.evaluate_async(ir, [OZ_PASS_LIST], request.objective, *want)
-        )
+        baseline = asyncio.ensure_future(self._oz_baseline(ir, request.objective, want))
+        sampling = asyncio.ensure_future(self._sample_and_measure(ir, request, deadline))
         try:
-            sampled = await self._sample_and_measure(ir, request, deadline)
+            sampled = await _unless_failed_first(sampling, baseline)
             started_waiting = time.monotonic()
-            (oz_eval,) = await _until(baseline, deadline + BACKEND_GRACE_S, "the -Oz baseline")
+            oz_eval = await _until(baseline, deadline + BACKEND_GRACE_S, "the -Oz baseline")
             sampled.compile_s += time.monotonic() - started_waiting
         finally:
+            sampling.cancel()
             baseline.cancel()
-        if oz_eval.error:
-            raise ServiceError(ErrorKind.INTERNAL, f"-Oz failed to compile this module: {oz_eval.error}")
         ranked = _rank([_Measured(OZ_PASS_LIST, oz_eval.cost, 0.0, "oz", ""), *sampled.measured])
 
         best_ir, best_object = oz_eval.optimized_ir, oz_eval.object_code
@@ -186,6 +186,13 @@ class Optimizer:
         if not sampled.deadline_hit and not sampled.warning and input_cost is not None:
             self.cache.put(key, response)
         return response
+
+    async def _oz_baseline(self, ir: str, objective: str, want: tuple[bool, bool]):
+        """-Oz's Evaluation (with the output asked for); INTERNAL if -Oz does not compile this module."""
+        (oz_eval,) = await self.compiler.evaluate_async(ir, [OZ_PASS_LIST], objective, *want)
+        if oz_eval.error:
+            raise ServiceError(ErrorKind.INTERNAL, f"-Oz failed to compile this module: {oz_eval.error}")
+        return oz_eval
 
     async def _input_cost(self, ir: str, objective: str, deadline: float) -> int | None:
         """The unoptimized input's cost (-1 if it fails to compile); None when the deadline leaves no time."""
@@ -239,19 +246,24 @@ class Optimizer:
     ) -> None:
         """A unit of several functions: each function gets the best of -Oz and the coreset's first
         `engine.unit_function_lists` lists, measured on its own module, and the lists are linked back into
-        one candidate (compiler/unit_search.py; the path benchmarks/function_lists_units.py measures)."""
-        count = self.settings.engine.unit_function_lists
+        one candidate (compiler/unit_search.py; the path benchmarks/function_lists_units.py measures).
+
+        Skipped for a unit of more than `engine.unit_function_lists_max_functions` functions (its compiles
+        grow with the count); every step, the split included, ends at the request's deadline."""
+        engine = self.settings.engine
+        count = engine.unit_function_lists
         if not count or request.strategy == ServedStrategy.RANKED_CORESET or sampled.deadline_hit:
             return
-        try:
-            parts = await asyncio.to_thread(split_unit, ir)
-        except IRError:  # aliases or ifuncs: whole-unit candidates only
+        if defined_function_count(ir) > engine.unit_function_lists_max_functions:
             return
-        if len(parts.functions) < 2:  # one function: the whole-unit lists already cover it
-            return
-        candidates = [OZ_PASS_LIST, *self.coreset.first(request.objective, count)]
         started = time.monotonic()
         try:
+            parts = await _until(
+                asyncio.to_thread(split_unit, ir), deadline + BACKEND_GRACE_S, "splitting the unit"
+            )
+            if len(parts.functions) < 2:  # one function: the whole-unit lists already cover it
+                return
+            candidates = [OZ_PASS_LIST, *self.coreset.first(request.objective, count)]
             measured = await _until(
                 measure_functions(
                     parts, candidates, request.objective, self.compiler, self.settings.compiler.workers
@@ -265,6 +277,8 @@ class Optimizer:
                 deadline + BACKEND_GRACE_S,
                 "linking the per-function candidate",
             )
+        except IRError:  # aliases or ifuncs: whole-unit candidates only
+            return
         except ServiceError as err:
             if err.kind is not ErrorKind.DEADLINE_EXCEEDED:
                 raise
@@ -382,6 +396,15 @@ def _sampling_options(request: schemas.OptimizeRequest, coreset: Coreset) -> Sam
         objective=request.objective,
         allowed_lists=coreset.first(request.objective, RANKED_CORESET_LISTS) if ranked else None,
     )
+
+
+async def _unless_failed_first(work: asyncio.Future, beside: asyncio.Future):
+    """`work`'s result, unless `beside` fails before `work` ends: then `beside`'s error at once (`work` is
+    cancelled by the caller), so a request whose -Oz failed does not first spend its deadline on the rest."""
+    await asyncio.wait({work, beside}, return_when=asyncio.FIRST_COMPLETED)
+    if not work.done() and beside.exception() is not None:
+        raise beside.exception()
+    return await work
 
 
 async def _until(awaitable, deadline: float, what: str):

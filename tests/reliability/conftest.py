@@ -1,4 +1,5 @@
-"""A service instance of its own for the reliability tests (ports 38000 / 39000 / 39443), with TLS on.
+"""A service instance of its own for the reliability tests (the serve tests' ports + 20000, and gRPC over TLS
+on their gRPC port + 20443: 38000 / 39000 / 39443 by default), with TLS on.
 
 It reuses the serve tests' builders (tests/serve/serve_helpers.py): the same tiny stand-in model, small
 limits and token; only the ports differ, and HTTP is served over TLS with a self-signed certificate made
@@ -17,11 +18,14 @@ import httpx
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "serve"))
+import serve_helpers  # noqa: E402
 from serve_helpers import TOKEN, build_tiny_model, service_settings  # noqa: E402
 
-HTTP_PORT = 38000
-GRPC_PORT = 39000
-GRPC_TLS_PORT = 39443
+# Offset from the serve tests' ports (OPTSERVE_TEST_HTTP_PORT / OPTSERVE_TEST_GRPC_PORT), so that runs in
+# several worktrees on one machine each reach their own service.
+HTTP_PORT = serve_helpers.HTTP_PORT + 20000
+GRPC_PORT = serve_helpers.GRPC_PORT + 20000
+GRPC_TLS_PORT = serve_helpers.GRPC_PORT + 20443
 SERVE_DATA = Path(__file__).resolve().parent.parent / "data" / "serve"
 
 
@@ -81,11 +85,6 @@ def rel_service(tmp_path_factory, tls_files):
         tls_certfile=str(cert),
         tls_keyfile=str(key),
     )
-    # Without per-function candidates: the fault tests kill a compiler replica under the 1,200-function
-    # slow_module, whose per-function work (13k compiles) outlasts the client's deadline once the replica is
-    # gone (issue 21's note); the per-function path is tested in tests/serve and tests/compiler.
-    engine = settings.engine.model_copy(update={"unit_function_lists": 0})
-    settings = settings.model_copy(update={"engine": engine})
     endpoints = server.start(settings)
     yield endpoints, settings
     server.stop()

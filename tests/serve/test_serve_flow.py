@@ -16,10 +16,11 @@ from pathlib import Path
 
 import grpc
 import pytest
+from serve_helpers import slow_module
 
 from optserve.compiler.cache import ResultCache
 from optserve.compiler.cost import text_size
-from optserve.compiler.function_lists import split_unit
+from optserve.compiler.function_lists import defined_function_count, split_unit
 from optserve.compiler.ir import instruction_count
 from optserve.compiler.passes import format_pass_list, to_opt_pipeline
 from optserve.compiler.workers import CompilerPool
@@ -144,6 +145,32 @@ def test_a_deadline_cuts_sampling_and_returns_oz(pool, add_ir):
     assert generator.calls[0].deadline_s == pytest.approx(0.3, abs=0.1)  # the engine is told its budget
     assert len(cache) == 0  # an answer cut short is never cached
     assert response.input_cost == -1  # the input's cost is measured last, within the deadline only
+
+
+class OzUnavailable:
+    """The real pool, except that -Oz alone (the baseline's job) fails after `delay_s`, as when the compiler
+    replica compiling it dies (serve/ray_errors.py: UNAVAILABLE)."""
+
+    def __init__(self, pool: CompilerPool, delay_s: float):
+        self.pool, self.delay_s = pool, delay_s
+
+    async def evaluate_async(self, ir, pass_lists, objective, want_ir=False, want_object=False):
+        if list(pass_lists) == [("-Oz",)]:
+            await asyncio.sleep(self.delay_s)
+            raise ServiceError(ErrorKind.UNAVAILABLE, "a backend is unavailable, retry later")
+        return await self.pool.evaluate_async(ir, pass_lists, objective, want_ir, want_object)
+
+
+def test_oz_failing_ends_the_request_at_once_not_after_the_other_candidates(pool, add_ir):
+    """The caller learns at once that it may retry, with the rest of its deadline left for it."""
+    generator = ScriptedGenerator([("sroa",)], delay_s=5.0)  # the model still sampling
+    request = schemas.OptimizeRequest(ir=add_ir, strategy="priority", samples=3, deadline_s=30)
+    optimizer = Optimizer(SETTINGS, generator, OzUnavailable(pool, 0.3), ResultCache(10), generator.metadata)
+    started = time.monotonic()
+    with pytest.raises(ServiceError) as caught:
+        asyncio.run(optimizer.optimize(request))
+    assert caught.value.kind is ErrorKind.UNAVAILABLE
+    assert time.monotonic() - started < 2.0
 
 
 def test_the_input_cost_is_measured_when_the_deadline_leaves_time(pool, add_ir):
@@ -547,3 +574,32 @@ def test_the_coreset_strategy_also_gets_a_list_per_function(pool, unit_ir):
     sources = [c.source for c in response.candidates]
     assert sources.count("coreset") == 2 and sources.count("per_function") == 1
     assert response.best.source == "per_function" and response.best.cost < response.oz_cost
+
+
+def test_a_unit_of_more_functions_than_the_limit_gets_no_per_function_candidate(pool, unit_ir):
+    functions = defined_function_count(unit_ir)
+    request = schemas.OptimizeRequest(ir=unit_ir, objective="text_size", bypass_cache=True)
+    for limit, expected in ((functions - 1, 0), (functions, 1)):
+        settings = Settings.model_validate(
+            {"engine": {"unit_function_lists": 3, "unit_function_lists_max_functions": limit}}
+        )
+        response = optimize(ScriptedGenerator([("-Oz",)]), pool, request, settings=settings)
+        assert [c.source for c in response.candidates].count("per_function") == expected, limit
+
+
+def test_per_function_work_on_a_unit_of_many_functions_ends_at_the_deadline(pool):
+    """1,200 functions, the limit lifted: 13,200 compiles do not fit 10 s. The request ends at its deadline
+    with the per-function candidate left out (or, on a machine too loaded for even -Oz, DEADLINE_EXCEEDED)."""
+    settings = Settings.model_validate(
+        {"engine": {"unit_function_lists": 10, "unit_function_lists_max_functions": 5000}}
+    )
+    request = schemas.OptimizeRequest(ir=slow_module(), deadline_s=10, bypass_cache=True)
+    started = time.monotonic()
+    try:
+        response = optimize(ScriptedGenerator([("-Oz",)]), pool, request, settings=settings)
+    except ServiceError as err:
+        assert err.kind is ErrorKind.DEADLINE_EXCEEDED and "-Oz" in err.message, err
+    else:
+        assert response.deadline_hit and "per_function" not in {c.source for c in response.candidates}
+    elapsed = time.monotonic() - started
+    assert elapsed < 10 + 2.0, elapsed  # the deadline, BACKEND_GRACE_S and a loaded machine's slack
