@@ -11,12 +11,18 @@ training shape's best (the templates' greedy cover, as for the action templates)
 - `policy_tiles`: the Q-policy's final schedule and the cover's templates, measured within the polish
   budget (cover first), the fastest kept: the service's default decision.
 
+Where the backend may pack an operand (kernels/packing.py: A·B^T-like kinds), every template comes in two
+layouts: packed (the template as bundled) and unpacked (`-u`: partial sums along the contiguous reduction
+index). Both methods measure the packed ones first and the unpacked twins after them, so the faster layout
+is kept; for every other kind the twin is the same nest and is not measured again.
+
 Both measure the base schedule last, as the fallback: it is often scalar, and on a large contraction one
 timing of it costs more than measuring the whole cover, so measured first it would use up the budget.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import random
@@ -76,6 +82,11 @@ def load_cover(path: str | None = None) -> tuple[TileTemplate, ...]:
     return tuple(TileTemplate.from_name(name) for name in json.loads(file.read_text())["cover"])
 
 
+def unpacked(templates: list[TileTemplate] | tuple[TileTemplate, ...]) -> list[TileTemplate]:
+    """The templates' unpacked twins (a nest that needs no packing: the same template)."""
+    return [dataclasses.replace(t, pack=False) for t in templates if t.pack]
+
+
 def candidates(
     evaluator: Evaluator, templates: list[TileTemplate] | tuple[TileTemplate, ...], target: Target
 ) -> list[tuple[str, Schedule]]:
@@ -117,8 +128,9 @@ def tiles_search(
 ) -> SearchOutcome:
     """The cover, the rest of the pool, then the base schedule, measured until the deadline."""
     target = target or host_target()
-    cover = load_cover()
-    ordered = list(cover) + [t for t in template_pool() if t not in cover]
+    cover = list(load_cover())
+    rest = [t for t in template_pool() if t not in cover]
+    ordered = cover + unpacked(cover) + rest + unpacked(rest)
     options = [((TILE_ACTION + name,), s) for name, s in candidates(evaluator, ordered, target)]
     options.append(((), root.schedule))
     return measure_in_order(evaluator, options, deadline)
@@ -131,14 +143,18 @@ def policy_tiles(
     target: Target | None = None,
     policy_path: str | None = None,
 ) -> SearchOutcome:
-    """The cover's templates, then the Q-policy's final schedule (then the base), measured until the
-    deadline."""
+    """The cover's templates, then the Q-policy's final schedule, then the cover's unpacked twins where
+    they differ (then the base), measured until the deadline."""
     from optserve.policies.policy import default_policy_path, load_bundle, rollout
 
     target = target or host_target()
     bundle = load_bundle(str(policy_path or default_policy_path()))
     visited = rollout(bundle.network, evaluator.spec, start=root)
-    options = [((TILE_ACTION + name,), s) for name, s in candidates(evaluator, load_cover(), target)]
+    cover = load_cover()
+    options = [((TILE_ACTION + name,), s) for name, s in candidates(evaluator, cover, target)]
     options.append((tuple(visited.actions), visited.final.schedule))
+    seen = {s.compute_key() for _, s in options}
+    twins = candidates(evaluator, unpacked(cover), target)
+    options += [((TILE_ACTION + name,), s) for name, s in twins if s.compute_key() not in seen]
     options.append(((), root.schedule))  # the fallback, measured only if the budget lasts
     return measure_in_order(evaluator, options, deadline)
