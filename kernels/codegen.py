@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from optserve.kernels.packing import PackedLayout, pack_function_ir, packed_layout
+from optserve.kernels.packing import COPY_WIDTH, PackedLayout, pack_function_ir, packed_layout
 from optserve.kernels.schedule import Schedule, covered_extents, iteration_extents
 from optserve.kernels.spec import LoopNestSpec, SpecError
 
@@ -483,7 +483,7 @@ def _packing_ir(spec: LoopNestSpec, layout: PackedLayout, nest_name: str, target
         lines.append(
             f"@buffer{position} = internal global [{math.prod(shape)} x float] zeroinitializer, align 64"
         )
-        width = target.vector_widths[0] if target.vector_widths else 1
+        width = min(target.vector_widths[0], COPY_WIDTH) if target.vector_widths else 1
         lines += [pack_function_ir(f"pack{position}", shape, order, width), ""]
         calls.append(f"  call void @pack{position}(ptr %in{position}, ptr @buffer{position})")
         arguments[position + 1] = f"ptr @buffer{position}"

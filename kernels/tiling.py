@@ -14,7 +14,10 @@ checks and the environment need nothing new; this module only knows which loops 
 Inside the register tile the code generator unrolls the output loops and keeps mr * nv accumulators in
 registers across the reduction loops (unroll-and-jam). `roles` picks the indices from the strides: the
 vector index is contiguous or constant in every tensor (an output index, else a reduction index kept as
-vector partial sums), the row index reuses one operand's vector load across rows.
+vector partial sums), the row index reuses one operand's vector load across rows. A template's `pack`
+(the default; `-u` in a name turns it off) reads the strides of the packed operands where the backend may
+pack (kernels/packing.py): for `A·B^T` the vector index is then n on a packed B (an ordinary matmul), and
+without it k (partial sums); the schedule's innermost loop tells the code generator which one it got.
 """
 
 from __future__ import annotations
