@@ -80,6 +80,20 @@ def packed_layout(spec: LoopNestSpec, inner: str | None = None) -> PackedLayout 
     return PackedLayout(packed, (orders[0], orders[1]))
 
 
+def packed_reuse(spec: LoopNestSpec) -> int | None:
+    """How many times the nest reads each packed element (the least over the packed inputs: the product of
+    the output indices the input does not use; A·B^T: m), None where nothing may be packed."""
+    layout = packed_layout(spec)
+    if layout is None:
+        return None
+    size = spec.size_of
+    return min(
+        math.prod(size[i] for i in spec.output_indices if spec.strides(tensor)[i] == 0)
+        for tensor, order in zip(spec.inputs, layout.orders, strict=True)
+        if order is not None
+    )
+
+
 class _Writer:
     """IR text of one function: SSA names, blocks and counted loops (at least one trip each)."""
 

@@ -234,3 +234,17 @@ def test_the_decision_packs_b_for_a_b_transposed():
     chosen = Schedule.from_text(result.schedule)
     assert chosen.compute[-1].index == "n"  # vectorized along n: only possible on a packed B
     assert "call void @pack1" in generate_ir(spec, chosen, host_target())
+
+
+@pytest.mark.parametrize("m, packed_first", [(16, False), (256, True)])
+def test_the_decision_measures_the_layout_likely_to_win_first(monkeypatch, m, packed_first):
+    """With B read by only 16 rows of A the copy costs about what it saves: the unpacked twins first."""
+    from optserve.config import LoopTuneSettings
+
+    measured = record_measured(monkeypatch)
+    spec = LoopNestSpec.parse(KINDS["matmul_bt"], {"m": m, "k": 80, "n": 112})
+    schedule_nest(spec, "policy_tiles", time_limit_s=30.0, settings=LoopTuneSettings(polish_time_s=30.0))
+    layout = load_cover() if packed_first else unpacked(load_cover())
+    first = measured[: len(candidates(Evaluator(spec, more_loops_are_faster), layout, host_target()))]
+    assert {s.compute[-1].index for s in first} == ({"n"} if packed_first else {"k"})
+    assert {s.compute[-1].index for s in measured} >= {"n", "k"}  # both layouts measured with time left
