@@ -82,9 +82,10 @@ def packed_layout(spec: LoopNestSpec, inner: str | None = None) -> PackedLayout 
 
 def packed_reuse(spec: LoopNestSpec) -> int | None:
     """How many times the nest reads each packed element (the least over the packed inputs: the product of
-    the output indices the input does not use; A·B^T: m), None where nothing may be packed."""
+    the output indices the input does not use; A·B^T: m); None where packing is no choice (nothing may be
+    packed, or it is required)."""
     layout = packed_layout(spec)
-    if layout is None:
+    if layout is None or packing_required(spec):
         return None
     size = spec.size_of
     return min(

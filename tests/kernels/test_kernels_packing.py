@@ -13,7 +13,7 @@ from kernels_helpers import reference
 
 from optserve.kernels.codegen import Target, generate_ir
 from optserve.kernels.jit import compile_ir, new_target_machine
-from optserve.kernels.packing import pack_function_ir, packed_layout, transpose_masks
+from optserve.kernels.packing import pack_function_ir, packed_layout, packed_reuse, transpose_masks
 from optserve.kernels.schedule import Schedule
 from optserve.kernels.spec import LoopNestSpec
 from optserve.kernels.tiling import TileTemplate, roles, tiled_schedule
@@ -105,6 +105,7 @@ def test_the_schedule_chooses_packing_only_where_the_input_is_reused():
     assert packed_layout(matvec, "m") is None  # A is read once: packing would only add a copy
     both = LoopNestSpec.parse(LAYOUTS["A^T·B^T"], {"m": 64, "k": 64, "n": 64})
     assert packed_layout(both, "m") is not None  # nothing is contiguous everywhere: always packed
+    assert packed_reuse(abt) == 64 and packed_reuse(both) is None and packed_reuse(matvec) is None
 
 
 def test_a_packing_template_vectorizes_n_on_a_packed_b_and_its_twin_keeps_partial_sums():
