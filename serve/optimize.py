@@ -20,6 +20,7 @@ from optserve.compiler.cache import ResultCache, ir_digest
 from optserve.compiler.function_lists import FunctionLists, split_unit
 from optserve.compiler.ir import IRError, parse_ir
 from optserve.compiler.passes import format_pass_list, to_opt_pipeline
+from optserve.compiler.pipeline import Evaluation
 from optserve.compiler.unit_search import measure_functions
 from optserve.compiler.workers import CandidateCompiler
 from optserve.config import Settings
@@ -346,7 +347,7 @@ class Optimizer:
         sampled: _Sampled,
         candidates: list[tuple[tuple[str, ...], float]],
         source: str,
-    ) -> list | None:
+    ) -> list[Evaluation] | None:
         """Compile (pass list, logprob) candidates into `sampled`; None when the deadline came first."""
         started = time.monotonic()
         try:
