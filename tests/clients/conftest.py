@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from clients_helpers import GRPC_PORT, HTTP_PORT, PROGRAM
 
 from optserve.config import Settings
+from tests.clients.clients_helpers import GRPC_PORT, HTTP_PORT, PROGRAM
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from lint_imports import lint_staged, stage_package
+
+from tests.contracts.lint_imports import lint_staged, stage_package
 
 
 @pytest.fixture

@@ -1,27 +1,30 @@
 """A service instance of its own for the reliability tests (ports 38000 / 39000 / 39443), with TLS on.
 
+The ports are the serve tests' (OPTSERVE_TEST_HTTP_PORT / OPTSERVE_TEST_GRPC_PORT) + 20000, so that a
+worktree's own test ports keep its reliability tests from reaching another run's service.
+
 It reuses the serve tests' builders (tests/serve/serve_helpers.py): the same tiny stand-in model, small
-limits and token; only the ports differ, and HTTP is served over TLS with a self-signed certificate made
-here, so every HTTP call in this folder also exercises TLS. The same certificate serves gRPC over TLS on
-GRPC_TLS_PORT (serve/grpc_tls.py); `grpc_client` talks plaintext gRPC over loopback, `grpc_tls_client` TLS.
+limits and token; the ports differ, per-function lists are off (`rel_service`), and HTTP is served over
+TLS with a self-signed certificate made here, so every HTTP call in this folder also exercises TLS. The
+same certificate serves gRPC over TLS on GRPC_TLS_PORT (serve/grpc_tls.py); `grpc_client` talks plaintext
+gRPC over loopback, `grpc_tls_client` TLS.
 """
 
 from __future__ import annotations
 
 import datetime
 import ipaddress
-import sys
+import os
 from pathlib import Path
 
 import httpx
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "serve"))
-from serve_helpers import TOKEN, build_tiny_model, service_settings  # noqa: E402
+from tests.serve.serve_helpers import TOKEN, build_tiny_model, service_settings
 
-HTTP_PORT = 38000
-GRPC_PORT = 39000
-GRPC_TLS_PORT = 39443
+HTTP_PORT = int(os.environ.get("OPTSERVE_TEST_HTTP_PORT", "18000")) + 20000
+GRPC_PORT = int(os.environ.get("OPTSERVE_TEST_GRPC_PORT", "19000")) + 20000
+GRPC_TLS_PORT = GRPC_PORT + 443
 SERVE_DATA = Path(__file__).resolve().parent.parent / "data" / "serve"
 
 

@@ -17,14 +17,14 @@ from pathlib import Path
 
 import grpc
 import pytest
-from conftest import GRPC_PORT, GRPC_TLS_PORT
 from grpc_health.v1 import health_pb2
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from serve_helpers import TOKEN
 
 from optserve.serve.client import CallError, OptserveClient
 from optserve.serve.grpc_tls import TlsFront, TlsFrontConfig
 from optserve.v1 import optserve_pb2 as pb
+from tests.reliability.conftest import GRPC_PORT, GRPC_TLS_PORT
+from tests.serve.serve_helpers import TOKEN
 
 MATMUL = "C[m,n] += A[m,k] * B[k,n]"
 AUTH = (("authorization", f"Bearer {TOKEN}"),)

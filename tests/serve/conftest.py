@@ -8,7 +8,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from serve_helpers import DATA, TOKEN, build_tiny_model, service_settings
+
+from tests.serve.serve_helpers import DATA, TOKEN, build_tiny_model, service_settings
 
 
 @pytest.fixture(scope="session")
