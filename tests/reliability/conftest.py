@@ -69,7 +69,9 @@ def tls_files(tmp_path_factory) -> tuple[Path, Path]:
     return make_self_signed_cert(tmp_path_factory.mktemp("tls"))
 
 
-@pytest.fixture(scope="session")
+# Package scope: one pytest process may run several service folders; each folder's service stops (and Ray
+# with it) before the next folder's starts with its own settings (docs/structure_audit.md).
+@pytest.fixture(scope="package")
 def rel_service(tmp_path_factory, tls_files):
     """Endpoints and settings of the running service."""
     from optserve.serve import server
@@ -94,7 +96,7 @@ def rel_service(tmp_path_factory, tls_files):
     server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def grpc_client(rel_service):
     from optserve.serve.app import APP_NAME
     from optserve.serve.client import OptserveClient
@@ -104,7 +106,7 @@ def grpc_client(rel_service):
         yield client
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def grpc_tls_client(rel_service, tls_files):
     from optserve.serve.client import OptserveClient
 
@@ -115,7 +117,7 @@ def grpc_tls_client(rel_service, tls_files):
         yield client
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def https(rel_service, tls_files):
     endpoints, _ = rel_service
     with httpx.Client(

@@ -17,7 +17,9 @@ def tiny_model_dir(tmp_path_factory) -> Path:
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
 
 
-@pytest.fixture(scope="session")
+# Package scope: one pytest process may run several service folders; each folder's service stops (and Ray
+# with it) before the next folder's starts with its own settings (docs/structure_audit.md).
+@pytest.fixture(scope="package")
 def service(tiny_model_dir):
     """Endpoints of the running service (and its settings)."""
     from optserve.serve import server
