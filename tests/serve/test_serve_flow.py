@@ -97,6 +97,20 @@ def optimize(
     return asyncio.run(optimizer.optimize(request))
 
 
+def test_every_candidate_source_is_a_value_of_the_proto_enum():
+    candidates = [
+        schemas.Candidate(pipeline="", passes=[], cost=1, source=source) for source in schemas.CandidateSource
+    ]
+    response = schemas.OptimizeResponse(
+        ir_sha256="", objective="text_size", input_cost=1, oz_cost=1, candidates=candidates,
+        best=candidates[0], improvement_over_oz_pct=0.0, timings=schemas.Timings(),
+        model_id="", model_version="",
+    )  # fmt: skip
+    sent = [pb.CandidateSource.Name(c.source) for c in codec.optimize_response(response).candidates]
+    names = [n for n in pb.CandidateSource.DESCRIPTOR.values_by_name if not n.endswith("_UNSPECIFIED")]
+    assert sorted(sent) == sorted(names)  # one proto value for each source, none left over
+
+
 def test_a_candidate_that_beats_oz_is_ranked_best(pool, unrolled_loop_ir):
     generator = ScriptedGenerator([("-O2",), ("sroa",)])
     response = optimize(
