@@ -10,6 +10,7 @@ from typing import TypedDict, Unpack
 import grpc
 from google.protobuf import json_format
 
+from optserve.strategies import ServedStrategy
 from optserve.v1 import optserve_pb2 as pb
 
 # The server answers its own deadline (best so far, -Oz at worst); the call waits this much longer for it.
@@ -59,7 +60,7 @@ def optimize_request(ir: str | bytes, **options: Unpack[OptimizeOptions]) -> pb.
     module = {"ir_bitcode": ir} if isinstance(ir, bytes) else {"ir_text": ir}
     fields = dict(options)
     fields["objective"] = pb.Objective.Value(fields.get("objective", "instruction_count").upper())
-    fields["strategy"] = pb.Strategy.Value(fields.get("strategy", "greedy").upper())
+    fields["strategy"] = pb.Strategy.Value(fields.get("strategy", ServedStrategy.GREEDY.value).upper())
     return pb.OptimizeRequest(**fields, **module)
 
 

@@ -22,6 +22,7 @@ from optserve.compiler.cache import ResultCache, ir_digest
 from optserve.compiler.function_lists import FunctionLists, defined_function_count, split_unit
 from optserve.compiler.ir import IRError, parse_ir
 from optserve.compiler.passes import format_pass_list, to_opt_pipeline
+from optserve.compiler.pipeline import Evaluation
 from optserve.compiler.unit_search import measure_functions
 from optserve.compiler.workers import CandidateCompiler
 from optserve.config import Settings
@@ -31,7 +32,7 @@ from optserve.engine.interface import Engine, Generation, SamplingOptions, Strat
 from optserve.serve import schemas
 from optserve.serve.errors import ErrorKind, ServiceError, invalid, unavailable
 from optserve.serve.result_cache import answer_key
-from optserve.serve.schemas import ServedStrategy
+from optserve.serve.schemas import CandidateSource, ServedStrategy
 from optserve.serve.unit_lists import UnitLists, unit_lists
 
 OZ_PASS_LIST = ("-Oz",)
@@ -49,7 +50,7 @@ class _Measured:
     pass_list: tuple[str, ...]
     cost: int | None
     logprob: float
-    source: str
+    source: CandidateSource
     error: str
     function_lists: FunctionLists | None = None  # source per_function: the list of each function
 
@@ -136,10 +137,12 @@ class Optimizer:
         finally:
             sampling.cancel()
             baseline.cancel()
-        ranked = _rank([_Measured(OZ_PASS_LIST, oz_eval.cost, 0.0, "oz", ""), *sampled.measured])
+        ranked = _rank(
+            [_Measured(OZ_PASS_LIST, oz_eval.cost, 0.0, CandidateSource.OZ, ""), *sampled.measured]
+        )
 
         best_ir, best_object = oz_eval.optimized_ir, oz_eval.object_code
-        if any(want) and ranked[0].source != "oz":
+        if any(want) and ranked[0].source != CandidateSource.OZ:
             started_output = time.monotonic()
             try:
                 (best_eval,) = await _until(
@@ -151,7 +154,7 @@ class Optimizer:
                     raise ServiceError(ErrorKind.INTERNAL, best_eval.error)
                 best_ir, best_object = best_eval.optimized_ir, best_eval.object_code
             except ServiceError as err:  # no output for the model's best: fall back to -Oz, whose we have
-                ranked = sorted(ranked, key=lambda m: m.source != "oz")
+                ranked = sorted(ranked, key=lambda m: m.source != CandidateSource.OZ)
                 sampled.warning = f"-Oz returned instead of a better candidate whose output failed: {err}"
                 sampled.deadline_hit = sampled.deadline_hit or err.kind is ErrorKind.DEADLINE_EXCEEDED
             sampled.compile_s += time.monotonic() - started_output
@@ -233,7 +236,8 @@ class Optimizer:
         sampled.sample_s, sampled.compile_s = rounds.sample_s, rounds.compile_s
         sampled.deadline_hit = rounds.deadline_hit
         sampled.measured += [
-            _Measured(c.pass_list, e.cost, c.logprob, "model", e.error or "") for c, e in rounds.measured
+            _Measured(c.pass_list, e.cost, c.logprob, CandidateSource.MODEL, e.error or "")
+            for c, e in rounds.measured
         ]
         if rounds.prompt_too_long is not None:
             await self._long_module(ir, request, deadline, sampled, rounds.prompt_too_long)
@@ -287,7 +291,9 @@ class Optimizer:
         finally:
             sampled.compile_s += time.monotonic() - started
         sampled.measured.append(
-            _Measured((), linked.cost, 0.0, "per_function", linked.error or "", function_lists=chosen)
+            _Measured(
+                (), linked.cost, 0.0, CandidateSource.PER_FUNCTION, linked.error or "", function_lists=chosen
+            )
         )
 
     async def _coreset_beside_model(
@@ -300,7 +306,7 @@ class Optimizer:
         drawn = {OZ_PASS_LIST} | {m.pass_list for m in sampled.measured}
         lists = [(p, 0.0) for p in self.coreset.first(request.objective, count) if p not in drawn]
         if lists:
-            await self._measure(ir, request.objective, deadline, sampled, lists, "coreset")
+            await self._measure(ir, request.objective, deadline, sampled, lists, CandidateSource.CORESET)
 
     async def _long_module(
         self, ir: str, request: schemas.OptimizeRequest, deadline: float, sampled: _Sampled, why: str
@@ -336,11 +342,13 @@ class Optimizer:
         )
         model_lists = [(p, logprob) for p, logprob in found.lists if p != OZ_PASS_LIST]
         if model_lists:
-            await self._measure(ir, request.objective, deadline, sampled, model_lists, "model")
+            await self._measure(ir, request.objective, deadline, sampled, model_lists, CandidateSource.MODEL)
         from_model = {p for p, _ in model_lists}
         other_lists = [(p, 0.0) for p in coreset_lists if p != OZ_PASS_LIST and p not in from_model]
         if other_lists and not sampled.deadline_hit:
-            await self._measure(ir, request.objective, deadline, sampled, other_lists, "coreset")
+            await self._measure(
+                ir, request.objective, deadline, sampled, other_lists, CandidateSource.CORESET
+            )
 
     async def _measure_coreset(
         self, ir: str, request: schemas.OptimizeRequest, deadline: float, count: int, sampled: _Sampled
@@ -349,7 +357,7 @@ class Optimizer:
         lists = [p for p in self.coreset.first(request.objective, count) if p != OZ_PASS_LIST]
         if lists:
             await self._measure(
-                ir, request.objective, deadline, sampled, [(p, 0.0) for p in lists], "coreset"
+                ir, request.objective, deadline, sampled, [(p, 0.0) for p in lists], CandidateSource.CORESET
             )
 
     async def _measure(
@@ -359,8 +367,8 @@ class Optimizer:
         deadline: float,
         sampled: _Sampled,
         candidates: list[tuple[tuple[str, ...], float]],
-        source: str,
-    ) -> list | None:
+        source: CandidateSource,
+    ) -> list[Evaluation] | None:
         """Compile (pass list, logprob) candidates into `sampled`; None when the deadline came first."""
         started = time.monotonic()
         try:
@@ -417,7 +425,13 @@ async def _until(awaitable, deadline: float, what: str):
         ) from None
 
 
-_SOURCE_ORDER = {"oz": 0, "model": 1, "coreset": 2, "per_function": 3}
+# Among candidates of equal cost: -Oz first, then the model's, the coreset's, per-function lists.
+_SOURCE_ORDER = {
+    CandidateSource.OZ: 0,
+    CandidateSource.MODEL: 1,
+    CandidateSource.CORESET: 2,
+    CandidateSource.PER_FUNCTION: 3,
+}
 
 
 def _rank(measured: list[_Measured]) -> list[_Measured]:
@@ -448,7 +462,7 @@ def _candidate(m: _Measured) -> schemas.Candidate:
 
 
 def _as_cached(response: schemas.OptimizeResponse, total_s: float) -> schemas.OptimizeResponse:
-    candidates = [c.model_copy(update={"source": "cache"}) for c in response.candidates]
+    candidates = [c.model_copy(update={"source": CandidateSource.CACHE}) for c in response.candidates]
     return response.model_copy(
         update={
             "candidates": candidates,

@@ -9,7 +9,6 @@ import ctypes
 import llvmlite.binding as llvm
 import numpy as np
 import pytest
-from kernels_helpers import reference
 
 from optserve.kernels.codegen import Target, generate_ir
 from optserve.kernels.jit import compile_ir, new_target_machine
@@ -17,6 +16,7 @@ from optserve.kernels.packing import pack_function_ir, packed_layout, packed_reu
 from optserve.kernels.schedule import Schedule
 from optserve.kernels.spec import LoopNestSpec
 from optserve.kernels.tiling import TileTemplate, roles, tiled_schedule
+from tests.kernels.kernels_helpers import reference
 
 LAYOUTS = {
     "A·B": "C[m,n] += A[m,k] * B[k,n]",

@@ -7,14 +7,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kernels_helpers import reference
-from test_kernels_codegen import run_and_compare
 
 from optserve.kernels.codegen import Target, generate_ir
 from optserve.kernels.packing import packed_layout
 from optserve.kernels.reference import numpy_gflops_of, numpy_program
 from optserve.kernels.spec import LoopNestSpec
 from optserve.kernels.tiling import TileTemplate, roles, tiled_schedule
+from tests.kernels.kernels_helpers import reference
+from tests.kernels.test_kernels_codegen import run_and_compare
 
 # Every kind of issue 19 with sizes that leave tails at every level (none a multiple of the tiles).
 KINDS = {

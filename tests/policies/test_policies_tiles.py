@@ -12,11 +12,11 @@ from optserve.kernels.jit import host_target
 from optserve.kernels.schedule import Schedule
 from optserve.kernels.spec import LoopNestSpec
 from optserve.kernels.tiling import TileTemplate
+from optserve.looptune_training.suites import HELD_OUT, KINDS, training_suite
+from optserve.looptune_training.templates import choose_cover
 from optserve.policies.env import AgentState, Evaluator, apply_action
 from optserve.policies.scheduler import CUT_SLACK, schedule_nest
 from optserve.policies.search import run_search
-from optserve.policies.suites import HELD_OUT, KINDS, training_suite
-from optserve.policies.templates import choose_cover
 from optserve.policies.tiles import (
     TILE_ACTION,
     candidates,

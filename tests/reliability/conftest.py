@@ -1,6 +1,9 @@
 """A service instance of its own for the reliability tests (the serve tests' ports + 20000, and gRPC over TLS
 on their gRPC port + 20443: 38000 / 39000 / 39443 by default), with TLS on.
 
+The ports are the serve tests' (OPTSERVE_TEST_HTTP_PORT / OPTSERVE_TEST_GRPC_PORT) + 20000, so that a
+worktree's own test ports keep its reliability tests from reaching another run's service.
+
 It reuses the serve tests' builders (tests/serve/serve_helpers.py): the same tiny stand-in model, small
 limits and token; only the ports differ, and HTTP is served over TLS with a self-signed certificate made
 here, so every HTTP call in this folder also exercises TLS. The same certificate serves gRPC over TLS on
@@ -11,21 +14,17 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import sys
+import os
 from pathlib import Path
 
 import httpx
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "serve"))
-import serve_helpers  # noqa: E402
-from serve_helpers import TOKEN, build_tiny_model, service_settings  # noqa: E402
+from tests.serve.serve_helpers import TOKEN, build_tiny_model, service_settings
 
-# Offset from the serve tests' ports (OPTSERVE_TEST_HTTP_PORT / OPTSERVE_TEST_GRPC_PORT), so that runs in
-# several worktrees on one machine each reach their own service.
-HTTP_PORT = serve_helpers.HTTP_PORT + 20000
-GRPC_PORT = serve_helpers.GRPC_PORT + 20000
-GRPC_TLS_PORT = serve_helpers.GRPC_PORT + 20443
+HTTP_PORT = int(os.environ.get("OPTSERVE_TEST_HTTP_PORT", "18000")) + 20000
+GRPC_PORT = int(os.environ.get("OPTSERVE_TEST_GRPC_PORT", "19000")) + 20000
+GRPC_TLS_PORT = GRPC_PORT + 443
 SERVE_DATA = Path(__file__).resolve().parent.parent / "data" / "serve"
 
 
@@ -70,7 +69,9 @@ def tls_files(tmp_path_factory) -> tuple[Path, Path]:
     return make_self_signed_cert(tmp_path_factory.mktemp("tls"))
 
 
-@pytest.fixture(scope="session")
+# Package scope: one pytest process may run several service folders; each folder's service stops (and Ray
+# with it) before the next folder's starts with its own settings (docs/structure_audit.md).
+@pytest.fixture(scope="package")
 def rel_service(tmp_path_factory, tls_files):
     """Endpoints and settings of the running service."""
     from optserve.serve import server
@@ -90,7 +91,7 @@ def rel_service(tmp_path_factory, tls_files):
     server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def grpc_client(rel_service):
     from optserve.serve.app import APP_NAME
     from optserve.serve.client import OptserveClient
@@ -100,7 +101,7 @@ def grpc_client(rel_service):
         yield client
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def grpc_tls_client(rel_service, tls_files):
     from optserve.serve.client import OptserveClient
 
@@ -111,7 +112,7 @@ def grpc_tls_client(rel_service, tls_files):
         yield client
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def https(rel_service, tls_files):
     endpoints, _ = rel_service
     with httpx.Client(

@@ -16,10 +16,10 @@ import grpc
 import psutil
 import pytest
 import ray
-from serve_helpers import TOKEN, slow_module
 
 from optserve.serve.app import APP_NAME
 from optserve.serve.client import CallError, OptserveClient
+from tests.serve.serve_helpers import TOKEN, slow_module
 
 LLVM_ABORT_C = Path(__file__).resolve().parent.parent / "data" / "c" / "llvm_abort" / "loop_reduce_lcssa.c"
 RECOVERY_S = 180.0

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import grpc
 import pytest
-from serve_helpers import slow_module
 
 from optserve.compiler.cache import ResultCache
 from optserve.compiler.cost import text_size
@@ -35,6 +34,7 @@ from optserve.serve.errors import ErrorKind, ServiceError
 from optserve.serve.optimize import Optimizer, _Sampled
 from optserve.serve.result_cache import answer_key
 from optserve.v1 import optserve_pb2 as pb
+from tests.serve.serve_helpers import slow_module
 
 # Model candidates alone (the coreset's lists beside them have their own test).
 SETTINGS = Settings.model_validate(
@@ -96,6 +96,20 @@ def optimize(
     cache = cache if cache is not None else ResultCache(10)
     optimizer = Optimizer(settings or SETTINGS, generator, pool, cache, generator.metadata)
     return asyncio.run(optimizer.optimize(request))
+
+
+def test_every_candidate_source_is_a_value_of_the_proto_enum():
+    candidates = [
+        schemas.Candidate(pipeline="", passes=[], cost=1, source=source) for source in schemas.CandidateSource
+    ]
+    response = schemas.OptimizeResponse(
+        ir_sha256="", objective="text_size", input_cost=1, oz_cost=1, candidates=candidates,
+        best=candidates[0], improvement_over_oz_pct=0.0, timings=schemas.Timings(),
+        model_id="", model_version="",
+    )  # fmt: skip
+    sent = [pb.CandidateSource.Name(c.source) for c in codec.optimize_response(response).candidates]
+    names = [n for n in pb.CandidateSource.DESCRIPTOR.values_by_name if not n.endswith("_UNSPECIFIED")]
+    assert sorted(sent) == sorted(names)  # one proto value for each source, none left over
 
 
 def test_a_candidate_that_beats_oz_is_ranked_best(pool, unrolled_loop_ir):

@@ -16,12 +16,12 @@ import grpc
 import llvmlite.binding as llvm
 import pytest
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
-from serve_helpers import MAX_IR_BYTES, TOKEN, slow_module
 
 from optserve.compiler.cost import text_size
 from optserve.compiler.pipeline import evaluate
 from optserve.serve.client import CallError, OptserveClient
 from optserve.v1 import optserve_pb2 as pb
+from tests.serve.serve_helpers import MAX_IR_BYTES, TOKEN, slow_module
 
 MATMUL = "C[m,n] += A[m,k] * B[k,n]"
 

@@ -11,9 +11,9 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import llvmlite.binding as llvm
 import pytest
-from serve_helpers import MAX_IR_BYTES, TOKEN, settled_metric, slow_module, wait_for_metric
 
 from optserve.compiler.pipeline import evaluate
+from tests.serve.serve_helpers import MAX_IR_BYTES, TOKEN, settled_metric, slow_module, wait_for_metric
 
 MATMUL = "C[m,n] += A[m,k] * B[k,n]"
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import grpc
 import httpx
 import pytest
-from serve_helpers import TOKEN, service_settings, settled_metric, wait_for_metric
 
 from optserve.serve.client import CallError, OptserveClient, RetryPolicy
+from tests.serve.serve_helpers import TOKEN, service_settings, settled_metric, wait_for_metric
 
 APP = "nomodel"
 
