@@ -11,6 +11,7 @@ from ray.serve.config import BackpressureConfig
 
 from optserve.config import Settings, load_settings
 from optserve.serve.deployments import CompilerWorkers, LoopTuneScheduler, PassOrderingEngine
+from optserve.serve.errors import RETRY_AFTER_S
 from optserve.serve.ingress import Ingress
 from optserve.serve.logs import LOGGING_CONFIG
 
@@ -49,7 +50,7 @@ def build_app(settings: Settings) -> Application:
     config = settings.model_dump(mode="json")
     queue_limit = serve_settings.max_queued_requests
     # Overload is answered at once: beyond the queue limit, gRPC gets RESOURCE_EXHAUSTED and HTTP 429.
-    backpressure = BackpressureConfig(status_code=429, retry_after_s=1)
+    backpressure = BackpressureConfig(status_code=429, retry_after_s=RETRY_AFTER_S)
     spread = {"max_replicas_per_node": serve_settings.max_replicas_per_node}
     engine = PassOrderingEngine.options(
         **spread,
