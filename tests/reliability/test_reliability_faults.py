@@ -195,6 +195,56 @@ def test_a_try_whose_compiler_replica_dies_gets_unavailable_long_before_its_dead
     _recovered(grpc_client, add_ir)
 
 
+MATMUL = "C[m,n] += A[m,k] * B[k,n]"
+
+
+def _health_history(grpc_client, service: str, until_s: float) -> list[tuple[float, str]]:
+    """(seconds from now, status) of `service`'s gRPC health, polled until it is SERVING after having been
+    anything else, or `until_s` passes."""
+    started, seen = time.monotonic(), []
+    while time.monotonic() - started < until_s:
+        try:
+            status = grpc_client.health(service)
+        except CallError as err:
+            status = err.code.name
+        seen.append((time.monotonic() - started, status))
+        if status == "SERVING" and any(s != "SERVING" for _, s in seen):
+            break
+        time.sleep(0.2)  # polling health, bounded by until_s
+    return seen
+
+
+@pytest.mark.slow
+def test_looptune_replica_killed_mid_schedule(rel_service, grpc_client):
+    """SIGKILL the LoopTuneScheduler replica (LoopTune's searches and kernel timing run in it) during a
+    Schedule: the call gets UNAVAILABLE or an answer, never INTERNAL; gRPC health of optserve.v1.LoopTune
+    turns NOT_SERVING, then SERVING again with nobody restarting anything, and Schedule answers again."""
+    endpoints, _ = rel_service
+    (replica_pid,) = _replica_pids("LoopTuneScheduler")[:1]
+    replica = psutil.Process(replica_pid)
+    busy_from = _cpu(replica)
+    with (
+        OptserveClient(endpoints.grpc_target, token=TOKEN, application=APP_NAME, retry=None) as one_try,
+        ThreadPoolExecutor(1) as pool,
+    ):
+        sizes = {"m": 256, "k": 256, "n": 256}
+        pending = pool.submit(one_try.schedule, MATMUL, sizes, "beam4dfs", 30.0)
+        _poll(lambda: _cpu(replica) - busy_from > 1.0, 120, "the search to run")
+        os.kill(replica_pid, signal.SIGKILL)
+        history = _health_history(grpc_client, "optserve.v1.LoopTune", RECOVERY_S)
+        try:
+            pending.result(timeout=60)
+        except CallError as err:
+            assert err.code is grpc.StatusCode.UNAVAILABLE, err
+    statuses = [status for _, status in history]
+    print(f"LoopTune health after the kill: {history[0]} ... {history[-1]}, {len(history)} polls")
+    assert "NOT_SERVING" in statuses, history
+    assert statuses[-1] == "SERVING", history[-5:]
+    answer = grpc_client.schedule(MATMUL, {"m": 32, "k": 32, "n": 32}, "greedy1", 2.0)
+    assert answer.gflops > 0
+    assert [p for p in _replica_pids("LoopTuneScheduler") if p != replica_pid]
+
+
 def test_result_cache_never_answers_for_another_ir_or_model():
     import hashlib
 
