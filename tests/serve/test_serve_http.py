@@ -191,6 +191,11 @@ def test_one_scrape_sees_the_other_deployments_replicas(http, sum_ir):
     )
     assert wait_for_metric(http, "optserve_engine_tokens_total", tokens + 1) > tokens
     assert wait_for_metric(http, "optserve_engine_generations_total", 1, outcome="ok") >= 1
+    # the engine's queue: a gauge of calls held by the engine replicas, empty once the answer is in
+    pending = [
+        line for line in http.get("/metrics").text.splitlines() if line.startswith("optserve_engine_pending")
+    ]
+    assert pending == ["optserve_engine_pending 0.0"], pending
 
 
 def test_metric_labels_never_carry_a_raw_path(http):
