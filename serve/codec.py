@@ -53,6 +53,8 @@ def optimize_request(message: pb.OptimizeRequest) -> schemas.OptimizeRequest:
         "temperature": message.temperature or 1.0,
         "top_p": message.top_p or 1.0,
         "seed": message.seed,
+        # proto3 `optional`: unset means -Oz is the baseline, a zero given is refused (not a default)
+        "baseline_cost": message.baseline_cost if message.HasField("baseline_cost") else None,
     }
     # Validate the options with a placeholder module, then attach the real one: bitcode arrives raw over
     # gRPC, while the pydantic field expects base64 (its JSON form).
@@ -95,6 +97,7 @@ def optimize_response(response: schemas.OptimizeResponse) -> pb.OptimizeResponse
         optimized_ir=response.optimized_ir or "",
         object_code=response.object_code or b"",
         warning=response.warning,
+        oz_skipped=response.oz_skipped,
     )
 
 

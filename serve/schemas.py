@@ -24,7 +24,7 @@ from optserve.strategies import ServedStrategy
 ObjectiveName = Literal["instruction_count", "text_size"]
 # The field type: the names as plain strings (a Literal of the enum's values, so requests stay strict).
 StrategyName = Literal[tuple(strategy.value for strategy in ServedStrategy)]
-SourceName = Literal["model", "oz", "cache", "coreset", "per_function"]
+SourceName = Literal["model", "oz", "cache", "coreset", "per_function", "client_baseline"]
 # Raw bytes inside the service, base64 text in JSON (responses only: requests use pydantic's Base64Bytes).
 Base64Out = Annotated[
     bytes,
@@ -45,6 +45,7 @@ class _Request(_Model):
 
 
 UINT32_MAX = 2**32 - 1  # the proto's uint32: HTTP takes no more than gRPC can carry
+INT32_MAX = 2**31 - 1  # the proto's int32
 
 # Constraints the OpenAPI states but the flow checks itself, with messages that name the problem (the gRPC
 # path runs the same checks): exactly one of `ir` and `ir_bitcode` set, not null, and several samples only
@@ -105,6 +106,13 @@ class OptimizeRequest(_Request):
     temperature: float = Field(1.0, gt=0, le=10, description="nucleus only")
     top_p: float = Field(1.0, gt=0, le=1, description="nucleus only")
     seed: int = Field(0, ge=0, le=UINT32_MAX, description="nucleus only")
+    baseline_cost: int | None = Field(
+        None,
+        gt=0,
+        le=INT32_MAX,
+        description="the cost of the client's own code (text_size: its compiler's .text bytes): -Oz is not "
+        "compiled, the best answer is never worse than this; None = -Oz is the baseline",
+    )
 
     @model_validator(mode="after")
     def _one_module(self) -> OptimizeRequest:
@@ -142,10 +150,14 @@ class OptimizeResponse(_Model):
     ir_sha256: str
     objective: ObjectiveName
     input_cost: int
-    oz_cost: int
-    candidates: list[Candidate] = Field(description="ranked best first; -Oz always among them")
-    best: Candidate = Field(description="never worse than -Oz")
-    improvement_over_oz_pct: float
+    oz_cost: int = Field(description="-1 if not compiled (oz_skipped)")
+    candidates: list[Candidate] = Field(
+        description="ranked best first; the baseline (-Oz, or the request's baseline_cost) always among them"
+    )
+    best: Candidate = Field(description="never worse than the baseline")
+    improvement_over_oz_pct: float = Field(
+        description="of best over the baseline: -Oz, or the request's baseline_cost"
+    )
     timings: Timings
     model_id: str
     model_version: str
@@ -154,6 +166,11 @@ class OptimizeResponse(_Model):
     optimized_ir: str | None = None
     object_code: Base64Out | None = None
     warning: str = ""
+    oz_skipped: bool = Field(
+        False,
+        description="the request's baseline_cost is the baseline: -Oz and the input were not compiled "
+        "(oz_cost and input_cost -1); no IR or object when that baseline is best",
+    )
 
 
 class ModelMetadata(_Model):
