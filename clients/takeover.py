@@ -339,7 +339,7 @@ def _report(
         kept = f" ({choice.reason})" if choice.reason else ""
         note = f"; {response.warning}" if response.warning else ""
         if clang_is_best(response):
-            service = f"service: nothing smaller, its best {other} B"
+            service = "service: nothing smaller" + (f", its best {other} B" if other != "n/a" else "")
         else:
             service = f"service {other} B with {_describe(best)}"
         print(
