@@ -337,10 +337,11 @@ class Optimizer:
                 sampled.sample_s += time.monotonic() - started
         count = max(request.samples, engine.coreset_fallback_lists) if engine.coreset_fallback_lists else 0
         coreset_lists = self.coreset.first(request.objective, count)
+        baseline = "the client's baseline" if request.baseline_cost is not None else "-Oz"
         sampled.warning = (
             f"the module is longer than the model's context ({why}): {len(found.lists)} lists from its "
             f"{len(found.functions_read)} largest functions the model can read, {len(coreset_lists)} coreset "
-            "lists and -Oz"
+            f"lists and {baseline}"
         )
         beside = _measured_beside(request)
         model_lists = [(p, logprob) for p, logprob in found.lists if p not in beside]
