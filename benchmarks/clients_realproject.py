@@ -442,7 +442,7 @@ def cold_breakdown(logs: Path, package: str, side: str = "optcc") -> dict:
         "service_won": sum(1 for u in units if u.get("winner") == "service"),
         **{key: round(sum(u.get(key) or 0.0 for u in units), 1) for key in BREAKDOWN},
         "median_ratio": statistics.median(
-            [u["seconds"] / u["clang_s"] for u in units if u["clang_s"]] or [0]
+            [u["seconds"] / u["clang_s"] for u in units if u["clang_s"] and "seconds" in u] or [0]
         ),
     }
 

@@ -94,6 +94,7 @@ def compile_unit(
         if isinstance(answer, ServiceFailure):
             _notify_fallback(settings.clang, level, str(answer), settings, answer.unreachable)
             record = {**_unit_record(job, level), "outcome": "fallback", "reason": str(answer), **timing}
+            record["seconds"] = round(time.monotonic() - started, 3)  # optcc's whole time, as for answers
             if answer.budget_cut:
                 record |= {"winner": "clang", "budget_cut": True}
             _log(settings, record)
