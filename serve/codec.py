@@ -53,9 +53,9 @@ def optimize_request(message: pb.OptimizeRequest) -> schemas.OptimizeRequest:
         "temperature": message.temperature or 1.0,
         "top_p": message.top_p or 1.0,
         "seed": message.seed,
-        # proto3 `optional`: unset means -Oz is the baseline, a zero given is refused (not a default)
-        "baseline_cost": message.baseline_cost if message.HasField("baseline_cost") else None,
     }
+    if message.HasField("baseline_cost"):  # proto3 `optional`: unset = -Oz; a zero given is refused
+        options["baseline_cost"] = message.baseline_cost
     # Validate the options with a placeholder module, then attach the real one: bitcode arrives raw over
     # gRPC, while the pydantic field expects base64 (its JSON form).
     checked = _validated(schemas.OptimizeRequest, options | {"ir": ""})

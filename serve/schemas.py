@@ -16,6 +16,7 @@ from pydantic import (
     Field,
     PlainSerializer,
     WithJsonSchema,
+    field_validator,
     model_validator,
 )
 
@@ -106,13 +107,23 @@ class OptimizeRequest(_Request):
     temperature: float = Field(1.0, gt=0, le=10, description="nucleus only")
     top_p: float = Field(1.0, gt=0, le=1, description="nucleus only")
     seed: int = Field(0, ge=0, le=UINT32_MAX, description="nucleus only")
-    baseline_cost: int | None = Field(
+    # Absent = -Oz is the baseline; documented as a plain integer (no null: leave it out instead).
+    baseline_cost: Annotated[
+        int | None, WithJsonSchema({"type": "integer", "minimum": 1, "maximum": INT32_MAX})
+    ] = Field(
         None,
         gt=0,
         le=INT32_MAX,
         description="the cost of the client's own code (text_size: its compiler's .text bytes): -Oz is not "
-        "compiled, the best answer is never worse than this; None = -Oz is the baseline",
+        "compiled, the best answer is never worse than this; absent = -Oz is the baseline",
     )
+
+    @field_validator("baseline_cost", mode="before")
+    @classmethod
+    def _no_null_baseline(cls, value):
+        if value is None:  # runs for a given value only: the default (absent) stays None
+            raise ValueError("give a positive integer, or leave the field out for -Oz as the baseline")
+        return value
 
     @model_validator(mode="after")
     def _one_module(self) -> OptimizeRequest:

@@ -72,6 +72,7 @@ def test_schedule_answers(http):
         ({"ir": "x", "baseline_cost": -5}, "baseline_cost: Input should be greater than 0"),
         ({"ir": "x", "baseline_cost": "420"}, "baseline_cost: Input should be a valid integer"),
         ({"ir": "x", "baseline_cost": 2**31}, "baseline_cost: Input should be less than or equal to"),
+        ({"ir": "x", "baseline_cost": None}, "leave the field out for -Oz as the baseline"),
     ],
 )
 def test_bad_optimize_bodies_are_400_with_a_json_error(http, body, complaint):
