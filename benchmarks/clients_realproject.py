@@ -1,7 +1,8 @@
 """optcc on real projects: Debian source packages built by their own build systems, tested, timed.
 
     python benchmarks/clients_realproject.py --server 127.0.0.1:29300 \
-        [--packages xz-utils mxml ...] [--out docs/bench/clients_realproject.md] [--json FILE]
+        [--packages xz-utils mxml ...] [--out docs/bench/clients_realproject.md] [--json FILE] \
+        [--before-after]
 
 Needs a running optserve (`optserve serve --config ...`). For every package, two builds of the same fresh
 source tree, one after the other, with the package's own build system (autotools, cmake, meson or plain make):
@@ -14,6 +15,12 @@ log (OPTCC_LOG) per step: units taken over (answered by the service now, or from
 through (not a size build: links, probes, ...) and fallen back (service failed: clang's object); and whether
 the warm build's objects are byte for byte the cold build's. Sources come from the Debian archive apt
 already uses, through a private list (corpus/real_packages.py; nothing under /etc/apt changes).
+
+--before-after adds a third copy of each package, built right after the optcc one in the same run (right
+before it with `--before-after first`):
+  optcc-oz CC=optcc ... OPTCC_CLANG_BASELINE=0  (the service is not told clang's .text size and compiles its
+                                                 own -Oz and the input, as before that option)
+and a table of both optcc sides' cold builds unit by unit (optcc's time per unit over clang's compile of it).
 
 Packages: five of the seven in the real-code corpus's held-out test split (never seen in training; issue 20),
 plus two C++ libraries; zlib, lua, libjpeg and MiBench are never used. Of the test split, libuv1 is left out
@@ -28,6 +35,7 @@ import hashlib
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -118,9 +126,11 @@ BREAKDOWN = {
 
 
 def compilers(
-    server: str, strategy: str, deadline: float, budget: float | None, cache_dir: Path
+    server: str, strategy: str, deadline: float, budget: float | None, cache_dir: Path, before_after=""
 ) -> dict[str, dict[str, str]]:
-    """The environment of each side's builds."""
+    """The environment of each side's builds, in build order: clang, optcc; with `before_after` "last" (or
+    "first") optcc-oz after (or before) optcc. The side built second finds the model's prompts of the same
+    units in vLLM's prefix cache: a run in each order balances that."""
     flags = {"CFLAGS": SIZE_FLAGS, "CXXFLAGS": SIZE_FLAGS}
     optcc = {
         "CC": str(BIN / "optcc"),
@@ -130,7 +140,13 @@ def compilers(
         "OPTCC_DEADLINE": str(deadline),
         "OPTCC_CACHE_DIR": str(cache_dir),
     } | ({"OPTCC_BUDGET": str(budget)} if budget is not None else {})
-    return {"clang": {"CC": "clang-19", "CXX": "clang++-19", **flags}, "optcc": {**optcc, **flags}}
+    sides = {"clang": {"CC": "clang-19", "CXX": "clang++-19", **flags}, "optcc": {**optcc, **flags}}
+    if before_after:  # a cache of its own: cold means cold for this side too
+        before = {"OPTCC_CLANG_BASELINE": "0", "OPTCC_CACHE_DIR": f"{cache_dir}-oz"}
+        sides["optcc-oz"] = {**optcc, **flags, **before}
+        if before_after == "first":
+            sides = {name: sides[name] for name in ("clang", "optcc-oz", "optcc")}
+    return sides
 
 
 def run_side(recipe: Recipe, source: Path, side: str, env: dict[str, str], logs: Path) -> dict:
@@ -225,13 +241,26 @@ def main() -> int:
         help="OPTCC_BUDGET: the service's time per unit as a multiple of clang's compile (0: off, every unit "
         "gets --deadline; default: optcc's own default)",
     )  # fmt: skip
+    parser.add_argument(
+        "--before-after", nargs="?", const="last", choices=("last", "first"),
+        help="also build with OPTCC_CLANG_BASELINE=0 (the service compiles its own -Oz) and compare per "
+        "unit; built after optcc's side (last, the default) or before it (first)",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, help="write the markdown section here")
     parser.add_argument("--json", type=Path, default=WORK / "realproject.json")
     parser.add_argument("--render", type=Path, help="only print the tables of an earlier run's --json file")
+    parser.add_argument(
+        "--logs", type=Path, default=WORK / "logs", help="--render: that run's OPTCC_LOG files"
+    )
     args = parser.parse_args()
     if args.render:
         run = json.loads(args.render.read_text())
-        print(render(run) + render_units(unit_statistics(WORK / "logs", run)))
+        before_after = any("optcc-oz" in p for p in run["packages"])
+        print(
+            render(run)
+            + render_units(unit_statistics(args.logs, run))
+            + (render_before_after(run, args.logs) if before_after else "")
+        )
         return 0
 
     if not args.server:
@@ -246,9 +275,10 @@ def main() -> int:
         prepare_apt(layout)
     cache_dir = WORK / "optcc-cache"
     shutil.rmtree(cache_dir, ignore_errors=True)  # cold means cold
+    shutil.rmtree(f"{cache_dir}-oz", ignore_errors=True)
     logs = WORK / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    sides = compilers(args.server, args.strategy, args.deadline, args.budget, cache_dir)
+    sides = compilers(args.server, args.strategy, args.deadline, args.budget, cache_dir, args.before_after)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     load_before = os.getloadavg()
     results = []
@@ -260,6 +290,8 @@ def main() -> int:
         outcome = {"package": recipe.package, "version": version, "recipe": recipe.__dict__}
         outcome |= {side: {k: v for k, v in b.items() if k != "objects"} for side, b in built.items()}
         outcome["compare"] = compare(built["clang"], built["optcc"])
+        if "optcc-oz" in built:
+            outcome["compare_oz"] = compare(built["clang"], built["optcc-oz"])
         results.append(outcome)
         print(json.dumps(outcome["compare"] | {"package": recipe.package}), flush=True)
     run = {
@@ -276,14 +308,17 @@ def main() -> int:
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(run, indent=1) + "\n")
     section = render(run) + render_units(unit_statistics(logs, run))
+    if args.before_after:
+        section += render_before_after(run, logs)
     print(section)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(section)
     ok = all(
-        p[side]["steps"].get("test", {}).get("rc") == 0 and not p["compare"]["larger"]
+        p[side]["steps"].get("test", {}).get("rc") == 0 and not p[f"compare{suffix}"]["larger"]
         for p in results
-        for side in ("clang", "optcc")
+        for side, suffix in (("clang", ""), ("optcc", ""), ("optcc-oz", "_oz"))
+        if side in p
     )
     return 0 if ok else 1
 
@@ -376,17 +411,9 @@ def unit_statistics(logs: Path, run: dict) -> dict:
             path = logs / f"{package}-optcc-{step}.jsonl"
             if path.exists():
                 units += [json.loads(line) for line in path.read_text().splitlines()]
-    breakdown = {}
-    for package in (p["package"] for p in run["packages"]):
-        path = logs / f"{package}-optcc-build.jsonl"
-        units = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-        units = [u for u in units if u["outcome"] in ("service", "fallback") and "clang_s" in u]
-        breakdown[package] = {
-            "units": len(units),
-            "deadline_hit": sum(1 for u in units if u.get("deadline_hit")),
-            "fallback": sum(1 for u in units if u["outcome"] == "fallback"),
-            **{key: round(sum(u.get(key) or 0.0 for u in units), 1) for key in BREAKDOWN},
-        }
+    breakdown = {
+        package: cold_breakdown(logs, package) for package in (p["package"] for p in run["packages"])
+    }
     answered = [u for u in cold if u["outcome"] == "service"]
     unsafe = [u for u in answered if "unsafe" in (u.get("kept_clang_because") or "")]
     hits = [u["seconds"] for u in warm if u.get("from_cache")]
@@ -399,6 +426,58 @@ def unit_statistics(logs: Path, run: dict) -> dict:
         "hit_seconds": sorted(hits),
         "breakdown": breakdown,
     }
+
+
+def cold_breakdown(logs: Path, package: str, side: str = "optcc") -> dict:
+    """Sums over the cold build's units that `side` sent to the service (its OPTCC_LOG): seconds per
+    BREAKDOWN column, answers cut by the deadline, fallbacks, answers where the service compiled no -Oz."""
+    path = logs / f"{package}-{side}-build.jsonl"
+    units = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    units = [u for u in units if u["outcome"] in ("service", "fallback") and "clang_s" in u]
+    return {
+        "units": len(units),
+        "deadline_hit": sum(1 for u in units if u.get("deadline_hit")),
+        "fallback": sum(1 for u in units if u["outcome"] == "fallback"),
+        "oz_skipped": sum(1 for u in units if u.get("oz_skipped")),
+        "service_won": sum(1 for u in units if u.get("winner") == "service"),
+        **{key: round(sum(u.get(key) or 0.0 for u in units), 1) for key in BREAKDOWN},
+        "median_ratio": statistics.median(
+            [u["seconds"] / u["clang_s"] for u in units if u["clang_s"] and "seconds" in u] or [0]
+        ),
+    }
+
+
+def render_before_after(run: dict, logs: Path) -> str:
+    """Both optcc sides' cold builds, unit by unit: optcc with clang's .text size given to the service
+    (`optcc`) and without it (`optcc-oz`, the service compiles its own -Oz and the input)."""
+    lines = [
+        "",
+        "Cold build, unit by unit, with and without clang's `.text` size given to the service (sums over the "
+        "units sent to the service; `optcc / clang` is optcc's whole time per unit over clang's own compile "
+        "of the same unit, which ran beside it; `.text saved` over every object of the package):",
+        "",
+        "| package | side | units | -Oz skipped | service won | cut by deadline | fell back | clang (s) | "
+        "service call (s) | in the service (s) | compiling (s) | optcc per unit (s) | optcc / clang | "
+        "median unit's optcc / clang | .text saved | build cold (s) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for p in run["packages"]:
+        for side, key, label in (("optcc-oz", "compare_oz", "before: -Oz on the service"),
+                                 ("optcc", "compare", "after: clang's size given")):  # fmt: skip
+            if side not in p:
+                continue
+            row, c = cold_breakdown(logs, p["package"], side), p[key]
+            saved = (c["clang_text"] - c["optcc_text"]) / c["clang_text"] if c["clang_text"] else 0.0
+            ratio = row["seconds"] / row["clang_s"] if row["clang_s"] else 0.0
+            build = p[side]["steps"].get("build", {}).get("seconds", 0.0)
+            lines.append(
+                f"| {p['package']} | {label} | {row['units']} | {row['oz_skipped']} | {row['service_won']} "
+                f"| {row['deadline_hit']} | {row['fallback']} | {row['clang_s']:.1f} "
+                f"| {row['service_s']:.1f} | {row['service_total_s']:.1f} | {row['service_compile_s']:.1f} "
+                f"| {row['seconds']:.1f} | {ratio:.2f} | {row['median_ratio']:.2f} | {saved:.2%} "
+                f"| {build:.1f} |"
+            )
+    return "\n".join(lines) + "\n"
 
 
 def render_units(stats: dict) -> str:

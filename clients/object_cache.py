@@ -220,6 +220,7 @@ def open_slot(settings: OptccSettings, job: CompileJob, level: str, args: list[s
         args,
         [settings.server, settings.objective, settings.ir_mode, settings.strategy, settings.samples],
         [settings.budget, settings.budget_min_s, settings.deadline_s, settings.large_unit_bytes],
+        settings.sends_clang_baseline,
         model,
         [os.environ.get(name) for name in ENVIRONMENT_INPUTS],
         hashlib.sha256(source).hexdigest(),

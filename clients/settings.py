@@ -74,6 +74,14 @@ class OptccSettings:
     cache_dir: str | None  # optcc's object cache (object_cache.py); None: off (OPTCC_CACHE=0)
     cache_max_bytes: int = 0  # its size limit (OPTCC_CACHE_SIZE); 0: none
     recache: bool = False  # OPTCC_RECACHE: skip lookups, store each unit's new outcome (ccache's recache)
+    clang_baseline: bool = True  # OPTCC_CLANG_BASELINE: the service is told clang's .text size, skips -Oz
+
+    @property
+    def sends_clang_baseline(self) -> bool:
+        """Whether the service is given clang's `.text` bytes as the baseline to beat (`baseline_cost`): only
+        for objective text_size (clang's object has no IR to count) and with a budget (the service is asked
+        once clang's compile has ended, so its size is known)."""
+        return self.clang_baseline and self.objective == "text_size" and self.budget > 0
 
     def for_unit(self, bitcode_bytes: int) -> tuple[str, int]:
         """(strategy, samples) for a unit of `bitcode_bytes`: the settings', or the large-unit ones."""
@@ -121,9 +129,11 @@ class OptccSettings:
             cache_dir=_cache_dir(env),
             cache_max_bytes=_size(env.get("OPTCC_CACHE_SIZE", "5G"), "OPTCC_CACHE_SIZE"),
             recache=env.get("OPTCC_RECACHE", "") not in ("", "0"),
+            clang_baseline=env.get("OPTCC_CLANG_BASELINE", "1").strip().lower() not in _OFF,
         )
 
 
+_OFF = ("0", "false", "no", "off")
 _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 

@@ -94,6 +94,7 @@ def compile_unit(
         if isinstance(answer, ServiceFailure):
             _notify_fallback(settings.clang, level, str(answer), settings, answer.unreachable)
             record = {**_unit_record(job, level), "outcome": "fallback", "reason": str(answer), **timing}
+            record["seconds"] = round(time.monotonic() - started, 3)  # optcc's whole time, as for answers
             if answer.budget_cut:
                 record |= {"winner": "clang", "budget_cut": True}
             _log(settings, record)
@@ -101,7 +102,10 @@ def compile_unit(
             if slot is not None and answer.budget_cut:  # other fallbacks are transient: asked again
                 _remember(settings, job, slot, slot.model, clang_code, clang_stderr, scratch, record)
             return 0
-        choice = _choose(clang_code, answer.object_code, _all_passes(answer.best))
+        if clang_is_best(answer):
+            choice = _clang_kept(clang_code, answer)
+        else:
+            choice = _choose(clang_code, answer.object_code, _all_passes(answer.best))
         write_atomically(Path(job.output), choice.object_code)
         record = _report(settings, job, level, answer, choice, time.monotonic() - started, timing)
         if slot is not None:
@@ -176,19 +180,37 @@ def _service_answer(
             return ServiceFailure("clang's own compile failed")
         deadline_s = min(deadline_s, max(settings.budget_min_s, settings.budget * timing["clang_s"]))
     timing["deadline_s"] = round(deadline_s, 3)
+    baseline_cost = None
+    if settings.sends_clang_baseline:  # clang's compile has ended (the budget waited for it)
+        baseline_cost = _clang_text(scratch / "clang.o")
     started = time.monotonic()
     bitcode = bitcode_path.read_bytes()
     timing["bitcode_bytes"] = len(bitcode)
     try:
-        return _ask_service(settings, bitcode, deadline_s)
+        return _ask_service(settings, bitcode, deadline_s, baseline_cost)
     except ServiceFailure as failure:
         return failure
     finally:
         timing["service_s"] = round(time.monotonic() - started, 3)
 
 
-def _ask_service(settings: OptccSettings, bitcode: bytes, deadline_s: float):
+def _clang_text(path: Path) -> int | None:
+    """`.text` bytes of clang's object, the service's baseline to beat; None if it has none to beat."""
+    try:
+        return _text_bytes(elf.sections(path.read_bytes())) or None
+    except (OSError, elf.NotElf):
+        return None
+
+
+def _text_bytes(sections) -> int:
+    return sum(s.size for s in sections if s.flags & elf.SHF_EXECINSTR)
+
+
+def _ask_service(settings: OptccSettings, bitcode: bytes, deadline_s: float, baseline_cost: int | None):
+    """The service's answer for the unit. With `baseline_cost` (clang's `.text` bytes) the service compiles
+    no -Oz of its own and returns an object only for a candidate smaller than that."""
     strategy, samples = settings.for_unit(len(bitcode))
+    baseline = {} if baseline_cost is None else {"baseline_cost": baseline_cost}
     import grpc
 
     from optserve.serve.client import CallError, OptserveClient
@@ -204,6 +226,7 @@ def _ask_service(settings: OptccSettings, bitcode: bytes, deadline_s: float):
                 samples=samples,
                 deadline_s=deadline_s,
                 return_object=True,
+                **baseline,
             )
     except CallError as err:
         # A service that answers DEADLINE_EXCEEDED itself (its -Oz did not fit a unit's budget) is up; one
@@ -217,21 +240,34 @@ def _ask_service(settings: OptccSettings, bitcode: bytes, deadline_s: float):
         raise ServiceFailure(reason, unreachable, budget_cut) from None
     except Exception as err:  # never break a build over a client-side surprise
         raise ServiceFailure(f"calling optserve at {settings.server} failed: {err!r}") from None
-    if not response.object_code:
+    if not response.object_code and not clang_is_best(response):
         raise ServiceFailure(f"optserve at {settings.server} returned no object code")
     return response
+
+
+def clang_is_best(response) -> bool:
+    """The service found no candidate smaller than clang's object, whose size it was told: it sent none."""
+    return response.oz_skipped and not response.object_code
+
+
+def _clang_kept(clang_code: bytes, response) -> Choice:
+    """Clang's object, the service having found nothing smaller; its cheapest candidate's size for the log
+    (objective text_size: `.text` bytes as measured by the service)."""
+    measured = [c.cost for c in response.candidates if (c.passes or c.function_passes) and c.cost >= 0]
+    clang_text = _text_bytes(elf.sections(clang_code))
+    return Choice("clang", clang_code, clang_text, min(measured, default=None), "")
 
 
 def _choose(clang_code: bytes, service_code: bytes, passes=()) -> Choice:
     """The smaller object by `.text` bytes; clang's on a tie, or when the service's cannot be trusted (not
     ELF, debug info missing, or made by a pass list with an UNSAFE_PASSES pass)."""
     clang_sections = elf.sections(clang_code)
-    clang_text = sum(s.size for s in clang_sections if s.flags & elf.SHF_EXECINSTR)
+    clang_text = _text_bytes(clang_sections)
     try:
         service_sections = elf.sections(service_code)
     except elf.NotElf as err:
         return Choice("clang", clang_code, clang_text, None, f"the service's object: {err}")
-    service_text = sum(s.size for s in service_sections if s.flags & elf.SHF_EXECINSTR)
+    service_text = _text_bytes(service_sections)
     if service_text >= clang_text:
         return Choice("clang", clang_code, clang_text, service_text, "")
     unsafe = UNSAFE_PASSES.intersection(passes)
@@ -280,6 +316,7 @@ def _report(
         "samples": settings.for_unit(timing.get("bitcode_bytes", 0))[1],
         "input_cost": response.input_cost,
         "oz_cost": response.oz_cost,
+        "oz_skipped": response.oz_skipped,  # told clang's .text size, the service compiled no -Oz
         "cost": best.cost,
         "passes": list(best.passes),
         "pipeline": best.pipeline,
@@ -302,10 +339,14 @@ def _report(
         change = (chosen_text - choice.clang_text) / choice.clang_text if choice.clang_text else 0.0
         kept = f" ({choice.reason})" if choice.reason else ""
         note = f"; {response.warning}" if response.warning else ""
+        if clang_is_best(response):
+            service = "service: nothing smaller" + (f", its best {other} B" if other != "n/a" else "")
+        else:
+            service = f"service {other} B with {_describe(best)}"
         print(
             f"optcc: {job.source}: {choice.winner} wins{kept}: .text {chosen_text} B, {change:+.1%} vs "
-            f"{settings.clang} {level} {choice.clang_text} B (service {other} B with "
-            f"{_describe(best)} from {response.model_id}) in {seconds:.2f} s{note}",
+            f"{settings.clang} {level} {choice.clang_text} B ({service} from {response.model_id}) in "
+            f"{seconds:.2f} s{note}",
             file=sys.stderr,
         )
     return record

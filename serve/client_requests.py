@@ -53,6 +53,7 @@ class OptimizeOptions(TypedDict, total=False):
     temperature: float  # nucleus only; default 1.0
     top_p: float  # nucleus only; default 1.0
     seed: int  # nucleus only; the same seed draws the same candidates
+    baseline_cost: int  # the cost of the code the caller holds: the service skips -Oz and must beat this
 
 
 def optimize_request(ir: str | bytes, **options: Unpack[OptimizeOptions]) -> pb.OptimizeRequest:

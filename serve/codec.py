@@ -54,6 +54,8 @@ def optimize_request(message: pb.OptimizeRequest) -> schemas.OptimizeRequest:
         "top_p": message.top_p or 1.0,
         "seed": message.seed,
     }
+    if message.HasField("baseline_cost"):  # proto3 `optional`: unset = -Oz; a zero given is refused
+        options["baseline_cost"] = message.baseline_cost
     # Validate the options with a placeholder module, then attach the real one: bitcode arrives raw over
     # gRPC, while the pydantic field expects base64 (its JSON form).
     checked = _validated(schemas.OptimizeRequest, options | {"ir": ""})
@@ -95,6 +97,7 @@ def optimize_response(response: schemas.OptimizeResponse) -> pb.OptimizeResponse
         optimized_ir=response.optimized_ir or "",
         object_code=response.object_code or b"",
         warning=response.warning,
+        oz_skipped=response.oz_skipped,
     )
 
 

@@ -60,7 +60,7 @@ CACHE_LOOKUPS = MetricSpec(
 )
 CANDIDATES = MetricSpec(
     "optserve_candidates_per_request",
-    "Candidates compiled and ranked per Optimize answer (-Oz included)",
+    "Candidates compiled and ranked per Optimize answer (-Oz included; a client's own baseline is not one)",
     "histogram",
     buckets=(1, 2, 3, 5, 10, 20, 50, 100),
 )

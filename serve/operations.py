@@ -47,8 +47,10 @@ class Operations:
         if not request.bypass_cache:
             self.metrics.count(metrics.CACHE_LOOKUPS, result="hit" if response.cached else "miss")
         if not response.cached:
-            self.metrics.observe(metrics.CANDIDATES, len(response.candidates))
-            self.metrics.observe(metrics.IMPROVEMENT, max(response.improvement_over_oz_pct, 0.0))
+            compiled = [c for c in response.candidates if c.source != schemas.CandidateSource.CLIENT_BASELINE]
+            self.metrics.observe(metrics.CANDIDATES, len(compiled))
+            if not response.oz_skipped:  # the metric is against -Oz, not against a client's own baseline
+                self.metrics.observe(metrics.IMPROVEMENT, max(response.improvement_over_oz_pct, 0.0))
         if response.deadline_hit:
             self.metrics.count(metrics.DEADLINE_HITS)
         return response

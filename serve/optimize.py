@@ -5,10 +5,13 @@ Plain async code over two narrow backends, the engine (`optserve.engine.interfac
 backends are deployment handles, serve/handles.py) and in a test without Ray. The model's candidates come
 from the compiler-feedback loop `optserve.engine.feedback.generate_with_feedback`.
 
-Guarantees: -Oz is always compiled and ranked, so the best answer is never worse than -Oz; the deadline stops
-sampling and returns the best found so far; only -Oz not finishing in time is DEADLINE_EXCEEDED. -Oz failing
-(its compiler replica died, or it does not compile) ends the request at once with that error, not after the
-rest of the candidate work.
+Guarantees: the baseline is always ranked, so the best answer is never worse than it; the deadline stops
+sampling and returns the best found so far. The baseline is -Oz, compiled beside the model (only -Oz not
+finishing in time is DEADLINE_EXCEEDED; -Oz failing, because its compiler replica died or it does not compile,
+ends the request at once with that error, not after the rest of the candidate work), or the client's own cost
+(`baseline_cost`, e.g. the .text size of the object its own clang made): a build that holds that object needs
+neither -Oz nor the input's cost, each a whole-unit compile on the cores its own compiles share, so neither is
+compiled.
 """
 
 from __future__ import annotations
@@ -127,22 +130,18 @@ class Optimizer:
         want = (request.return_ir, request.return_object)
         # -Oz compiles while the model samples; the unoptimized input's cost, which only informs, is
         # measured last and only within the deadline, so a tight deadline spends no compile on it.
-        baseline = asyncio.ensure_future(self._oz_baseline(ir, request.objective, want))
-        sampling = asyncio.ensure_future(self._sample_and_measure(ir, request, deadline))
-        try:
-            sampled = await _unless_failed_first(sampling, baseline)
-            started_waiting = time.monotonic()
-            oz_eval = await _until(baseline, deadline + BACKEND_GRACE_S, "the -Oz baseline")
-            sampled.compile_s += time.monotonic() - started_waiting
-        finally:
-            sampling.cancel()
-            baseline.cancel()
-        ranked = _rank(
-            [_Measured(OZ_PASS_LIST, oz_eval.cost, 0.0, CandidateSource.OZ, ""), *sampled.measured]
-        )
+        client_baseline = request.baseline_cost is not None
+        if client_baseline:
+            sampled = await self._sample_and_measure(ir, request, deadline)
+            baseline = _Measured((), request.baseline_cost, 0.0, CandidateSource.CLIENT_BASELINE, "")
+            best_ir = best_object = None  # the client holds the baseline's code
+        else:
+            sampled, oz_eval = await self._sample_beside_oz(ir, request, deadline, want)
+            baseline = _Measured(OZ_PASS_LIST, oz_eval.cost, 0.0, CandidateSource.OZ, "")
+            best_ir, best_object = oz_eval.optimized_ir, oz_eval.object_code
+        ranked = _rank([baseline, *sampled.measured])
 
-        best_ir, best_object = oz_eval.optimized_ir, oz_eval.object_code
-        if any(want) and ranked[0].source != CandidateSource.OZ:
+        if any(want) and ranked[0] is not baseline:
             started_output = time.monotonic()
             try:
                 (best_eval,) = await _until(
@@ -153,26 +152,32 @@ class Optimizer:
                 if best_eval.error:
                     raise ServiceError(ErrorKind.INTERNAL, best_eval.error)
                 best_ir, best_object = best_eval.optimized_ir, best_eval.object_code
-            except ServiceError as err:  # no output for the model's best: fall back to -Oz, whose we have
-                ranked = sorted(ranked, key=lambda m: m.source != CandidateSource.OZ)
-                sampled.warning = f"-Oz returned instead of a better candidate whose output failed: {err}"
+            except ServiceError as err:  # no output for the model's best: fall back to the baseline
+                ranked = sorted(ranked, key=lambda m: m is not baseline)
+                sampled.warning = (
+                    f"{_BASELINE_NAMES[baseline.source]} returned instead of a better candidate whose output "
+                    f"failed: {err}"
+                )
                 sampled.deadline_hit = sampled.deadline_hit or err.kind is ErrorKind.DEADLINE_EXCEEDED
             sampled.compile_s += time.monotonic() - started_output
 
-        started_input = time.monotonic()
-        input_cost = await self._input_cost(ir, request.objective, deadline)
-        sampled.compile_s += time.monotonic() - started_input
+        input_cost = None
+        if not client_baseline:  # the input's cost only informs: a client with its own baseline skips it
+            started_input = time.monotonic()
+            input_cost = await self._input_cost(ir, request.objective, deadline)
+            sampled.compile_s += time.monotonic() - started_input
         candidates = [_candidate(m) for m in ranked]
-        oz_cost = oz_eval.cost
-        best_cost = candidates[0].cost
+        baseline_cost, best_cost = baseline.cost, candidates[0].cost
         response = schemas.OptimizeResponse(
             ir_sha256=digest,
             objective=request.objective,
             input_cost=-1 if input_cost is None else input_cost,
-            oz_cost=oz_cost,
+            oz_cost=-1 if client_baseline else baseline_cost,
             candidates=candidates,
             best=candidates[0],
-            improvement_over_oz_pct=100.0 * (oz_cost - best_cost) / oz_cost if oz_cost > 0 else 0.0,
+            improvement_over_oz_pct=(
+                100.0 * (baseline_cost - best_cost) / baseline_cost if baseline_cost > 0 else 0.0
+            ),
             timings=schemas.Timings(
                 total_s=time.monotonic() - started,
                 validate_s=validate_s,
@@ -185,10 +190,28 @@ class Optimizer:
             optimized_ir=best_ir if request.return_ir else None,
             object_code=best_object if request.return_object else None,
             warning=sampled.warning,
+            oz_skipped=client_baseline,
         )
-        if not sampled.deadline_hit and not sampled.warning and input_cost is not None:
+        if not sampled.deadline_hit and not sampled.warning and (input_cost is not None or client_baseline):
             self.cache.put(key, response)
         return response
+
+    async def _sample_beside_oz(
+        self, ir: str, request: schemas.OptimizeRequest, deadline: float, want: tuple[bool, bool]
+    ):
+        """The model's candidates, and -Oz's evaluation compiled meanwhile (with the outputs `want`ed); -Oz
+        failing ends the request at once."""
+        baseline = asyncio.ensure_future(self._oz_baseline(ir, request.objective, want))
+        sampling = asyncio.ensure_future(self._sample_and_measure(ir, request, deadline))
+        try:
+            sampled = await _unless_failed_first(sampling, baseline)
+            started_waiting = time.monotonic()
+            oz_eval = await _until(baseline, deadline + BACKEND_GRACE_S, "the -Oz baseline")
+            sampled.compile_s += time.monotonic() - started_waiting
+        finally:
+            sampling.cancel()
+            baseline.cancel()
+        return sampled, oz_eval
 
     async def _oz_baseline(self, ir: str, objective: str, want: tuple[bool, bool]):
         """-Oz's Evaluation (with the output asked for); INTERNAL if -Oz does not compile this module."""
@@ -231,7 +254,7 @@ class Optimizer:
             request.objective,
             deadline=deadline,
             grace_s=BACKEND_GRACE_S,
-            exclude=[OZ_PASS_LIST],
+            exclude=_measured_beside(request),
         )
         sampled.sample_s, sampled.compile_s = rounds.sample_s, rounds.compile_s
         sampled.deadline_hit = rounds.deadline_hit
@@ -303,7 +326,7 @@ class Optimizer:
         count = self.settings.engine.coreset_lists_with_model
         if not count or request.strategy == ServedStrategy.RANKED_CORESET or sampled.deadline_hit:
             return
-        drawn = {OZ_PASS_LIST} | {m.pass_list for m in sampled.measured}
+        drawn = set(_measured_beside(request)) | {m.pass_list for m in sampled.measured}
         lists = [(p, 0.0) for p in self.coreset.first(request.objective, count) if p not in drawn]
         if lists:
             await self._measure(ir, request.objective, deadline, sampled, lists, CandidateSource.CORESET)
@@ -335,16 +358,18 @@ class Optimizer:
                 sampled.sample_s += time.monotonic() - started
         count = max(request.samples, engine.coreset_fallback_lists) if engine.coreset_fallback_lists else 0
         coreset_lists = self.coreset.first(request.objective, count)
+        baseline = "the client's baseline" if request.baseline_cost is not None else "-Oz"
         sampled.warning = (
             f"the module is longer than the model's context ({why}): {len(found.lists)} lists from its "
             f"{len(found.functions_read)} largest functions the model can read, {len(coreset_lists)} coreset "
-            "lists and -Oz"
+            f"lists and {baseline}"
         )
-        model_lists = [(p, logprob) for p, logprob in found.lists if p != OZ_PASS_LIST]
+        beside = _measured_beside(request)
+        model_lists = [(p, logprob) for p, logprob in found.lists if p not in beside]
         if model_lists:
             await self._measure(ir, request.objective, deadline, sampled, model_lists, CandidateSource.MODEL)
         from_model = {p for p, _ in model_lists}
-        other_lists = [(p, 0.0) for p in coreset_lists if p != OZ_PASS_LIST and p not in from_model]
+        other_lists = [(p, 0.0) for p in coreset_lists if p not in beside and p not in from_model]
         if other_lists and not sampled.deadline_hit:
             await self._measure(
                 ir, request.objective, deadline, sampled, other_lists, CandidateSource.CORESET
@@ -354,7 +379,8 @@ class Optimizer:
         self, ir: str, request: schemas.OptimizeRequest, deadline: float, count: int, sampled: _Sampled
     ) -> None:
         """Compile and measure the coreset's first `count` lists (no model)."""
-        lists = [p for p in self.coreset.first(request.objective, count) if p != OZ_PASS_LIST]
+        beside = _measured_beside(request)
+        lists = [p for p in self.coreset.first(request.objective, count) if p not in beside]
         if lists:
             await self._measure(
                 ir, request.objective, deadline, sampled, [(p, 0.0) for p in lists], CandidateSource.CORESET
@@ -391,6 +417,12 @@ class Optimizer:
         return evaluations
 
 
+def _measured_beside(request: schemas.OptimizeRequest) -> tuple[tuple[str, ...], ...]:
+    """Lists compiled as the baseline, which no candidate repeats: -Oz, unless the client gave its own cost
+    (then -Oz is a candidate like any other: LLVM's -Oz here may beat the client's compiler)."""
+    return () if request.baseline_cost is not None else (OZ_PASS_LIST,)
+
+
 def _sampling_options(request: schemas.OptimizeRequest, coreset: Coreset) -> SamplingOptions:
     """The engine's options for the request; each generation gets the time left as its `deadline_s`."""
     ranked = request.strategy == ServedStrategy.RANKED_CORESET  # priority sampling over the coreset's lists
@@ -425,17 +457,19 @@ async def _until(awaitable, deadline: float, what: str):
         ) from None
 
 
-# Among candidates of equal cost: -Oz first, then the model's, the coreset's, per-function lists.
+# Among candidates of equal cost: the baseline first, then the model's, the coreset's, per-function lists.
 _SOURCE_ORDER = {
     CandidateSource.OZ: 0,
+    CandidateSource.CLIENT_BASELINE: 0,
     CandidateSource.MODEL: 1,
     CandidateSource.CORESET: 2,
     CandidateSource.PER_FUNCTION: 3,
 }
+_BASELINE_NAMES = {CandidateSource.OZ: "-Oz", CandidateSource.CLIENT_BASELINE: "the client's baseline"}
 
 
 def _rank(measured: list[_Measured]) -> list[_Measured]:
-    """Cheapest first; on a tie -Oz first (never replace it without a gain), then the likelier candidate.
+    """Cheapest first; on a tie the baseline first (never replace it without a gain), then the likelier one.
 
     Candidates that failed to compile go last. The order is total, so equal requests rank equally.
     """
@@ -462,7 +496,13 @@ def _candidate(m: _Measured) -> schemas.Candidate:
 
 
 def _as_cached(response: schemas.OptimizeResponse, total_s: float) -> schemas.OptimizeResponse:
-    candidates = [c.model_copy(update={"source": CandidateSource.CACHE}) for c in response.candidates]
+    # the client's baseline keeps its source: it is the client's code, not an answer of the cache
+    candidates = [
+        c
+        if c.source == CandidateSource.CLIENT_BASELINE
+        else c.model_copy(update={"source": CandidateSource.CACHE})
+        for c in response.candidates
+    ]
     return response.model_copy(
         update={
             "candidates": candidates,

@@ -17,6 +17,7 @@ from pydantic import (
     Field,
     PlainSerializer,
     WithJsonSchema,
+    field_validator,
     model_validator,
 )
 
@@ -35,6 +36,7 @@ class CandidateSource(StrEnum):
     CACHE = "cache"  # answered from the result cache
     CORESET = "coreset"  # a list of the bundled coreset
     PER_FUNCTION = "per_function"  # a pass list per function of a whole unit
+    CLIENT_BASELINE = "client_baseline"  # the code the client holds (`baseline_cost`), not compiled here
 
 
 SourceName = Literal[tuple(source.value for source in CandidateSource)]
@@ -58,6 +60,7 @@ class _Request(_Model):
 
 
 UINT32_MAX = 2**32 - 1  # the proto's uint32: HTTP takes no more than gRPC can carry
+INT32_MAX = 2**31 - 1  # the proto's int32
 
 # Constraints the OpenAPI states but the flow checks itself, with messages that name the problem (the gRPC
 # path runs the same checks): exactly one of `ir` and `ir_bitcode` set, not null, and several samples only
@@ -118,6 +121,23 @@ class OptimizeRequest(_Request):
     temperature: float = Field(1.0, gt=0, le=10, description="nucleus only")
     top_p: float = Field(1.0, gt=0, le=1, description="nucleus only")
     seed: int = Field(0, ge=0, le=UINT32_MAX, description="nucleus only")
+    # Absent = -Oz is the baseline; documented as a plain integer (no null: leave it out instead).
+    baseline_cost: Annotated[
+        int | None, WithJsonSchema({"type": "integer", "minimum": 1, "maximum": INT32_MAX})
+    ] = Field(
+        None,
+        gt=0,
+        le=INT32_MAX,
+        description="the cost of the client's own code (text_size: its compiler's .text bytes): -Oz is not "
+        "compiled, the best answer is never worse than this; absent = -Oz is the baseline",
+    )
+
+    @field_validator("baseline_cost", mode="before")
+    @classmethod
+    def _no_null_baseline(cls, value):
+        if value is None:  # runs for a given value only: the default (absent) stays None
+            raise ValueError("give a positive integer, or leave the field out for -Oz as the baseline")
+        return value
 
     @model_validator(mode="after")
     def _one_module(self) -> OptimizeRequest:
@@ -155,10 +175,14 @@ class OptimizeResponse(_Model):
     ir_sha256: str
     objective: ObjectiveName
     input_cost: int
-    oz_cost: int
-    candidates: list[Candidate] = Field(description="ranked best first; -Oz always among them")
-    best: Candidate = Field(description="never worse than -Oz")
-    improvement_over_oz_pct: float
+    oz_cost: int = Field(description="-1 if not compiled (oz_skipped)")
+    candidates: list[Candidate] = Field(
+        description="ranked best first; the baseline (-Oz, or the request's baseline_cost) always among them"
+    )
+    best: Candidate = Field(description="never worse than the baseline")
+    improvement_over_oz_pct: float = Field(
+        description="of best over the baseline: -Oz, or the request's baseline_cost"
+    )
     timings: Timings
     model_id: str
     model_version: str
@@ -167,6 +191,11 @@ class OptimizeResponse(_Model):
     optimized_ir: str | None = None
     object_code: Base64Out | None = None
     warning: str = ""
+    oz_skipped: bool = Field(
+        False,
+        description="the request's baseline_cost is the baseline: -Oz and the input were not compiled "
+        "(oz_cost and input_cost -1); no IR or object when that baseline is best",
+    )
 
 
 class ModelMetadata(_Model):

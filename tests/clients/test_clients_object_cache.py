@@ -186,8 +186,21 @@ def a_new_unit(folder: Path, functions: int) -> None:
 
 # A deadline no -Oz compile of a 200-function unit meets (the service waits BACKEND_GRACE_S = 0.25 s past it
 # for its -Oz; clang-19 -Oz takes ~1 s on it): the service answers DEADLINE_EXCEEDED itself. Greedy for
-# every unit (OPTCC_LARGE_UNIT=0), as the first budgeted runs had it.
-NO_TIME = {"OPTCC_BUDGET": "0.001", "OPTCC_BUDGET_MIN": "0.001", "OPTCC_LARGE_UNIT": "0"}
+# every unit (OPTCC_LARGE_UNIT=0), as the first budgeted runs had it. The service compiles its own -Oz only
+# when not given clang's size (OPTCC_CLANG_BASELINE=0); given it, it answers (the next test).
+NO_TIME = {
+    "OPTCC_BUDGET": "0.001", "OPTCC_BUDGET_MIN": "0.001", "OPTCC_LARGE_UNIT": "0",
+    "OPTCC_CLANG_BASELINE": "0",
+}  # fmt: skip
+
+
+@pytest.mark.slow
+def test_told_clangs_size_a_service_out_of_budget_answers_and_clangs_object_stays(tmp_path, proxy):
+    """No -Oz to wait for: the deadline cut is an answer ("nothing smaller"), not a fallback."""
+    a_new_unit(tmp_path, 200)
+    record, _ = compile_once(tmp_path, proxy.target, "cut", **NO_TIME | {"OPTCC_CLANG_BASELINE": "1"})
+    assert (record["outcome"], record["winner"], record["oz_skipped"]) == ("service", "clang", True)
+    assert record["deadline_hit"] and record["saved_bytes"] == 0
 
 
 @pytest.mark.slow

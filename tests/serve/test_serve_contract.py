@@ -51,6 +51,8 @@ def test_schemathesis_finds_no_contract_failures(service, tmp_path):
         ("OptimizeRequest", {"ir": "x", "samples": 2}),  # greedy draws one
         ("OptimizeRequest", {"ir": "x", "strategy": "priority", "samples": 21}),  # engine.max_samples: 20
         ("OptimizeRequest", {"ir": "x", "seed": 2**32}),
+        ("OptimizeRequest", {"ir": "x", "baseline_cost": 0}),
+        ("OptimizeRequest", {"ir": "x", "baseline_cost": None}),
         ("ScheduleRequest", {"einsum": "", "sizes": {}}),
         ("ScheduleRequest", {"einsum": "C[m,n] = A[m,k] * B[k,n]", "sizes": {"m": 8}}),
         ("ScheduleRequest", {"einsum": "C[m] += A[m] * B[m]", "sizes": {"m": 0}}),

@@ -22,6 +22,7 @@ from optserve.compiler.cost import text_size
 from optserve.compiler.function_lists import defined_function_count, split_unit
 from optserve.compiler.ir import instruction_count
 from optserve.compiler.passes import format_pass_list, to_opt_pipeline
+from optserve.compiler.pipeline import evaluate
 from optserve.compiler.workers import CompilerPool
 from optserve.config import Settings
 from optserve.engine.backend import DecoderDeadError
@@ -191,6 +192,85 @@ def test_the_input_cost_is_measured_when_the_deadline_leaves_time(pool, add_ir):
     request = schemas.OptimizeRequest(ir=add_ir, strategy="priority", samples=1, deadline_s=10)
     response = optimize(ScriptedGenerator([("sroa",)]), pool, request)
     assert response.input_cost == instruction_count(add_ir) and not response.deadline_hit
+
+
+class CountingCompiler:
+    """The real pool, noting every pass list it is asked to compile."""
+
+    def __init__(self, pool):
+        self.pool = pool
+        self.compiled: list[tuple[str, ...]] = []
+
+    async def evaluate_async(self, ir, pass_lists, objective, want_ir=False, want_object=False):
+        self.compiled += [tuple(p) for p in pass_lists]
+        return await self.pool.evaluate_async(ir, pass_lists, objective, want_ir, want_object)
+
+
+def test_a_client_baseline_compiles_neither_oz_nor_the_input(pool, unrolled_loop_ir):
+    def compiled(**options) -> tuple[list, schemas.OptimizeResponse]:
+        compiler = CountingCompiler(pool)
+        response = optimize(ScriptedGenerator([("sroa",)]), compiler, schemas.OptimizeRequest(**options))
+        return compiler.compiled, response
+
+    lists, own = compiled(ir=unrolled_loop_ir)
+    assert sorted(lists) == [(), ("-Oz",), ("sroa",)] and not own.oz_skipped  # the input, -Oz, the model's
+    lists, answer = compiled(ir=unrolled_loop_ir, baseline_cost=own.oz_cost)
+    assert lists == [("sroa",)]  # the model's list only
+    assert answer.oz_skipped and (answer.oz_cost, answer.input_cost) == (-1, -1)
+    assert [c.source for c in answer.candidates] == ["model", "client_baseline"]
+    assert answer.best.cost == own.best.cost and answer.best.passes == ["sroa"]
+    assert answer.improvement_over_oz_pct == pytest.approx(own.improvement_over_oz_pct)
+
+
+def test_a_candidate_is_best_only_when_it_costs_less_than_the_client_baseline(pool, unrolled_loop_ir):
+    sroa = evaluate(unrolled_loop_ir, ("sroa",), "instruction_count").cost
+
+    def answer(baseline_cost: int) -> schemas.OptimizeResponse:
+        request = schemas.OptimizeRequest(
+            ir=unrolled_loop_ir, baseline_cost=baseline_cost, return_object=True
+        )
+        return optimize(ScriptedGenerator([("sroa",)]), pool, request)
+
+    beaten = answer(sroa + 1)
+    assert beaten.best.passes == ["sroa"] and beaten.best.cost == sroa
+    assert beaten.object_code.startswith(b"\x7fELF")  # the candidate's object, compiled for the answer
+    for baseline_cost in (sroa, sroa - 1):  # a tie keeps the client's code, as it keeps -Oz
+        kept = answer(baseline_cost)
+        assert kept.best.source == "client_baseline" and kept.best.cost == baseline_cost
+        assert kept.best.passes == [] and kept.object_code is None  # the client holds that code
+        assert [c.cost for c in kept.candidates] == [baseline_cost, sroa]
+        assert kept.improvement_over_oz_pct == 0.0
+
+
+def test_with_a_client_baseline_oz_is_a_candidate_like_any_other(pool, sum_ir):
+    response = optimize(
+        ScriptedGenerator([("-Oz",)]), pool, schemas.OptimizeRequest(ir=sum_ir, baseline_cost=10_000)
+    )
+    assert response.best.passes == ["-Oz"] and response.best.source == "model"
+    assert response.best.cost == evaluate(sum_ir, ("-Oz",), "instruction_count").cost
+
+
+def test_a_deadline_with_a_client_baseline_answers_that_baseline_not_an_error(pool, add_ir):
+    generator = ScriptedGenerator([("sroa",)], delay_s=5.0)
+    request = schemas.OptimizeRequest(ir=add_ir, baseline_cost=7, deadline_s=0.3)
+    cache = ResultCache(10)
+    response = optimize(generator, pool, request, cache)
+    assert response.deadline_hit and response.best.source == "client_baseline" and response.best.cost == 7
+    assert [c.source for c in response.candidates] == ["client_baseline"]
+    assert response.timings.total_s < 2.0 and len(cache) == 0
+
+
+def test_an_answer_to_a_client_baseline_is_cached_under_that_baseline(pool, sum_ir):
+    cache = ResultCache(10)
+    generator = ScriptedGenerator([("-O2",)])
+    first = optimize(generator, pool, schemas.OptimizeRequest(ir=sum_ir, baseline_cost=10_000), cache)
+    again = optimize(generator, pool, schemas.OptimizeRequest(ir=sum_ir, baseline_cost=10_000), cache)
+    other = optimize(generator, pool, schemas.OptimizeRequest(ir=sum_ir, baseline_cost=1), cache)
+    assert not first.cached and again.cached and again.oz_skipped
+    assert again.best.cost == first.best.cost < 10_000
+    assert not other.cached and other.best.source == "client_baseline"
+    cached_baseline = optimize(generator, pool, schemas.OptimizeRequest(ir=sum_ir, baseline_cost=1), cache)
+    assert cached_baseline.cached and cached_baseline.best.source == "client_baseline"
 
 
 def test_identical_requests_are_answered_from_the_cache(pool, sum_ir):
@@ -472,12 +552,36 @@ def test_bitcode_arrives_raw_over_grpc():
         pb.OptimizeRequest(),
         pb.OptimizeRequest(ir_text="x", deadline_s=-1),
         pb.OptimizeRequest(ir_text="x", top_p=2),
+        pb.OptimizeRequest(ir_text="x", baseline_cost=0),
+        pb.OptimizeRequest(ir_text="x", baseline_cost=-5),
     ],
 )
 def test_malformed_grpc_requests_are_invalid_argument(message):
     with pytest.raises(ServiceError) as caught:
         codec.optimize_request(message)
     assert caught.value.kind.grpc_code is grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_a_client_baseline_crosses_the_grpc_edge_only_when_set():
+    assert codec.optimize_request(pb.OptimizeRequest(ir_text="x")).baseline_cost is None
+    assert codec.optimize_request(pb.OptimizeRequest(ir_text="x", baseline_cost=420)).baseline_cost == 420
+    response = schemas.OptimizeResponse.model_validate(
+        {
+            "ir_sha256": "0" * 64,
+            "objective": "text_size",
+            "input_cost": -1,
+            "oz_cost": -1,
+            "candidates": [{"pipeline": "", "passes": [], "cost": 420, "source": "client_baseline"}],
+            "best": {"pipeline": "", "passes": [], "cost": 420, "source": "client_baseline"},
+            "improvement_over_oz_pct": 0.0,
+            "timings": {},
+            "model_id": "m",
+            "model_version": "v",
+            "oz_skipped": True,
+        }
+    )
+    message = codec.optimize_response(response)
+    assert message.oz_skipped and message.best.source == pb.CLIENT_BASELINE and message.oz_cost == -1
 
 
 def test_a_missing_model_directory_is_reported_not_fatal(tmp_path):

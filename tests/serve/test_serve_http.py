@@ -68,6 +68,11 @@ def test_schedule_answers(http):
         ({"ir": "x", "strategy": "beam"}, "strategy"),
         ({"ir": "x", "samples": 0}, "samples"),
         ({"ir": "x", "colour": "blue"}, "colour"),
+        ({"ir": "x", "baseline_cost": 0}, "baseline_cost: Input should be greater than 0"),
+        ({"ir": "x", "baseline_cost": -5}, "baseline_cost: Input should be greater than 0"),
+        ({"ir": "x", "baseline_cost": "420"}, "baseline_cost: Input should be a valid integer"),
+        ({"ir": "x", "baseline_cost": 2**31}, "baseline_cost: Input should be less than or equal to"),
+        ({"ir": "x", "baseline_cost": None}, "leave the field out for -Oz as the baseline"),
     ],
 )
 def test_bad_optimize_bodies_are_400_with_a_json_error(http, body, complaint):
@@ -196,6 +201,26 @@ def test_one_scrape_sees_the_other_deployments_replicas(http, sum_ir):
         line for line in http.get("/metrics").text.splitlines() if line.startswith("optserve_engine_pending")
     ]
     assert pending == ["optserve_engine_pending 0.0"], pending
+
+
+def test_a_client_baseline_spares_the_compilers_oz_and_the_input(http, sum_ir):
+    """Counted by the compiler replicas: with the client's own baseline only the candidates compile."""
+    compiled, answers = {}, {}
+    for told in (False, True):
+        before = settled_metric(http, "optserve_compiler_evaluations_total", outcome="ok")
+        body = {"ir": sum_ir, "bypass_cache": True, "strategy": "priority", "samples": 2}
+        answer = http.post("/v1/optimize", json=body | ({"baseline_cost": 1} if told else {}))
+        assert answer.status_code == 200, answer.text
+        answers[told] = answer.json()
+        compiled[told] = settled_metric(http, "optserve_compiler_evaluations_total", outcome="ok") - before
+        assert answers[told]["oz_skipped"] is told
+    models = {
+        told: [c["passes"] for c in answers[told]["candidates"] if c["source"] == "model"] for told in answers
+    }
+    assert len(models[True]) >= 1 and compiled[True] == len(models[True])  # the model's candidates only
+    # without the client's baseline also -Oz (not repeated as a model candidate there) and the input
+    assert compiled[False] == len(models[False]) + 2
+    assert [p for p in models[True] if p != ["-Oz"]] == models[False]
 
 
 def test_metric_labels_never_carry_a_raw_path(http):

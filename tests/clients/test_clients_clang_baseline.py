@@ -1,0 +1,94 @@
+"""optcc tells the service the `.text` size of clang's object (`baseline_cost`): the service then compiles
+no -Oz of its own and no unoptimized input, and sends an object only for a candidate smaller than clang's.
+Real clang, the real service (its compile counter at /metrics), real objects."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from clients_helpers import HTTP_PORT
+from test_clients_never_larger import C_SOURCES, DATA, OPTCC, compile_unit
+
+from optserve.clients import elf
+from optserve.clients.settings import OptccSettings
+from optserve.serve.metrics import parse_exposition
+
+# A budget (the baseline is sent only with one: clang's compile has ended when the service is asked) large
+# enough that this loaded machine never cuts the service's answer short.
+BUDGETED = {"OPTCC_BUDGET": "100", "OPTCC_BUDGET_MIN": "20", "OPTCC_DEADLINE": "30"}
+COMPILES = "optserve_compiler_evaluations_total"
+
+
+def settled_compiles() -> float:
+    """The service's count of compiled candidates once every earlier unit is in it (replicas report every
+    2 s: unchanged over 5 s)."""
+
+    def scrape() -> float:
+        text = httpx.get(f"http://127.0.0.1:{HTTP_PORT}/metrics", timeout=30).text
+        return sum(value for name, _, value in parse_exposition(text) if name == COMPILES)
+
+    value = scrape()
+    while True:
+        time.sleep(5)
+        latest = scrape()
+        if latest == value:
+            return value
+        value = latest
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("source", "flags"),
+    [
+        (C_SOURCES / "floating.c", ["-Os"]),  # clang-19's -Os is smaller than anything the service has
+        (C_SOURCES / "recursion.c", ["-Oz", "-g"]),
+        (DATA / "clients" / "wordstat" / "main.c", ["-Oz"]),
+    ],
+)
+def test_told_clangs_size_the_service_compiles_no_oz_and_optcc_is_never_larger(
+    optserve_target, tmp_path, source: Path, flags
+):
+    env = {"OPTCC_SERVER": optserve_target, **BUDGETED}
+    mine, clangs, [record] = compile_unit(OPTCC, "clang-19", source, flags, tmp_path, **env)
+    assert record["outcome"] == "service" and record["oz_skipped"] and record["oz_cost"] == -1
+    assert record["clang_text"] == elf.text_size(clangs)
+    assert elf.text_size(mine) <= elf.text_size(clangs)
+    if record["winner"] == "clang":  # nothing smaller than clang's: its object, byte for byte
+        assert mine == clangs and record["saved_bytes"] == 0
+        assert record["service_text"] is None or record["service_text"] >= record["clang_text"]
+    else:  # the service sent an object only because it was smaller than clang's
+        assert record["service_text"] == elf.text_size(mine) < record["clang_text"]
+
+
+@pytest.mark.slow
+def test_the_clang_baseline_saves_the_service_its_oz_and_input_compiles(optserve_target, tmp_path):
+    source = DATA / "clients" / "wordstat" / "main.c"
+    env = {"OPTCC_SERVER": optserve_target, "OPTCC_CACHE": "0", **BUDGETED}
+    compiled = {}
+    for told in ("0", "1"):
+        before = settled_compiles()
+        _, _, [record] = compile_unit(
+            OPTCC, "clang-19", source, ["-Oz"], tmp_path, OPTCC_CLANG_BASELINE=told, **env
+        )
+        assert record["outcome"] == "service" and record["oz_skipped"] is (told == "1")
+        compiled[told] = settled_compiles() - before
+    assert compiled["0"] >= 2  # -Oz and the input, besides the model's candidates
+    # two compiles fewer (-Oz, the input), one more only where a candidate beat clang (for its object)
+    assert compiled["1"] <= compiled["0"] - 1
+
+
+@pytest.mark.parametrize(
+    ("env", "sent"),
+    [
+        ({}, True),
+        ({"OPTCC_CLANG_BASELINE": "0"}, False),
+        ({"OPTCC_OBJECTIVE": "instruction_count"}, False),  # clang's object has no IR to count
+        ({"OPTCC_BUDGET": "0"}, False),  # the service is asked beside clang's compile: no size yet
+    ],
+)
+def test_clangs_size_is_sent_only_where_the_service_can_compare_it(env, sent):
+    settings = OptccSettings.from_environment(env, "clang-19")
+    assert settings.sends_clang_baseline is sent
