@@ -89,6 +89,12 @@ class EngineSettings(_Section):
         "function the best of -Oz and the coreset's first lists, measured on that function alone, linked "
         "back into the unit (compiler/unit_search.py; docs/bench/function_lists.md); 0: off",
     )
+    unit_function_refine: bool = Field(
+        False,
+        description="with unit_function_lists: one round of local search per function after the coreset "
+        "lists (its best list with one more pass appended, 10 compiles per function; "
+        "docs/bench/unit_lists.md)",
+    )
 
 
 class LoopTuneSettings(_Section):

@@ -20,7 +20,7 @@ from optserve.compiler.cache import ResultCache, ir_digest
 from optserve.compiler.function_lists import FunctionLists, split_unit
 from optserve.compiler.ir import IRError, parse_ir
 from optserve.compiler.passes import format_pass_list, to_opt_pipeline
-from optserve.compiler.unit_search import measure_functions
+from optserve.compiler.unit_search import measure_functions, refine_functions
 from optserve.compiler.workers import CandidateCompiler
 from optserve.config import Settings
 from optserve.engine.coreset import Coreset
@@ -238,8 +238,9 @@ class Optimizer:
         self, ir: str, request: schemas.OptimizeRequest, deadline: float, sampled: _Sampled
     ) -> None:
         """A unit of several functions: each function gets the best of -Oz and the coreset's first
-        `engine.unit_function_lists` lists, measured on its own module, and the lists are linked back into
-        one candidate (compiler/unit_search.py; the path benchmarks/function_lists_units.py measures)."""
+        `engine.unit_function_lists` lists (then, with `engine.unit_function_refine`, one more pass where it
+        helps), measured on its own module, and the lists are linked back into one candidate
+        (compiler/unit_search.py; the path benchmarks/function_lists_units.py and unit_gap.py measure)."""
         count = self.settings.engine.unit_function_lists
         if not count or request.strategy == ServedStrategy.RANKED_CORESET or sampled.deadline_hit:
             return
@@ -260,6 +261,19 @@ class Optimizer:
                 "compiling per-function candidates",
             )
             chosen = measured.choose()
+            if self.settings.engine.unit_function_refine:
+                refined, _ = await _until(
+                    refine_functions(
+                        parts,
+                        measured.best(),
+                        request.objective,
+                        self.compiler,
+                        self.settings.compiler.workers,
+                    ),
+                    deadline + BACKEND_GRACE_S,
+                    "refining the per-function lists",
+                )
+                chosen = FunctionLists.of({n: p for n, (p, _) in refined.items()}, default=chosen.default)
             (linked,) = await _until(
                 self.compiler.evaluate_async(ir, [chosen], request.objective),
                 deadline + BACKEND_GRACE_S,
