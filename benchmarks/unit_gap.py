@@ -216,6 +216,19 @@ def report(rows: list[dict], meta: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _merged(rows: list[dict], meta: dict, path: Path) -> tuple[list[dict], dict]:
+    """The rows of units measured in both runs, with the other run's variants and module sums added."""
+    other = {row["id"]: row for row in map(json.loads, path.read_text().splitlines())}
+    merged = []
+    for row in rows:
+        if row["id"] in other:
+            extra = other[row["id"]]
+            merged.append({**extra, **row, "v": {**extra["v"], **row["v"]}})
+    other_meta = json.loads(path.with_suffix(".meta.json").read_text())
+    meta = {**meta, "command": f"{meta['command']}` and `{other_meta['command']}"}
+    return merged, meta
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=Path("data/real"))
@@ -227,12 +240,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rows", type=Path, help="append rows here (resumable: units there are skipped)")
     parser.add_argument("--from-rows", type=Path, help="only report rows written earlier")
+    parser.add_argument(
+        "--merge", type=Path, help="with --from-rows: add the variants of another run's rows (same units)"
+    )
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per compile job")
     args = parser.parse_args(argv)
     meta_path = (args.from_rows or args.rows or Path("/dev/null")).with_suffix(".meta.json")
     if args.from_rows:
         rows = [json.loads(line) for line in args.from_rows.read_text().splitlines()]
         meta = json.loads(meta_path.read_text())
+        if args.merge:
+            rows, meta = _merged(rows, meta, args.merge)
     else:
         rows, meta = asyncio.run(_run(args))
         if args.rows:

@@ -261,7 +261,10 @@ class Optimizer:
                 "compiling per-function candidates",
             )
             chosen = measured.choose()
-            if self.settings.engine.unit_function_refine:
+            # A refining round costs about what the coreset lists cost (10 compiles per function): only
+            # when that and the link still fit before the deadline, so a long unit keeps its candidate.
+            searched_s = time.monotonic() - started
+            if self.settings.engine.unit_function_refine and deadline - time.monotonic() > 2 * searched_s:
                 refined, _ = await _until(
                     refine_functions(
                         parts,
