@@ -156,7 +156,8 @@ def report(rows: list[dict], meta: dict) -> str:
     for count in meta["counts"]:  # the best of several candidates per unit (their seconds add up)
         for parts in ([f"fn@{count}", f"fn@{count} grouped"], [f"fn@{count}", f"whole@{count}"],
                       [f"fn@{count}", f"fn@{count} grouped", f"whole@{count}"], ["split-oz", f"fn@{count}"],
-                      [f"fn@{count} refined", f"whole@{count}"]):  # fmt: skip
+                      [f"fn@{count} refined", f"whole@{count}"],
+                      [f"fn@{count} refined", f"fn@{count} grouped", f"whole@{count}"]):  # fmt: skip
             if not any(parts[0] in r["v"] for r in rows):
                 continue
             _combine(rows, parts)
