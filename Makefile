@@ -15,7 +15,8 @@ serve: $(STAMP) $(PROTO_OUT)
 	$(VENV)/bin/optserve serve
 
 # One pytest process per test folder: the serve, clients and reliability folders each start their own Ray
-# Serve app (own ports and settings) once per session, and one process can host only one.
+# Serve app once per session, with settings the others cannot share (TLS, per-function lists, limits,
+# token: docs/structure_audit.md), and one process hosts one Serve instance at a time.
 TEST_DIRS := $(filter-out tests/data/,$(sort $(wildcard tests/*/)))
 
 test: $(STAMP) $(PROTO_OUT) system-deps

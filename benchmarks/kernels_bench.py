@@ -34,7 +34,7 @@ SAMPLE_SEED = 1
 
 
 def sample_shapes(count: int) -> list:
-    from optserve.policies.dataset import train_test_split
+    from optserve.looptune_training.dataset import train_test_split
 
     _, test = train_test_split()
     return sorted(random.Random(SAMPLE_SEED).sample(test, count), key=lambda b: (b.m, b.k, b.n))
@@ -49,7 +49,7 @@ def _pin(queue) -> None:
 def run_item(item: tuple[str, str, float]) -> dict:
     name, method, time_limit = item
     from optserve.kernels.measure import numpy_gflops
-    from optserve.policies.dataset import Benchmark
+    from optserve.looptune_training.dataset import Benchmark
     from optserve.policies.scheduler import schedule_nest
 
     m, k, n = (int(x) for x in name.removeprefix("mm").split("_"))

@@ -36,11 +36,11 @@ def collect_shape(item: tuple[str, float, float, float]) -> dict | None:
     if time.time() + beam_s + random_s > stop_at:
         return None
     from optserve.kernels.schedule import Schedule
-    from optserve.policies.dataset import Benchmark
+    from optserve.looptune_training.dataset import Benchmark
+    from optserve.looptune_training.templates import nest_text
     from optserve.policies.env import AgentState, Evaluator
     from optserve.policies.scheduler import measure_schedule
     from optserve.policies.search import beam_bfs, random_search
-    from optserve.policies.templates import nest_text
 
     m, k, n = (int(x) for x in name.removeprefix("mm").split("_"))
     spec = Benchmark(name, m, k, n).spec()
@@ -74,8 +74,8 @@ def main() -> int:
     parser.add_argument("--out", default="data/looptune/measured.json.gz")
     args = parser.parse_args()
 
-    from optserve.policies.dataset import train_test_split
-    from optserve.policies.evaluate import pinned_pool, run_meta
+    from optserve.looptune_training.dataset import train_test_split
+    from optserve.looptune_training.evaluate import pinned_pool, run_meta
 
     start = time.time()
     train, _ = train_test_split()

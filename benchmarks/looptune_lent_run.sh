@@ -8,7 +8,7 @@ REPO=$PWD
 source benchmarks/looptune_lent_setup.sh
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
 cd /tmp  # so that `optserve` resolves to the /tmp/ns namespace, not the repository's optserve/ folder
-EVAL="python3 -m optserve.policies.cli eval looptune --jobs 15 --first-core 1 --split test"
+EVAL="python3 -m optserve.looptune_training.cli eval looptune --jobs 15 --first-core 1 --split test"
 $EVAL --search-shapes $SHAPES --search-time $SEARCH_S --json-out $OUT/eval.json --out $OUT/looptune.md \
   > $OUT/eval.log 2>&1
 echo "evaluation exit $?"; grep -A5 "^### Acceptance" $OUT/looptune.md

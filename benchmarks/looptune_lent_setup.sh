@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepare the lent machine (no Ray, no pydantic, a different llvmlite) to run optserve.kernels/policies code:
+# Prepare the lent machine (no Ray, no pydantic, a different llvmlite) to run optserve.kernels/policies/looptune_training code:
 # our llvmlite 0.47 from .carry, an `optserve` namespace of symlinks, and a tiny stand-in for pydantic that
 # only fills defaults (config validation is not exercised there). Source it from the repository root:
 #   source benchmarks/looptune_lent_setup.sh
@@ -7,7 +7,7 @@ set -e
 mkdir -p /tmp/site /tmp/ns/optserve /tmp/stub
 [ -d /tmp/site/llvmlite ] || tar xJf .carry/llvmlite047.tar.xz -C /tmp/site
 for f in optserve/*.py; do ln -sf "$PWD/$f" /tmp/ns/optserve/; done
-for d in kernels policies; do ln -sfn "$PWD/$d" /tmp/ns/optserve/$d; done
+for d in kernels policies looptune_training; do ln -sfn "$PWD/$d" /tmp/ns/optserve/$d; done
 cat > /tmp/stub/pydantic.py <<'PY'
 class _Field:
     def __init__(self, default=None, default_factory=None):

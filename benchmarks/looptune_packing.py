@@ -1,13 +1,16 @@
-"""What if the backend packed B of `C = A·B^T`? The cover's templates on partial sums (today) and on B packed.
+"""Packing a strided operand: the cover's templates on each layout of A·B^T and A^T·B^T, beside numpy.
 
-    OPENBLAS_NUM_THREADS=1 python benchmarks/looptune_packing.py --sizes 100,256,384,512 --rounds 3
+    OPENBLAS_NUM_THREADS=1 python benchmarks/looptune_packing.py --sizes 256,512 --rounds 3
 
-`C[m,n] += A[m,k] * B[n,k]` has k contiguous in every tensor, so the backend does not pack
-(kernels/packing.py): tiled schedules vectorize k and keep vector partial sums. Packing B as `B'[k,n]`, as
-the backend does for `A^T·B^T`, would turn it into an ordinary matmul (n vectorized, A broadcast) at the
-price of copying B at every call. For this run only, `packed_layout` is replaced by one that always moves
-the output's last index last; every template of the bundled cover is compiled both ways and timed in
-interleaved rounds with numpy single-thread, best per variant. Prints one line per size.
+Per contraction and size, every template of the bundled cover is compiled in each variant and timed in
+interleaved rounds with numpy single-thread (best per variant):
+- `partial sums` (A·B^T only): the unpacked twins (`-u`): k vectorized, vector partial sums, B read in
+  place. This is what the backend did for A·B^T before packing was a template option.
+- `packed, element copy`: B packed as `B'[k,n]` by the copy the backend used before, one element at a
+  time in packed order (for A^T·B^T, what it did before; the copy reads B at a stride of k floats).
+- `packed, blocked`: B packed by the blocked transpose (kernels/packing.py): vector tiles transposed in
+  registers, what the backend does now.
+Prints one line per contraction and size; `--json-out` keeps the numbers.
 """
 
 from __future__ import annotations
@@ -18,54 +21,59 @@ os.environ["OPENBLAS_NUM_THREADS"] = "1"  # before numpy loads OpenBLAS
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import json  # noqa: E402
+from pathlib import Path  # noqa: E402
 
-BT = "C[m,n] += A[m,k] * B[n,k]"
-
-
-def always_packed(spec):
-    """The backend's packing with its "already contiguous" exit removed: every input strided along the
-    output's last index gets that dimension moved last."""
-    from optserve.kernels.packing import PackedLayout
-    from optserve.kernels.spec import LoopNestSpec, TensorRef
-
-    vector = spec.output.dims[-1][0]
-    inputs, orders = [], []
-    for tensor in spec.inputs:
-        if spec.strides(tensor)[vector] in (0, 1):
-            inputs.append(tensor)
-            orders.append(None)
-            continue
-        (where,) = [j for j, dim in enumerate(tensor.dims) if vector in dim]
-        order = tuple(j for j in range(len(tensor.dims)) if j != where) + (where,)
-        inputs.append(TensorRef(f"{tensor.name}_packed", tuple(tensor.dims[j] for j in order)))
-        orders.append(order)
-    packed = LoopNestSpec(output=spec.output, inputs=(inputs[0], inputs[1]), sizes=spec.sizes)
-    return PackedLayout(packed, (orders[0], orders[1]))
+KINDS = {"A·B^T": "C[m,n] += A[m,k] * B[n,k]", "A^T·B^T": "C[m,n] += A[k,m] * B[n,k]"}
+VARIANTS = ("partial sums", "packed, element copy", "packed, blocked")
 
 
-def time_size(size: int, rounds: int) -> dict[str, tuple[float, str]]:
+@contextlib.contextmanager
+def element_copy():
+    """The copy before the blocked transpose: one element at a time in packed order (a single scalar tile
+    over the whole matrix)."""
     import optserve.kernels.codegen as codegen
-    import optserve.kernels.tiling as tiling
-    from optserve.kernels.jit import compile_schedule, host_target
+    import optserve.kernels.packing as packing
+
+    original = codegen.pack_function_ir
+
+    def copy(name, shape, order, width=1):
+        return original(name, shape, order, 1)
+
+    saved = packing.SCALAR_BLOCK
+    codegen.pack_function_ir, packing.SCALAR_BLOCK = copy, 1 << 30
+    try:
+        yield
+    finally:
+        codegen.pack_function_ir, packing.SCALAR_BLOCK = original, saved
+
+
+def compile_variant(spec, variant: str, target) -> dict:
+    from optserve.kernels.jit import compile_schedule
+    from optserve.kernels.tiling import tiled_schedule
+    from optserve.policies.tiles import fits, load_cover, unpacked
+
+    templates = unpacked(load_cover()) if variant == "partial sums" else list(load_cover())
+    kernels = {}
+    with element_copy() if variant == "packed, element copy" else contextlib.nullcontext():
+        for template in templates:
+            if fits(template, target):
+                schedule = tiled_schedule(spec, template, target.vector_widths[0])
+                kernels[template.name()] = compile_schedule(spec, schedule, target=target)
+    return kernels
+
+
+def time_case(einsum: str, size: int, rounds: int) -> dict:
+    from optserve.kernels.jit import host_target
     from optserve.kernels.measure import measure
-    from optserve.kernels.packing import packed_layout
     from optserve.kernels.reference import numpy_gflops_of
     from optserve.kernels.spec import LoopNestSpec
-    from optserve.kernels.tiling import tiled_schedule
-    from optserve.policies.tiles import fits, load_cover
 
-    spec = LoopNestSpec.parse(BT, {"m": size, "k": size, "n": size})
+    spec = LoopNestSpec.parse(einsum, {"m": size, "k": size, "n": size})
     target = host_target()
-    kernels = {}
-    try:
-        for variant, layout_fn in (("partial sums", packed_layout), ("B packed", always_packed)):
-            codegen.packed_layout = tiling.packed_layout = layout_fn
-            for template in load_cover():
-                if fits(template, target):
-                    schedule = tiled_schedule(spec, template, target.vector_widths[0])
-                    kernels[(variant, template.name())] = compile_schedule(spec, schedule, target=target)
-    finally:
-        codegen.packed_layout = tiling.packed_layout = packed_layout
+    variants = [v for v in VARIANTS if v != "partial sums" or einsum == KINDS["A·B^T"]]
+    kernels = {(v, name): k for v in variants for name, k in compile_variant(spec, v, target).items()}
     best = dict.fromkeys(kernels, 0.0)
     numpy = 0.0
     try:
@@ -76,23 +84,40 @@ def time_size(size: int, rounds: int) -> dict[str, tuple[float, str]]:
     finally:
         for kernel in kernels.values():
             kernel.close()
-    out = {"numpy": (numpy, "")}
-    for variant in ("partial sums", "B packed"):
+    out = {"numpy": numpy}
+    for variant in variants:
         gflops, name = max((g, n) for (v, n), g in best.items() if v == variant)
-        out[variant] = (gflops, name)
+        out[variant] = {"gflops": gflops, "template": name, "ratio": gflops / numpy}
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="100,256,384,512", help="m = k = n, comma-separated")
+    parser.add_argument("--sizes", default="256,512", help="m = k = n, comma-separated")
+    parser.add_argument("--kinds", default=",".join(KINDS), help="comma-separated: " + ", ".join(KINDS))
     parser.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds")
+    parser.add_argument("--json-out", help="write the results here")
     args = parser.parse_args()
-    for size in (int(s) for s in args.sizes.split(",")):
-        result = time_size(size, args.rounds)
-        numpy = result["numpy"][0]
-        cells = [f"{v} {g:.1f} ({n}, {g / numpy:.2f}x numpy)" for v, (g, n) in result.items() if v != "numpy"]
-        print(f"A·B^T {size}^3: numpy {numpy:.1f}; " + "; ".join(cells) + f"; load {os.getloadavg()[0]:.1f}")
+    from optserve.kernels.jit import host_description
+
+    results = []
+    for kind in args.kinds.split(","):
+        for size in (int(s) for s in args.sizes.split(",")):
+            result = time_case(KINDS[kind], size, args.rounds)
+            numpy = result["numpy"]
+            cells = [
+                f"{v} {r['gflops']:.1f} ({r['template']}, {r['ratio']:.2f}x)"
+                for v, r in result.items()
+                if v != "numpy"
+            ]
+            load = os.getloadavg()[0]
+            print(
+                f"{kind} {size}^3: numpy {numpy:.1f}; " + "; ".join(cells) + f"; load {load:.1f}", flush=True
+            )
+            results.append({"kind": kind, "size": size, "load": load, **result})
+    if args.json_out:
+        meta = {"cpu": host_description(), "cores": os.cpu_count(), "rounds": args.rounds}
+        Path(args.json_out).write_text(json.dumps({"meta": meta, "results": results}, indent=1))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@
         --out docs/bench/looptune.md
 
 `--eval`/`--earlier` come from benchmarks/looptune_lent_run.sh; `--train` and `--holdout` are run folders of
-`python -m optserve.policies.train` (the bundled policy, and the same training with shapes held out).
+`python -m optserve.looptune_training.train` (the bundled policy, and the same training with shapes held out).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from optserve.policies.evaluate import SEARCH_METHODS, plot, report, summary
+from optserve.looptune_training.evaluate import SEARCH_METHODS, plot, report, summary
 
 NOTES = [
     "### Notes",
@@ -218,7 +218,7 @@ REPRODUCE = [
     " data/looptune/measured.json.gz --out $OUT/templates_v2.json.gz`; pass 2 re-times its templates:"
     " `--templates-from data/looptune/templates_v2.json.gz --rounds 2 --budget-s 480 --out"
     " $OUT/templates_v2_pass2.json.gz`. Keep them under data/looptune/.",
-    "2. Training, any machine (~10 min on 2 cores): `python -m optserve.policies.train --data"
+    "2. Training, any machine (~10 min on 2 cores): `python -m optserve.looptune_training.train --data"
     " data/looptune/measured.json.gz --templates data/looptune/templates_v2.json.gz"
     " data/looptune/templates_v2_pass2.json.gz --run runs/looptune_v2 --bundle models/looptune`"
     " (add `--holdout-shapes 176` for the held-out score).",

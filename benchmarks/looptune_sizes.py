@@ -3,8 +3,8 @@
     OPENBLAS_NUM_THREADS=1 python benchmarks/looptune_sizes.py --search-time 10 --rounds 3 \
         --out docs/bench/looptune_sizes.md
 
-Every kind of policies/suites.py is swept over one size (squares and cubes 16..2048 with non-powers of two,
-images 7..112 for the convolutions), none of them a training shape. Each point is timed as in
+Every kind of `looptune_training.suites` is swept over one size (squares and cubes 16..2048 with non-powers
+of two, images 7..112 for the convolutions), none of them a training shape. Each point is timed as in
 benchmarks/looptune_suite.py (`time_case`: decision `policy_tiles`, the `tiles` search with
 `--search-time` seconds, numpy single-thread, the base nest compiled scalar; interleaved rounds, best per
 method). Writes a markdown table, one plot per kind beside it (`.png`) and the raw results.
@@ -43,7 +43,7 @@ IMAGES = (7, 14, 28, 56, 112)  # 32 -> 32 channels, 3x3 window
 
 def sweep() -> dict[str, tuple[str, list]]:
     """Per kind: the swept size's label and its cases, smallest first."""
-    from optserve.policies.suites import case
+    from optserve.looptune_training.suites import case
 
     cubes = {
         kind: ("m = k = n", [case(kind, m=s, k=s, n=s) for s in CUBES])
@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from optserve.config import LoopTuneSettings
-    from optserve.policies.suites import training_suite
+    from optserve.looptune_training.suites import training_suite
 
     command = recorded_command(args, "looptune_sizes.py", argv)
     wanted = [k for k in args.kinds.split(",") if k]

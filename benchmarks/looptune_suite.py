@@ -3,9 +3,9 @@
     OPENBLAS_NUM_THREADS=1 python benchmarks/looptune_suite.py --search-time 20 --rounds 3 \
         --out docs/bench/looptune_suite.md
 
-For every held-out case (policies/suites.py, never trained on): the decision `policy_tiles` (the service's
-default: learned tile cover + Q-policy, quick polish) with its wall time, Q-policy inference and JIT time;
-the `tiles` search with `--search-time` seconds; then the chosen kernels, numpy's program for the
+For every held-out case (`looptune_training.suites`, never trained on): the decision `policy_tiles` (the
+service's default: learned tile cover + Q-policy, quick polish) with its wall time, Q-policy inference and JIT
+time; the `tiles` search with `--search-time` seconds; then the chosen kernels, numpy's program for the
 contraction (kernels/reference.py) and the base nest compiled scalar (the naive loop nest) are timed in
 `--rounds` interleaved rounds, best per method, so machine drift stays out of the ratios. Writes the
 markdown section, a plot beside it and the raw results (`--json-out`).
@@ -92,6 +92,7 @@ def time_case(case, settings, search_time: float, rounds: int) -> dict:
     from optserve.kernels.measure import measure
     from optserve.kernels.reference import numpy_gflops_of, numpy_program
     from optserve.kernels.schedule import Schedule
+    from optserve.policies.methods import SearchMethod
     from optserve.policies.policy import default_policy_path, load_bundle, rollout
     from optserve.policies.scheduler import schedule_nest
 
@@ -103,8 +104,8 @@ def time_case(case, settings, search_time: float, rounds: int) -> dict:
         rollout(bundle.network, spec)
         inference_ms = max(inference_ms, (time.perf_counter() - start) * 1e3)
         inference_cpu_ms = max(inference_cpu_ms, (time.process_time() - cpu_start) * 1e3)
-    decision = schedule_nest(spec, "policy_tiles", time_limit_s=10.0, settings=settings)
-    search = schedule_nest(spec, "tiles", time_limit_s=search_time, settings=settings)
+    decision = schedule_nest(spec, SearchMethod.POLICY_TILES, time_limit_s=10.0, settings=settings)
+    search = schedule_nest(spec, SearchMethod.TILES, time_limit_s=search_time, settings=settings)
     target = host_target(settings.max_kernel_statements)
     kernels = {
         "policy": compile_schedule(spec, Schedule.from_text(decision.schedule), target=target),
@@ -229,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from optserve.config import LoopTuneSettings
-    from optserve.policies.suites import HELD_OUT
+    from optserve.looptune_training.suites import HELD_OUT
 
     command = recorded_command(args, "looptune_suite.py", argv)
     if args.merge:

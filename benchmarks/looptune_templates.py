@@ -1,10 +1,10 @@
 """Measure schedule templates on the LoopTune training shapes (the policy's training data).
 
-Stage 1: every candidate template (policies/templates.py) on `--pool-shapes` training shapes; `greedy_cover`
-keeps the `--templates` that together come closest to each shape's best. Stage 2: those templates on every
-training shape (fixed-seed order) until `--budget-s` wall seconds are used. Workers are pinned one per core;
-GFLOPS are best of 10 timed runs after 20 warm-up calls (best of `--rounds` interleaved rounds), once per
-compute nest within a shape.
+Stage 1: every candidate template (`looptune_training.templates`) on `--pool-shapes` training shapes;
+`greedy_cover` keeps the `--templates` that together come closest to each shape's best. Stage 2: those
+templates on every training shape (fixed-seed order) until `--budget-s` wall seconds are used. Workers are
+pinned one per core; GFLOPS are best of 10 timed runs after 20 warm-up calls (best of `--rounds`
+interleaved rounds), once per compute nest within a shape.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/looptune_templates.py --jobs 15 --first-core 1 \
         --old-data data/looptune/measured.json.gz --budget-s 480 --out data/looptune/templates.json.gz
@@ -40,9 +40,9 @@ def measure_templates(item: tuple[str, list[list[str]], float, int]) -> dict | N
     name, templates, stop_at, rounds = item
     if time.time() > stop_at:
         return None
+    from optserve.looptune_training.templates import nest_text, play
+    from optserve.looptune_training.train import benchmark
     from optserve.policies.scheduler import measure_interleaved
-    from optserve.policies.templates import nest_text, play
-    from optserve.policies.train import benchmark
 
     spec = benchmark(name).spec()
     finals = [play(spec, actions) for actions in templates]
@@ -87,10 +87,15 @@ def main() -> int:
 
     import numpy as np
 
-    from optserve.policies.dataset import train_test_split
-    from optserve.policies.evaluate import pinned_pool, run_meta
-    from optserve.policies.templates import REFERENCE_SIZE, candidate_pool, greedy_cover, reachable_structures
-    from optserve.policies.train import benchmark
+    from optserve.looptune_training.dataset import train_test_split
+    from optserve.looptune_training.evaluate import pinned_pool, run_meta
+    from optserve.looptune_training.templates import (
+        REFERENCE_SIZE,
+        candidate_pool,
+        greedy_cover,
+        reachable_structures,
+    )
+    from optserve.looptune_training.train import benchmark
 
     start = time.time()
     stop_at = start + args.budget_s

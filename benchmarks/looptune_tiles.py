@@ -2,10 +2,10 @@
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/looptune_tiles.py --out models/looptune/tiles.json
 
-For each training shape (policies/suites.py, never a held-out one) every pool template (policies/tiles.py)
-is compiled and timed with the polish's protocol; the cover is the `--cover` templates that together come
-closest to each shape's best. Writes the cover with what it was measured on and the raw matrix
-(`--data-out`), and prints per shape the best template and how close the cover comes. On a many-core
+For each training shape (`looptune_training.suites`, never a held-out one) every pool template
+(policies/tiles.py) is compiled and timed with the polish's protocol; the cover is the `--cover` templates
+that together come closest to each shape's best. Writes the cover with what it was measured on and the raw
+matrix (`--data-out`), and prints per shape the best template and how close the cover comes. On a many-core
 machine, `--shard k/n` processes (one per core) each measure a part of the shapes, and `--merge` learns
 the cover from their data files (benchmarks/looptune_suite_lent.sh).
 """
@@ -79,8 +79,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from optserve.config import LoopTuneSettings
     from optserve.kernels.jit import host_description
-    from optserve.policies.suites import training_suite
-    from optserve.policies.templates import choose_cover
+    from optserve.looptune_training.suites import training_suite
+    from optserve.looptune_training.templates import choose_cover
     from optserve.policies.tiles import POOL_SEED, template_pool
 
     settings = LoopTuneSettings()

@@ -98,9 +98,9 @@ class OptccSettings:
                 raise ConfigError(f"{name}={value} must {'not be negative' if zero else 'be positive'}")
             return value
 
-        strategy = choice("OPTCC_STRATEGY", "greedy", STRATEGIES)
-        samples = number("OPTCC_SAMPLES", 1 if strategy == "greedy" else 10, int)
-        if strategy == "greedy" and samples != 1:
+        strategy = choice("OPTCC_STRATEGY", ServedStrategy.GREEDY.value, STRATEGIES)
+        samples = number("OPTCC_SAMPLES", 1 if strategy == ServedStrategy.GREEDY else 10, int)
+        if strategy == ServedStrategy.GREEDY and samples != 1:
             raise ConfigError(
                 f"OPTCC_SAMPLES={samples}: greedy gives one candidate; set OPTCC_STRATEGY=priority"
             )

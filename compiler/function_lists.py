@@ -102,6 +102,14 @@ class FunctionLists:
         return dict(self.lists).get(name, self.default)
 
 
+_DEFINE = re.compile(r"^define ", re.MULTILINE)
+
+
+def defined_function_count(ir: str) -> int:
+    """How many functions textual IR defines (a split's upper bound of function modules), without parsing."""
+    return len(_DEFINE.findall(ir))
+
+
 def split_unit(ir: str) -> UnitParts:
     """The unit as a shell and one module per defined function (IRError for what it cannot split: aliases
     and ifuncs, or a function whose module does not verify)."""

@@ -78,7 +78,10 @@ async def measure_functions(
     concurrency: int = 2,
 ) -> FunctionCosts:
     """Compile every candidate on every function module of `parts`, at most `concurrency` modules at a
-    time (a unit has up to hundreds of functions: the compiler's queue must not overflow)."""
+    time (a unit has up to hundreds of functions: the compiler's queue must not overflow).
+
+    If one module's compile raises (the compiler is gone), the others are cancelled before it propagates:
+    none is left waiting to compile for a request that has already failed."""
     candidates = tuple(tuple(p) for p in candidates)
     names = list(parts.functions)
     slots = asyncio.Semaphore(concurrency)
@@ -87,7 +90,13 @@ async def measure_functions(
         async with slots:
             return await compiler.evaluate_async(parts.functions[name], candidates, objective)
 
-    results: list[list[Evaluation]] = await asyncio.gather(*(measure(name) for name in names))
+    tasks = [asyncio.ensure_future(measure(name)) for name in names]
+    try:
+        results: list[list[Evaluation]] = await asyncio.gather(*tasks)
+    except BaseException:  # gather cancels the rest only when it is cancelled itself, not when one raises
+        for task in tasks:
+            task.cancel()
+        raise
     costs = {
         name: [e.cost if e.ok else None for e in evals] for name, evals in zip(names, results, strict=True)
     }
@@ -128,7 +137,13 @@ async def refine_functions(
         return (chosen, cost), seconds
 
     names = list(best)
-    results = await asyncio.gather(*(refine(name) for name in names))
+    tasks = [asyncio.ensure_future(refine(name)) for name in names]
+    try:
+        results = await asyncio.gather(*tasks)
+    except BaseException:  # as measure_functions: leave no module queued for a request that failed
+        for task in tasks:
+            task.cancel()
+        raise
     refined = {name: result for name, (result, _) in zip(names, results, strict=True)}
     return refined, sum(seconds for _, seconds in results)
 

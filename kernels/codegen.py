@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from optserve.kernels.packing import PackedLayout, pack_function_ir, packed_layout
+from optserve.kernels.packing import COPY_WIDTH, PackedLayout, pack_function_ir, packed_layout
 from optserve.kernels.schedule import Schedule, covered_extents, iteration_extents
 from optserve.kernels.spec import LoopNestSpec, SpecError
 
@@ -239,7 +239,7 @@ def emitted_statements(node: object, memo: dict | None = None) -> int:
 
 def plan_schedule(spec: LoopNestSpec, schedule: Schedule, target: Target) -> tuple[object, bool]:
     """The plan of a schedule and whether its innermost loop is vectorized (on packed operands, if any)."""
-    layout = packed_layout(spec)
+    layout = packed_layout(spec, schedule.compute[-1].index)
     planner = _Planner(layout.spec if layout else spec, schedule, target)
     return planner.plan(), planner.vectorized
 
@@ -422,9 +422,10 @@ def _fma(width: int) -> str:
 def generate_ir(spec: LoopNestSpec, schedule: Schedule, target: Target) -> str:
     """LLVM IR text with `kernel(out, in0, in1)` (out += in0 * in1 as scheduled) and `bench(..., reps)`.
 
-    A contraction with no index contiguous in every tensor runs on packed operands (kernels/packing.py):
-    `kernel` then copies the blocking inputs into buffers and calls the scheduled nest on them."""
-    layout = packed_layout(spec)
+    Where the backend packs (kernels/packing.py: no index contiguous in every tensor, or the innermost loop
+    runs over the output's contiguous index and an input is strided along it), `kernel` copies those
+    inputs into buffers and calls the scheduled nest on them."""
+    layout = packed_layout(spec, schedule.compute[-1].index)
     scheduled = layout.spec if layout else spec
     emitter = _Emitter(scheduled, schedule, target)
     plan = emitter.planner.plan()
@@ -449,7 +450,7 @@ def generate_ir(spec: LoopNestSpec, schedule: Schedule, target: Target) -> str:
             body,
             "}",
             "",
-            *(_packing_ir(spec, layout, nest_name) if layout else []),
+            *(_packing_ir(spec, layout, nest_name, target) if layout else []),
             f"define void @{BENCH_NAME}(ptr %out, ptr %in0, ptr %in1, i64 %reps) {{",
             "entry:",
             "  br label %loop",
@@ -470,7 +471,7 @@ def generate_ir(spec: LoopNestSpec, schedule: Schedule, target: Target) -> str:
     )
 
 
-def _packing_ir(spec: LoopNestSpec, layout: PackedLayout, nest_name: str) -> list[str]:
+def _packing_ir(spec: LoopNestSpec, layout: PackedLayout, nest_name: str, target: Target) -> list[str]:
     """Buffers, copy functions and the `kernel` that packs, then runs the scheduled nest on the buffers."""
     lines: list[str] = []
     arguments = ["ptr %out", "ptr %in0", "ptr %in1"]
@@ -482,7 +483,8 @@ def _packing_ir(spec: LoopNestSpec, layout: PackedLayout, nest_name: str) -> lis
         lines.append(
             f"@buffer{position} = internal global [{math.prod(shape)} x float] zeroinitializer, align 64"
         )
-        lines += [pack_function_ir(f"pack{position}", shape, order), ""]
+        width = min(target.vector_widths[0], COPY_WIDTH) if target.vector_widths else 1
+        lines += [pack_function_ir(f"pack{position}", shape, order, width), ""]
         calls.append(f"  call void @pack{position}(ptr %in{position}, ptr @buffer{position})")
         arguments[position + 1] = f"ptr @buffer{position}"
     return [

@@ -1,11 +1,22 @@
-"""Operand packing: when no index is contiguous in every tensor, copy an input into a layout where one is.
+"""Operand packing: copy an input that is strided along the output's contiguous index into a layout where
+that index is last, so the nest vectorizes along it with the input as a plain row (BLAS-style packing).
 
-`C[m,n] += A[k,m] * B[n,k]` has no index along which every tensor is contiguous or constant, so every
-schedule of it runs scalar. Packing B as `B'[k,n]` (its output-contiguous index last) makes `n` contiguous
-everywhere, and the contraction becomes an ordinary matmul. The kernel then copies B into a buffer of its
-own at every call (a loop nest writing the buffer in order, counted in the kernel's time) and runs the
-scheduled nest on the packed operand. The schedule does not change: it names indices, not layouts, so
-packing is the backend's decision, made from the strides alone (`packed_layout`).
+Two cases pack, both along the output's contiguous (last) index:
+- Required: no index is contiguous or constant in every tensor (`C[m,n] += A[k,m] * B[n,k]`), so without
+  packing every schedule runs scalar. The input is packed whatever the schedule.
+- Chosen by the schedule: an index is contiguous everywhere already (`C[m,n] += A[m,k] * B[n,k]`: k, kept
+  as vector partial sums), but the schedule's innermost loop runs over the output's contiguous index (n).
+  Every input strided along it is packed (B as `B'[k,n]`), if each is reused across another output index
+  (B across m: the copy is paid once per element, read m times); the nest is then an ordinary matmul (n
+  vectorized, A broadcast). Tile templates choose it (kernels/tiling.py: `pack`), so the search measures
+  both layouts and keeps the faster. matvec is never packed: its matrix is read once.
+
+The kernel copies the input into a buffer of its own at every call (counted in the kernel's time) with a
+blocked transpose: width x width tiles (width at most COPY_WIDTH), loaded as `width` vectors along the
+source's contiguous dimension, transposed in registers with shuffles and stored as `width` vectors along
+the packed one, so both sides touch whole cache lines (an element-at-a-time copy in packed order read B at
+a 2 KB stride at 512^3 and lost to the partial sums). The schedule text does not change: it names indices,
+not layouts.
 """
 
 from __future__ import annotations
@@ -14,6 +25,11 @@ import math
 from dataclasses import dataclass
 
 from optserve.kernels.spec import LoopNestSpec, TensorRef
+
+SCALAR_BLOCK = 16  # tile edge of the copy where no vectors are used
+# widest copy tile: 8 x 8 takes 24 shuffles, 16 x 16 takes 64 and twice the JIT time (~16 vs ~7 ms for a
+# 256 x 256 copy), with the same kernel GFLOPS (A·B^T at 256^3 and 512^3 on this AVX-512 host)
+COPY_WIDTH = 8
 
 
 @dataclass(frozen=True)
@@ -24,72 +40,211 @@ class PackedLayout:
     orders: tuple[tuple[int, ...] | None, tuple[int, ...] | None]  # per input: source dims in packed order
 
 
-def packed_layout(spec: LoopNestSpec) -> PackedLayout | None:
-    """None when an index is already contiguous or constant in every tensor (or packing cannot make one);
-    else the inputs that block the output's contiguous index, with that index's dimension moved last."""
+def packing_required(spec: LoopNestSpec) -> bool:
+    """No index is contiguous or constant in every tensor: without packing every schedule is scalar."""
     strides = [spec.strides(t) for t in spec.tensors]
-    if any(all(s[i] in (0, 1) for s in strides) for i in spec.indices):
-        return None
+    return not any(all(s[i] in (0, 1) for s in strides) for i in spec.indices)
+
+
+def packed_layout(spec: LoopNestSpec, inner: str | None = None) -> PackedLayout | None:
+    """The packed operands of a nest whose innermost loop runs over `inner` (None: the output's contiguous
+    index, i.e. the layout a packing template asks for); None where nothing is packed (see the module
+    docstring for when that is)."""
     vector = spec.output.dims[-1][0]
+    required = packing_required(spec)
+    if not required and inner is not None and inner != vector:
+        return None
+    output_indices = spec.output_indices
     inputs: list[TensorRef] = []
     orders: list[tuple[int, ...] | None] = []
-    for tensor, tensor_strides in zip(spec.inputs, strides[1:], strict=True):
-        if tensor_strides[vector] in (0, 1):
+    for tensor in spec.inputs:
+        strides = spec.strides(tensor)
+        if strides[vector] in (0, 1):
             inputs.append(tensor)
             orders.append(None)
             continue
         where = [j for j, dim in enumerate(tensor.dims) if vector in dim]
         if len(where) != 1 or len(tensor.dims[where[0]]) != 1:
             return None  # the index is part of a summed dimension (p+r): no plain transpose makes it last
+        reused = any(strides[i] == 0 for i in output_indices if i != vector)
+        if not required and not reused:
+            return None  # read once (matvec): the copy would cost as much as the contraction reads
         order = tuple(j for j in range(len(tensor.dims)) if j != where[0]) + (where[0],)
         inputs.append(TensorRef(f"{tensor.name}_packed", tuple(tensor.dims[j] for j in order)))
         orders.append(order)
-    packed = LoopNestSpec(output=spec.output, inputs=(inputs[0], inputs[1]), sizes=spec.sizes)
-    if not any(
-        all(s[i] in (0, 1) for s in (packed.strides(t) for t in packed.tensors)) for i in spec.indices
-    ):
+    if orders == [None, None]:
         return None
+    packed = LoopNestSpec(output=spec.output, inputs=(inputs[0], inputs[1]), sizes=spec.sizes)
+    if packing_required(packed):
+        return None  # packing cannot make an index contiguous everywhere either
     return PackedLayout(packed, (orders[0], orders[1]))
 
 
-def pack_function_ir(name: str, shape: tuple[int, ...], order: tuple[int, ...]) -> str:
-    """IR of `name(src, dst)`: dst (dimensions in `order`) = src (row-major `shape`), written in order."""
-    dst_shape = [shape[j] for j in order]
+def packed_reuse(spec: LoopNestSpec) -> int | None:
+    """How many times the nest reads each packed element (the least over the packed inputs: the product of
+    the output indices the input does not use; A·B^T: m); None where packing is no choice (nothing may be
+    packed, or it is required)."""
+    layout = packed_layout(spec)
+    if layout is None or packing_required(spec):
+        return None
+    size = spec.size_of
+    return min(
+        math.prod(size[i] for i in spec.output_indices if spec.strides(tensor)[i] == 0)
+        for tensor, order in zip(spec.inputs, layout.orders, strict=True)
+        if order is not None
+    )
+
+
+class _Writer:
+    """IR text of one function: SSA names, blocks and counted loops (at least one trip each)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.counter = 0
+        self.block = "entry"
+
+    def op(self, text: str, prefix: str = "v") -> str:
+        self.counter += 1
+        value = f"%{prefix}{self.counter}"
+        self.lines.append(f"  {value} = {text}")
+        return value
+
+    def offset(self, base: str, counter: str, stride: int) -> str:
+        """base + counter * stride (an i64 value or constant)."""
+        if stride == 0 or counter == "0":
+            return base
+        if counter.isdigit():  # a constant: fold it
+            if base == "0" or base.isdigit():
+                return str(int(base) + int(counter) * stride)
+            return self.op(f"add nuw nsw i64 {base}, {int(counter) * stride}")
+        term = counter if stride == 1 else self.op(f"mul nuw nsw i64 {counter}, {stride}")
+        return term if base == "0" else self.op(f"add nuw nsw i64 {base}, {term}")
+
+    def loop(self, trips: int, body) -> None:
+        """`for counter in range(trips): body(counter)`; no code for 0 trips, no loop for 1."""
+        if trips <= 1:
+            if trips == 1:
+                body("0")
+            return
+        self.counter += 1
+        head, done, counter = f"loop{self.counter}", f"done{self.counter}", f"%i{self.counter}"
+        pre = self.block
+        self.lines += [f"  br label %{head}", f"{head}:"]
+        self.block = head
+        phi_at = len(self.lines)
+        body(counter)
+        following = self.op(f"add nuw nsw i64 {counter}, 1")
+        more = self.op(f"icmp ult i64 {following}, {trips}")
+        self.lines.insert(phi_at, f"  {counter} = phi i64 [ 0, %{pre} ], [ {following}, %{self.block} ]")
+        self.lines += [f"  br i1 {more}, label %{head}, label %{done}", f"{done}:"]
+        self.block = done
+
+
+def transpose_masks(width: int) -> list[tuple[int, list[int], list[int]]]:
+    """Per stage h (1, 2, 4, ..): the shuffle masks that swap the h-bit of row and column in every pair of
+    rows (i, i + h): after all log2(width) stages, row r holds what column r held."""
+    stages = []
+    h = 1
+    while h < width:
+        low = [j if j & h == 0 else width + j - h for j in range(width)]
+        high = [j + h if j & h == 0 else width + j for j in range(width)]
+        stages.append((h, low, high))
+        h *= 2
+    return stages
+
+
+def pack_function_ir(name: str, shape: tuple[int, ...], order: tuple[int, ...], width: int = 1) -> str:
+    """IR of `name(src, dst)`: dst (dimensions in `order`, one dimension moved last) = src (row-major
+    `shape`), copied in width x width tiles (vectors of `width` floats; 1: scalar tiles of SCALAR_BLOCK)."""
+    moved = order[-1]
+    if order != tuple(j for j in range(len(shape)) if j != moved) + (moved,) or moved == len(shape) - 1:
+        raise ValueError(f"order {order} does not move one dimension before the last to the end")
+    last = len(shape) - 1  # the source's contiguous dimension: the packed layout's second last
     src_strides = [math.prod(shape[j + 1 :]) for j in range(len(shape))]
-    depth = len(order)
-    lines = [
-        f"define internal void @{name}(ptr noalias nocapture readonly %src, ptr noalias nocapture %dst) {{"
-    ]
-    lines += ["entry:", "  br label %l0"]
-    for level in range(depth):
-        pre = "entry" if level == 0 else f"l{level - 1}"
-        latch = f"l{level}" if level == depth - 1 else f"e{level + 1}"
-        lines += [f"l{level}:", f"  %i{level} = phi i64 [ 0, %{pre} ], [ %n{level}, %{latch} ]"]
-        if level < depth - 1:
-            lines.append(f"  br label %l{level + 1}")
-    # innermost body: one element, source offset from the counters, destination offset in order
-    src_terms = [f"%i{level}" for level in range(depth)]
-    offset_src, offset_dst = "0", "0"
-    for level, j in enumerate(order):
-        lines.append(f"  %s{level} = mul nuw nsw i64 {src_terms[level]}, {src_strides[j]}")
-        lines.append(f"  %as{level} = add nuw nsw i64 {offset_src}, %s{level}")
-        offset_src = f"%as{level}"
-        dst_stride = math.prod(dst_shape[level + 1 :])
-        lines.append(f"  %d{level} = mul nuw nsw i64 {src_terms[level]}, {dst_stride}")
-        lines.append(f"  %ad{level} = add nuw nsw i64 {offset_dst}, %d{level}")
-        offset_dst = f"%ad{level}"
-    lines += [
-        f"  %from = getelementptr inbounds float, ptr %src, i64 {offset_src}",
-        f"  %to = getelementptr inbounds float, ptr %dst, i64 {offset_dst}",
-        "  %value = load float, ptr %from, align 4",
-        "  store float %value, ptr %to, align 4",
-    ]
-    for level in range(depth - 1, -1, -1):
-        lines += [
-            f"  %n{level} = add nuw nsw i64 %i{level}, 1",
-            f"  %c{level} = icmp ult i64 %n{level}, {dst_shape[level]}",
-            f"  br i1 %c{level}, label %l{level}, label %e{level}",
-            f"e{level}:",
+    dst_shape = [shape[j] for j in order]
+    dst_strides = {j: math.prod(dst_shape[p + 1 :]) for p, j in enumerate(order)}
+    rows, cols = shape[moved], shape[last]  # tile: `rows` of the moved dimension x `cols` of the last
+    row_src = src_strides[moved]  # source stride of the moved dimension; its packed stride is 1
+    col_dst = dst_strides[last]  # packed stride of the source's contiguous dimension (= rows)
+    edge = width if width > 1 else SCALAR_BLOCK
+    out = _Writer()
+    vty = f"<{width} x float>"
+
+    def vector_tile(src: str, dst: str) -> None:
+        values = []
+        for r in range(width):
+            at = out.op(f"getelementptr inbounds float, ptr %src, i64 {out.offset(src, str(r), row_src)}")
+            values.append(out.op(f"load {vty}, ptr {at}, align 4"))
+        for h, low, high in transpose_masks(width):
+            for i in (i for i in range(width) if i & h == 0):
+                a, b = values[i], values[i + h]
+                for target, mask in ((i, low), (i + h, high)):
+                    text = ", ".join(f"i32 {m}" for m in mask)
+                    values[target] = out.op(f"shufflevector {vty} {a}, {vty} {b}, <{width} x i32> <{text}>")
+        for c in range(width):
+            at = out.op(f"getelementptr inbounds float, ptr %dst, i64 {out.offset(dst, str(c), col_dst)}")
+            out.lines.append(f"  store {vty} {values[c]}, ptr {at}, align 4")
+
+    def scalar_tile(src: str, dst: str, n_cols: int, n_rows: int) -> None:
+        def column(c: str) -> None:
+            src_c, dst_c = out.offset(src, c, 1), out.offset(dst, c, col_dst)
+
+            def element(r: str) -> None:
+                at = out.op(f"getelementptr inbounds float, ptr %src, i64 {out.offset(src_c, r, row_src)}")
+                value = out.op(f"load float, ptr {at}, align 4")
+                to = out.op(f"getelementptr inbounds float, ptr %dst, i64 {out.offset(dst_c, r, 1)}")
+                out.lines.append(f"  store float {value}, ptr {to}, align 4")
+
+            out.loop(n_rows, element)  # innermost along the packed layout's contiguous dimension
+
+        out.loop(n_cols, column)
+
+    def tiles(src: str, dst: str) -> None:
+        full_cols, tail_cols = divmod(cols, edge)
+        full_rows, tail_rows = divmod(rows, edge)
+
+        def tile_column(n_cols: int, src_c: str, dst_c: str) -> None:
+            def full_tile(rb: str) -> None:
+                src_t, dst_t = out.offset(src_c, rb, edge * row_src), out.offset(dst_c, rb, edge)
+                if width > 1 and n_cols == edge:
+                    vector_tile(src_t, dst_t)
+                else:
+                    scalar_tile(src_t, dst_t, n_cols, edge)
+
+            out.loop(full_rows, full_tile)
+            if tail_rows:
+                src_t = out.offset(src_c, str(full_rows * edge), row_src)
+                dst_t = out.offset(dst_c, str(full_rows * edge), 1)
+                scalar_tile(src_t, dst_t, n_cols, tail_rows)
+
+        out.loop(
+            full_cols,
+            lambda cb: tile_column(edge, out.offset(src, cb, edge), out.offset(dst, cb, edge * col_dst)),
+        )
+        if tail_cols:
+            start = str(full_cols * edge)
+            tile_column(tail_cols, out.offset(src, start, 1), out.offset(dst, start, col_dst))
+
+    def outer(level: int, src: str, dst: str) -> None:
+        if level == len(order) - 2:
+            tiles(src, dst)
+            return
+        j = order[level]
+        out.loop(
+            shape[j],
+            lambda i: outer(
+                level + 1, out.offset(src, i, src_strides[j]), out.offset(dst, i, dst_strides[j])
+            ),
+        )
+
+    outer(0, "0", "0")
+    return "\n".join(
+        [
+            f"define internal void @{name}(ptr noalias nocapture readonly %src,"
+            " ptr noalias nocapture %dst) {",
+            "entry:",
+            *out.lines,
+            "  ret void",
+            "}",
         ]
-    lines += ["  ret void", "}"]
-    return "\n".join(lines)
+    )

@@ -14,7 +14,10 @@ checks and the environment need nothing new; this module only knows which loops 
 Inside the register tile the code generator unrolls the output loops and keeps mr * nv accumulators in
 registers across the reduction loops (unroll-and-jam). `roles` picks the indices from the strides: the
 vector index is contiguous or constant in every tensor (an output index, else a reduction index kept as
-vector partial sums), the row index reuses one operand's vector load across rows.
+vector partial sums), the row index reuses one operand's vector load across rows. A template's `pack`
+(the default; `-u` in a name turns it off) reads the strides of the packed operands where the backend may
+pack (kernels/packing.py): for `A·B^T` the vector index is then n on a packed B (an ordinary matmul), and
+without it k (partial sums); the schedule's innermost loop tells the code generator which one it got.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from optserve.kernels.packing import packed_layout
+from optserve.kernels.packing import packed_layout, packing_required
 from optserve.kernels.schedule import Loop, Schedule
 from optserve.kernels.spec import LoopNestSpec
 
@@ -49,6 +52,9 @@ class TileTemplate:
     v_block: int | None = None  # elements of the vector index per block, rounded to the tile (None: all)
     r_block: int | None = None  # elements of the row index per block, rounded to the tile (None: all)
     order: str = "rv"  # which tile loop is outer: "rv" (rows) or "vr" (vector index)
+    # vectorize the output's contiguous index, packing an input strided along it (kernels/packing.py),
+    # rather than a reduction index contiguous everywhere (partial sums); only A.B^T-like kinds differ
+    pack: bool = True
 
     def name(self) -> str:
         blocks = [
@@ -56,13 +62,15 @@ class TileTemplate:
             for key, value in (("k", self.k_block), ("v", self.v_block), ("r", self.r_block))
             if value
         ]
+        if not self.pack:
+            blocks.append("u")  # unpacked
         return f"{self.rows}x{self.vectors}{self.order}" + ("-" + "-".join(blocks) if blocks else "")
 
     @classmethod
     def from_name(cls, name: str) -> TileTemplate:
         head, *blocks = name.split("-")
         rows, rest = head.split("x")
-        values = {part[0]: int(part[1:]) for part in blocks}
+        values = {part[0]: int(part[1:]) for part in blocks if part != "u"}
         return cls(
             rows=int(rows),
             vectors=int(rest[:-2]),
@@ -70,13 +78,14 @@ class TileTemplate:
             k_block=values.get("k"),
             v_block=values.get("v"),
             r_block=values.get("r"),
+            pack="u" not in blocks,
         )
 
 
-def roles(spec: LoopNestSpec) -> Roles:
+def roles(spec: LoopNestSpec, pack: bool = True) -> Roles:
     """Index roles from the strides (see the module docstring), of the packed operands where the backend
-    packs (kernels/packing.py); every contraction has some."""
-    layout = packed_layout(spec)
+    packs (kernels/packing.py: where it must, or with `pack` where it may); every contraction has some."""
+    layout = packed_layout(spec) if pack or packing_required(spec) else None
     spec = layout.spec if layout else spec
     strides = [spec.strides(t) for t in spec.tensors]
     size = spec.size_of
@@ -112,7 +121,7 @@ def roles(spec: LoopNestSpec) -> Roles:
 
 def tiled_schedule(spec: LoopNestSpec, template: TileTemplate, width: int) -> Schedule:
     """The schedule of `template` on `spec` for `width`-float vectors (blocks clamped to the sizes)."""
-    role = roles(spec)
+    role = roles(spec, template.pack)
     size = spec.size_of
     nr = min(size[role.vector], template.vectors * width)
     v_block = _block(size[role.vector], template.v_block, nr)

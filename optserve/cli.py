@@ -17,7 +17,7 @@ from typing import Any
 COMMAND_MODULES = (
     "optserve.compiler.cli",
     "optserve.policies.schedule_local",
-    "optserve.policies.cli",
+    "optserve.looptune_training.cli",
     "optserve.engine.cli",
     "optserve.corpus.cli",
     "optserve.serve.cli",

@@ -89,6 +89,14 @@ class EngineSettings(_Section):
         "function the best of -Oz and the coreset's first lists, measured on that function alone, linked "
         "back into the unit (compiler/unit_search.py; docs/bench/function_lists.md); 0: off",
     )
+    unit_function_lists_max_functions: int = Field(
+        200,
+        ge=2,
+        description="no per-function candidate for an input that defines more functions than this: its "
+        "compiles grow with the function count (unit_function_lists + 1 per function), so a unit of "
+        "hundreds of functions spends its whole deadline there (19 of the 4,447 real corpus units define "
+        "more than 200; 99% at most 146)",
+    )
     unit_function_refine: bool = Field(
         False,
         description="with unit_function_lists: one round of local search per function after the coreset "

@@ -56,6 +56,12 @@ def training_texts(
     return profile.prompt(example["ir"], objective=objective), answer
 
 
+def within_margin(answer: tuple[tuple[str, ...], int], oz: int, margin: float) -> tuple[tuple[str, ...], int]:
+    """(list, cost) as the answer, or -Oz when the list is not smaller than -Oz by more than `margin` (a
+    fraction): a model that answers alone, without the -Oz floor, should name a list only where it pays."""
+    return answer if answer[1] < oz * (1 - margin) else (OZ_ANSWER, oz)
+
+
 def best_coreset_list(
     known: Mapping[tuple[str, ...], int], coreset: Sequence[Sequence[str]]
 ) -> tuple[tuple[str, ...], int] | None:
@@ -91,9 +97,11 @@ def iter_training_records(
     objectives: tuple[str, ...] = PASSFORMER_PROFILE.objectives,
     coresets: Mapping[str, Sequence[Sequence[str]]] | None = None,
     coreset_margin: float = 0.0,
+    label_margin: float = 0.0,
 ) -> Iterator[dict]:
     """Training records; with `coresets` (objective -> lists) also the best-coreset-list examples, which
-    answer -Oz unless the best coreset list is smaller than -Oz by more than `coreset_margin` (a fraction)."""
+    answer -Oz unless the best coreset list is smaller than -Oz by more than `coreset_margin` (a fraction).
+    A label answers -Oz unless its best list is smaller than -Oz by more than `label_margin`."""
     from optserve.corpus.coreset import known_costs, servable
     from optserve.corpus.label import iter_labelled, searched_labels
     from optserve.corpus.label_store import seed_sets
@@ -118,6 +126,12 @@ def iter_training_records(
                     continue
                 label = {**label, "pass_list": list(replacement[0]), "best": replacement[1]}
                 example = {**example, "labels": {**example["labels"], objective: label}}
+            if label_margin:
+                answer, cost = within_margin(
+                    (tuple(label["pass_list"]), label["best"]), label["oz"], label_margin
+                )
+                label = {**label, "pass_list": list(answer), "best": cost}
+                example = {**example, "labels": {**example["labels"], objective: label}}
             prompt, answer = training_texts(example, objective=objective)
             record = {
                 "id": f"{example['id']}/{objective}",
@@ -135,8 +149,7 @@ def iter_training_records(
             found = best_coreset_list(known, coresets[objective])
             if found is None:
                 continue
-            if not found[1] < label["oz"] * (1 - coreset_margin):  # none beats -Oz by the margin: say
-                found = (OZ_ANSWER, label["oz"])  # so, rather than name the least bad list
+            found = within_margin(found, label["oz"], coreset_margin)  # -Oz rather than the least bad list
             yield {  # also where it repeats the label's list: a run may train on these records alone
                 **record,
                 "id": f"{record['id']}/coreset",
@@ -203,6 +216,12 @@ def main(argv: list[str] | None = None) -> int:
         help="with --coreset-answers: answer -Oz unless the best coreset list is smaller than -Oz by more "
         "than this fraction (a model that answers alone, without the -Oz floor, risks less)",
     )
+    parser.add_argument(
+        "--label-margin",
+        type=float,
+        default=0.0,
+        help="answer -Oz unless the label's best list is smaller than -Oz by more than this fraction",
+    )
     args = parser.parse_args(argv)
     splits = tuple(s.strip() for s in args.splits.split(","))
     objectives = tuple(o.strip() for o in args.objectives.split(","))
@@ -215,7 +234,9 @@ def main(argv: list[str] | None = None) -> int:
             objective: [entry["passes"] for entry in lists][: args.coreset_lists]
             for objective, lists in objective_lists.items()
         }
-    records = iter_training_records(args.corpus, splits, objectives, coresets, args.coreset_margin)
+    records = iter_training_records(
+        args.corpus, splits, objectives, coresets, args.coreset_margin, args.label_margin
+    )
     if args.only_ids:
         wanted = read_ids(args.only_ids)
         records = (r for r in records if r["id"] in wanted)

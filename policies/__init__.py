@@ -1,16 +1,15 @@
-"""policies: the LoopTune environment, its search baselines, the learned policy and the entry point.
+"""policies: LoopTune at run time: the environment, its searches, the learned policy and the entry point.
 
 - `env`: actions, availability rules, the 10 x 20 state, `Evaluator` (cached GFLOPS), `LoopTuneEnv`.
 - `methods`: `SearchMethod`, the names of the ways to choose a schedule (and the baselines among them).
 - `search`: greedy (lookahead 1, 2), beam DFS/BFS (width 2, 4), random, the policy, the tile methods;
   `SEARCHES` maps each `SearchMethod` to its search.
-- `dataset`: the 2197 matmuls (M, K, N in 64..256 step 16) and the fixed 80/20 split.
-- `suites`: every contraction kind: a fixed-seed training suite and the held-out suite of issue 19.
 - `tiles`: the tile-template pool, the learned cover (models/looptune/tiles.json), methods tiles and
   policy_tiles (the service's default decision).
 - `scheduler`: `schedule_nest(spec, method, time_limit_s, measure)` -> `ScheduleResult`, the entry point
   of the service and of `optserve schedule-local` (`schedule_local`).
 - `policy`: the Q-network, its input features, greedy rollout, polish, the bundle in models/looptune.
-- `train`: cost model + double DQN trainer (n-step, demonstrations).
-- `evaluate`, `cli`: `optserve eval looptune` (policy vs searches vs numpy).
+
+Its training and evaluation (datasets, suites, templates, the trainer, `optserve eval looptune`) are in the
+training wing, looptune_training/ (`optserve.looptune_training`), which nothing here imports.
 """

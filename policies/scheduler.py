@@ -152,7 +152,7 @@ def schedule_nest(
 
     evaluator = Evaluator(spec, measure_fn)
     base = Schedule.base(spec)
-    if method == "base" and not measure:
+    if method == SearchMethod.BASE and not measure:
         outcome_schedule, actions, gflops, timed_out = base, (), None, False
     else:
         outcome = run_search(method, evaluator, max(1e-3, budget - (time.perf_counter() - start)))

@@ -11,6 +11,7 @@ from ray.serve.config import BackpressureConfig
 
 from optserve.config import Settings, load_settings
 from optserve.serve.deployments import CompilerWorkers, LoopTuneScheduler, PassOrderingEngine
+from optserve.serve.errors import RETRY_AFTER_S
 from optserve.serve.ingress import Ingress
 from optserve.serve.logs import LOGGING_CONFIG
 
@@ -31,8 +32,8 @@ GRPC_SERVICER_FUNCTIONS = [
 INGRESS_CPUS = 0.25
 ENGINE_CPUS = 0.5
 LOOPTUNE_CPUS = 0.25
-# Ray Serve calls `check_health` of the engine and compiler replicas this often and replaces a replica after
-# three failures in a row: a dead engine is replaced within about three periods (default period: 10 s).
+# Ray Serve calls `check_health` of the engine, compiler and LoopTune replicas this often and replaces a
+# replica after three failures in a row: a dead one is replaced within about three periods (default: 10 s).
 HEALTH_CHECK_PERIOD_S = 2.0
 
 
@@ -49,7 +50,7 @@ def build_app(settings: Settings) -> Application:
     config = settings.model_dump(mode="json")
     queue_limit = serve_settings.max_queued_requests
     # Overload is answered at once: beyond the queue limit, gRPC gets RESOURCE_EXHAUSTED and HTTP 429.
-    backpressure = BackpressureConfig(status_code=429, retry_after_s=1)
+    backpressure = BackpressureConfig(status_code=429, retry_after_s=RETRY_AFTER_S)
     spread = {"max_replicas_per_node": serve_settings.max_replicas_per_node}
     engine = PassOrderingEngine.options(
         **spread,
@@ -82,6 +83,7 @@ def build_app(settings: Settings) -> Application:
         ray_actor_options={"num_cpus": LOOPTUNE_CPUS},
         max_ongoing_requests=1,  # kernel timings must not share the CPU with each other
         max_queued_requests=queue_limit,
+        health_check_period_s=HEALTH_CHECK_PERIOD_S,  # a search runs in a thread: the check is answered
         logging_config=LOGGING_CONFIG,
     ).bind(config)
     return Ingress.options(

@@ -9,6 +9,7 @@ from typing import get_args
 
 from optserve.cli import add_json_flag, emit
 from optserve.serve.schemas import StrategyName
+from optserve.strategies import ServedStrategy
 
 
 def register(subparsers) -> None:
@@ -27,7 +28,9 @@ def register(subparsers) -> None:
 
     optimize = subparsers.add_parser("optimize", help="ask a running service for the best pass list")
     optimize.add_argument("file", type=Path, help="LLVM IR (.ll) or bitcode (.bc)")
-    optimize.add_argument("--strategy", choices=list(get_args(StrategyName)), default="greedy")
+    optimize.add_argument(
+        "--strategy", choices=list(get_args(StrategyName)), default=ServedStrategy.GREEDY.value
+    )
     optimize.add_argument("--samples", type=int, default=1, help="model candidates (priority/nucleus)")
     optimize.add_argument(
         "--objective", choices=["instruction_count", "text_size"], default="instruction_count"

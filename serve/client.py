@@ -40,6 +40,7 @@ from optserve.serve.client_requests import (
     schedule_request,
     schedule_timeout_s,
     to_dict,
+    within_call,
 )
 from optserve.serve.client_retry import DEFAULT_RETRY, NO_RETRY, Attempts, RetryPolicy
 from optserve.v1 import optserve_pb2 as pb
@@ -106,7 +107,9 @@ class OptserveClient:
         attempts = Attempts(self.retry, timeout_s or self.timeout_s)
         while True:
             try:
-                return method(request, timeout=attempts.remaining_s(), metadata=self.settings.metadata)
+                remaining_s = attempts.remaining_s()
+                sent = within_call(request, remaining_s) if attempts.retries else request
+                return method(sent, timeout=remaining_s, metadata=self.settings.metadata)
             except grpc.RpcError as err:
                 pause_s = attempts.pause_before_next(err)
                 if pause_s is None:

@@ -26,6 +26,7 @@ from optserve.serve.client_requests import (
     optimize_timeout_s,
     schedule_request,
     schedule_timeout_s,
+    within_call,
 )
 from optserve.serve.client_retry import DEFAULT_RETRY, NO_RETRY, Attempts, RetryPolicy
 from optserve.v1 import optserve_pb2 as pb
@@ -68,7 +69,9 @@ class AsyncOptserveClient:
         attempts = Attempts(self.retry, timeout_s or self.timeout_s)
         while True:
             try:
-                return await method(request, timeout=attempts.remaining_s(), metadata=self.settings.metadata)
+                remaining_s = attempts.remaining_s()
+                sent = within_call(request, remaining_s) if attempts.retries else request
+                return await method(sent, timeout=remaining_s, metadata=self.settings.metadata)
             except grpc.RpcError as err:  # grpc.aio.AioRpcError
                 pause_s = attempts.pause_before_next(err)
                 if pause_s is None:

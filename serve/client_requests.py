@@ -10,6 +10,7 @@ from typing import TypedDict, Unpack
 import grpc
 from google.protobuf import json_format
 
+from optserve.strategies import ServedStrategy
 from optserve.v1 import optserve_pb2 as pb
 
 # The server answers its own deadline (best so far, -Oz at worst); the call waits this much longer for it.
@@ -59,13 +60,29 @@ def optimize_request(ir: str | bytes, **options: Unpack[OptimizeOptions]) -> pb.
     module = {"ir_bitcode": ir} if isinstance(ir, bytes) else {"ir_text": ir}
     fields = dict(options)
     fields["objective"] = pb.Objective.Value(fields.get("objective", "instruction_count").upper())
-    fields["strategy"] = pb.Strategy.Value(fields.get("strategy", "greedy").upper())
+    fields["strategy"] = pb.Strategy.Value(fields.get("strategy", ServedStrategy.GREEDY.value).upper())
     return pb.OptimizeRequest(**fields, **module)
 
 
 def optimize_timeout_s(request: pb.OptimizeRequest) -> float | None:
     """The call's deadline when the request names its own (None: the client's default)."""
     return request.deadline_s + DEADLINE_MARGIN_S if request.deadline_s else None
+
+
+def within_call(request, remaining_s: float):
+    """`request` as a retry with `remaining_s` left of its call sends it: an Optimize that names its deadline
+    asks the server for no more than fits before the call's deadline, DEADLINE_MARGIN_S kept for the answer
+    (half of what is left, when less). A retry asking for the first try's whole budget would end the call
+    with DEADLINE_EXCEEDED while the server still works on it."""
+    if not isinstance(request, pb.OptimizeRequest) or not request.deadline_s:
+        return request
+    budget_s = max(remaining_s - DEADLINE_MARGIN_S, remaining_s / 2, 0.001)  # 0 would mean "server default"
+    if budget_s >= request.deadline_s:
+        return request
+    fitted = pb.OptimizeRequest()
+    fitted.CopyFrom(request)
+    fitted.deadline_s = budget_s
+    return fitted
 
 
 def schedule_request(

@@ -63,7 +63,7 @@ def optimize_request(message: pb.OptimizeRequest) -> schemas.OptimizeRequest:
 
 
 # Proto enum values share one scope per package: source `coreset` is CORESET_LIST (CORESET is a Strategy).
-_SOURCE_ENUM_NAMES = {"coreset": "CORESET_LIST"}
+_SOURCE_ENUM_NAMES = {schemas.CandidateSource.CORESET: "CORESET_LIST"}
 
 
 def _candidate(candidate: schemas.Candidate) -> pb.Candidate:

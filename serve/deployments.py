@@ -35,10 +35,14 @@ class PassOrderingEngine:
         configure_replica_logging()
         config = Settings.model_validate(settings)
         self.host = EngineHost(config.engine, config.compiler)
+        self.pending = 0  # calls in this replica now: the engine's queue, as a gauge
+        metrics.recorder(*metrics.ENGINE).set(metrics.ENGINE_PENDING, 0)
 
     async def generate(self, ir: str, options: SamplingOptions, feedback: str | None) -> Generation:
         recorder = metrics.recorder(*metrics.ENGINE)
         outcome = "error"
+        self.pending += 1
+        recorder.set(metrics.ENGINE_PENDING, self.pending)
         try:
             generation = await self.host.generate(ir, options, feedback)
             outcome = "deadline" if generation.deadline_hit else "ok"
@@ -51,6 +55,8 @@ class PassOrderingEngine:
             outcome = "unavailable" if err.kind is ErrorKind.UNAVAILABLE else "error"
             raise
         finally:
+            self.pending -= 1
+            recorder.set(metrics.ENGINE_PENDING, self.pending)
             recorder.count(metrics.ENGINE_GENERATIONS, outcome=outcome)
 
     def metadata(self) -> schemas.ModelMetadata:

@@ -30,6 +30,19 @@ class ErrorKind(Enum):
         return self.value[1]
 
 
+# How long a caller refused for capacity should wait before trying again (the same for Ray Serve's own
+# refusals, serve/app.py); a body over the size limit is refused whenever it is sent again.
+RETRY_AFTER_S = 1
+
+
+def retry_after_s(kind: ErrorKind) -> int | None:
+    """Seconds to wait before trying again after an answer of `kind`: a number for overload, -1 for a
+    refusal that a retry would get again, None when the answer says nothing about retrying."""
+    if kind is ErrorKind.RESOURCE_EXHAUSTED:
+        return RETRY_AFTER_S
+    return -1 if kind is ErrorKind.TOO_LARGE else None
+
+
 class ServiceError(Exception):
     """A request failed for a reason the caller should see."""
 

@@ -16,7 +16,8 @@ from grpc_health.v1 import health_pb2
 from optserve.config import Settings
 from optserve.serve import codec
 from optserve.serve.access import TOKEN_HEADER, check_peer, check_token, plaintext_grpc_host
-from optserve.serve.errors import ErrorKind, ServiceError
+from optserve.serve.client_retry import PUSHBACK_KEY
+from optserve.serve.errors import ErrorKind, ServiceError, retry_after_s
 from optserve.serve.grpc_services import parse_request
 from optserve.serve.operations import Operations
 from optserve.serve.readiness import READY
@@ -34,9 +35,13 @@ M = TypeVar("M")
 
 
 def _answer_error(context, err: ServiceError, empty: M) -> M:
-    """A gRPC error answer: the status and message on the call, an empty response message."""
+    """A gRPC error answer: the status and message on the call, an empty response message; retry info
+    (`grpc-retry-pushback-ms`, negative: do not retry) in the trailing metadata where the kind has some."""
     context.set_code(err.kind.grpc_code)
     context.set_details(err.message)
+    pause_s = retry_after_s(err.kind)
+    if pause_s is not None:
+        context.set_trailing_metadata([(PUSHBACK_KEY, str(pause_s * 1000))])
     return empty
 
 

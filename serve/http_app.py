@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException
 import optserve
 from optserve.config import Settings
 from optserve.serve import metrics, schemas
-from optserve.serve.errors import ErrorKind, ServiceError
+from optserve.serve.errors import ErrorKind, ServiceError, retry_after_s
 from optserve.serve.readiness import READY
 
 api = FastAPI(
@@ -93,7 +93,9 @@ async def _limit_body_size(request: Request, call_next):
 
 @api.exception_handler(ServiceError)
 async def _service_error_response(request: Request, err: ServiceError) -> JSONResponse:
-    return JSONResponse(err.to_json(), status_code=err.kind.http_status)
+    pause_s = retry_after_s(err.kind)
+    headers = {"retry-after": str(pause_s)} if pause_s is not None and pause_s >= 0 else None
+    return JSONResponse(err.to_json(), status_code=err.kind.http_status, headers=headers)
 
 
 @api.exception_handler(HTTPException)

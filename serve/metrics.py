@@ -29,7 +29,7 @@ _RAY_PREFIX = "ray_"  # Ray's agent names every application metric so
 class MetricSpec:
     name: str
     description: str
-    kind: str  # "counter" or "histogram"
+    kind: str  # "counter", "gauge" or "histogram"
     labels: tuple[str, ...] = ()
     buckets: tuple[float, ...] = ()
 
@@ -37,6 +37,8 @@ class MetricSpec:
         """Exported sample names and the labels each keeps."""
         if self.kind == "counter":
             return {f"{self.name}_total": self.labels}
+        if self.kind == "gauge":
+            return {self.name: self.labels}
         return {
             f"{self.name}_bucket": (*self.labels, "le"),
             f"{self.name}_sum": self.labels,
@@ -78,6 +80,11 @@ ENGINE_GENERATIONS = MetricSpec(
     "counter",
     ("outcome",),
 )
+ENGINE_PENDING = MetricSpec(
+    "optserve_engine_pending",
+    "Engine calls the engine replicas hold now (decoding, or waiting for the model), summed over replicas",
+    "gauge",
+)
 COMPILER_EVALUATIONS = MetricSpec(
     "optserve_compiler_evaluations",
     "Candidates compiled by the compiler pools, by outcome (ok, error, crash: the worker died, timeout)",
@@ -86,7 +93,7 @@ COMPILER_EVALUATIONS = MetricSpec(
 )
 # What each deployment records.
 INGRESS = (REQUESTS, LATENCY, CACHE_LOOKUPS, CANDIDATES, DEADLINE_HITS, IMPROVEMENT)
-ENGINE = (ENGINE_TOKENS, ENGINE_GENERATIONS)
+ENGINE = (ENGINE_TOKENS, ENGINE_GENERATIONS, ENGINE_PENDING)
 COMPILER = (COMPILER_EVALUATIONS,)
 SPECS = INGRESS + ENGINE + COMPILER
 
@@ -101,6 +108,8 @@ class Recorder:
         for spec in specs:
             if spec.kind == "counter":
                 metric = metrics.Counter(spec.name, spec.description, tag_keys=spec.labels)
+            elif spec.kind == "gauge":
+                metric = metrics.Gauge(spec.name, spec.description, tag_keys=spec.labels)
             else:
                 metric = metrics.Histogram(
                     spec.name, spec.description, boundaries=list(spec.buckets), tag_keys=spec.labels
@@ -110,6 +119,9 @@ class Recorder:
     def count(self, spec: MetricSpec, value: float = 1.0, **labels: str) -> None:
         if value > 0:  # Ray refuses to add nothing
             self._metrics[spec.name].inc(value, tags=labels)
+
+    def set(self, spec: MetricSpec, value: float, **labels: str) -> None:
+        self._metrics[spec.name].set(value, tags=labels)
 
     def observe(self, spec: MetricSpec, value: float, **labels: str) -> None:
         self._metrics[spec.name].observe(value, tags=labels)

@@ -6,7 +6,9 @@ backends are deployment handles, serve/handles.py) and in a test without Ray. Th
 from the compiler-feedback loop `optserve.engine.feedback.generate_with_feedback`.
 
 Guarantees: -Oz is always compiled and ranked, so the best answer is never worse than -Oz; the deadline stops
-sampling and returns the best found so far; only -Oz not finishing in time is DEADLINE_EXCEEDED.
+sampling and returns the best found so far; only -Oz not finishing in time is DEADLINE_EXCEEDED. -Oz failing
+(its compiler replica died, or it does not compile) ends the request at once with that error, not after the
+rest of the candidate work.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 
 from optserve.compiler.cache import ResultCache, ir_digest
-from optserve.compiler.function_lists import FunctionLists, split_unit
+from optserve.compiler.function_lists import FunctionLists, defined_function_count, split_unit
 from optserve.compiler.ir import IRError, parse_ir
 from optserve.compiler.passes import format_pass_list, to_opt_pipeline
+from optserve.compiler.pipeline import Evaluation
 from optserve.compiler.unit_search import measure_functions, refine_functions
 from optserve.compiler.workers import CandidateCompiler
 from optserve.config import Settings
@@ -29,7 +32,7 @@ from optserve.engine.interface import Engine, Generation, SamplingOptions, Strat
 from optserve.serve import schemas
 from optserve.serve.errors import ErrorKind, ServiceError, invalid, unavailable
 from optserve.serve.result_cache import answer_key
-from optserve.serve.schemas import ServedStrategy
+from optserve.serve.schemas import CandidateSource, ServedStrategy
 from optserve.serve.unit_lists import UnitLists, unit_lists
 
 OZ_PASS_LIST = ("-Oz",)
@@ -47,7 +50,7 @@ class _Measured:
     pass_list: tuple[str, ...]
     cost: int | None
     logprob: float
-    source: str
+    source: CandidateSource
     error: str
     function_lists: FunctionLists | None = None  # source per_function: the list of each function
 
@@ -124,22 +127,22 @@ class Optimizer:
         want = (request.return_ir, request.return_object)
         # -Oz compiles while the model samples; the unoptimized input's cost, which only informs, is
         # measured last and only within the deadline, so a tight deadline spends no compile on it.
-        baseline = asyncio.ensure_future(
-            self.compiler.evaluate_async(ir, [OZ_PASS_LIST], request.objective, *want)
-        )
+        baseline = asyncio.ensure_future(self._oz_baseline(ir, request.objective, want))
+        sampling = asyncio.ensure_future(self._sample_and_measure(ir, request, deadline))
         try:
-            sampled = await self._sample_and_measure(ir, request, deadline)
+            sampled = await _unless_failed_first(sampling, baseline)
             started_waiting = time.monotonic()
-            (oz_eval,) = await _until(baseline, deadline + BACKEND_GRACE_S, "the -Oz baseline")
+            oz_eval = await _until(baseline, deadline + BACKEND_GRACE_S, "the -Oz baseline")
             sampled.compile_s += time.monotonic() - started_waiting
         finally:
+            sampling.cancel()
             baseline.cancel()
-        if oz_eval.error:
-            raise ServiceError(ErrorKind.INTERNAL, f"-Oz failed to compile this module: {oz_eval.error}")
-        ranked = _rank([_Measured(OZ_PASS_LIST, oz_eval.cost, 0.0, "oz", ""), *sampled.measured])
+        ranked = _rank(
+            [_Measured(OZ_PASS_LIST, oz_eval.cost, 0.0, CandidateSource.OZ, ""), *sampled.measured]
+        )
 
         best_ir, best_object = oz_eval.optimized_ir, oz_eval.object_code
-        if any(want) and ranked[0].source != "oz":
+        if any(want) and ranked[0].source != CandidateSource.OZ:
             started_output = time.monotonic()
             try:
                 (best_eval,) = await _until(
@@ -151,7 +154,7 @@ class Optimizer:
                     raise ServiceError(ErrorKind.INTERNAL, best_eval.error)
                 best_ir, best_object = best_eval.optimized_ir, best_eval.object_code
             except ServiceError as err:  # no output for the model's best: fall back to -Oz, whose we have
-                ranked = sorted(ranked, key=lambda m: m.source != "oz")
+                ranked = sorted(ranked, key=lambda m: m.source != CandidateSource.OZ)
                 sampled.warning = f"-Oz returned instead of a better candidate whose output failed: {err}"
                 sampled.deadline_hit = sampled.deadline_hit or err.kind is ErrorKind.DEADLINE_EXCEEDED
             sampled.compile_s += time.monotonic() - started_output
@@ -186,6 +189,13 @@ class Optimizer:
         if not sampled.deadline_hit and not sampled.warning and input_cost is not None:
             self.cache.put(key, response)
         return response
+
+    async def _oz_baseline(self, ir: str, objective: str, want: tuple[bool, bool]):
+        """-Oz's Evaluation (with the output asked for); INTERNAL if -Oz does not compile this module."""
+        (oz_eval,) = await self.compiler.evaluate_async(ir, [OZ_PASS_LIST], objective, *want)
+        if oz_eval.error:
+            raise ServiceError(ErrorKind.INTERNAL, f"-Oz failed to compile this module: {oz_eval.error}")
+        return oz_eval
 
     async def _input_cost(self, ir: str, objective: str, deadline: float) -> int | None:
         """The unoptimized input's cost (-1 if it fails to compile); None when the deadline leaves no time."""
@@ -226,7 +236,8 @@ class Optimizer:
         sampled.sample_s, sampled.compile_s = rounds.sample_s, rounds.compile_s
         sampled.deadline_hit = rounds.deadline_hit
         sampled.measured += [
-            _Measured(c.pass_list, e.cost, c.logprob, "model", e.error or "") for c, e in rounds.measured
+            _Measured(c.pass_list, e.cost, c.logprob, CandidateSource.MODEL, e.error or "")
+            for c, e in rounds.measured
         ]
         if rounds.prompt_too_long is not None:
             await self._long_module(ir, request, deadline, sampled, rounds.prompt_too_long)
@@ -240,19 +251,24 @@ class Optimizer:
         """A unit of several functions: each function gets the best of -Oz and the coreset's first
         `engine.unit_function_lists` lists (then, with `engine.unit_function_refine`, one more pass where it
         helps), measured on its own module, and the lists are linked back into one candidate
-        (compiler/unit_search.py; the path benchmarks/function_lists_units.py and unit_gap.py measure)."""
-        count = self.settings.engine.unit_function_lists
+        (compiler/unit_search.py; the path benchmarks/function_lists_units.py and unit_gap.py measure).
+
+        Skipped for a unit of more than `engine.unit_function_lists_max_functions` functions (its compiles
+        grow with the count); every step, the split included, ends at the request's deadline."""
+        engine = self.settings.engine
+        count = engine.unit_function_lists
         if not count or request.strategy == ServedStrategy.RANKED_CORESET or sampled.deadline_hit:
             return
-        try:
-            parts = await asyncio.to_thread(split_unit, ir)
-        except IRError:  # aliases or ifuncs: whole-unit candidates only
+        if defined_function_count(ir) > engine.unit_function_lists_max_functions:
             return
-        if len(parts.functions) < 2:  # one function: the whole-unit lists already cover it
-            return
-        candidates = [OZ_PASS_LIST, *self.coreset.first(request.objective, count)]
         started = time.monotonic()
         try:
+            parts = await _until(
+                asyncio.to_thread(split_unit, ir), deadline + BACKEND_GRACE_S, "splitting the unit"
+            )
+            if len(parts.functions) < 2:  # one function: the whole-unit lists already cover it
+                return
+            candidates = [OZ_PASS_LIST, *self.coreset.first(request.objective, count)]
             measured = await _until(
                 measure_functions(
                     parts, candidates, request.objective, self.compiler, self.settings.compiler.workers
@@ -282,6 +298,8 @@ class Optimizer:
                 deadline + BACKEND_GRACE_S,
                 "linking the per-function candidate",
             )
+        except IRError:  # aliases or ifuncs: whole-unit candidates only
+            return
         except ServiceError as err:
             if err.kind is not ErrorKind.DEADLINE_EXCEEDED:
                 raise
@@ -290,7 +308,9 @@ class Optimizer:
         finally:
             sampled.compile_s += time.monotonic() - started
         sampled.measured.append(
-            _Measured((), linked.cost, 0.0, "per_function", linked.error or "", function_lists=chosen)
+            _Measured(
+                (), linked.cost, 0.0, CandidateSource.PER_FUNCTION, linked.error or "", function_lists=chosen
+            )
         )
 
     async def _coreset_beside_model(
@@ -303,7 +323,7 @@ class Optimizer:
         drawn = {OZ_PASS_LIST} | {m.pass_list for m in sampled.measured}
         lists = [(p, 0.0) for p in self.coreset.first(request.objective, count) if p not in drawn]
         if lists:
-            await self._measure(ir, request.objective, deadline, sampled, lists, "coreset")
+            await self._measure(ir, request.objective, deadline, sampled, lists, CandidateSource.CORESET)
 
     async def _long_module(
         self, ir: str, request: schemas.OptimizeRequest, deadline: float, sampled: _Sampled, why: str
@@ -339,11 +359,13 @@ class Optimizer:
         )
         model_lists = [(p, logprob) for p, logprob in found.lists if p != OZ_PASS_LIST]
         if model_lists:
-            await self._measure(ir, request.objective, deadline, sampled, model_lists, "model")
+            await self._measure(ir, request.objective, deadline, sampled, model_lists, CandidateSource.MODEL)
         from_model = {p for p, _ in model_lists}
         other_lists = [(p, 0.0) for p in coreset_lists if p != OZ_PASS_LIST and p not in from_model]
         if other_lists and not sampled.deadline_hit:
-            await self._measure(ir, request.objective, deadline, sampled, other_lists, "coreset")
+            await self._measure(
+                ir, request.objective, deadline, sampled, other_lists, CandidateSource.CORESET
+            )
 
     async def _measure_coreset(
         self, ir: str, request: schemas.OptimizeRequest, deadline: float, count: int, sampled: _Sampled
@@ -352,7 +374,7 @@ class Optimizer:
         lists = [p for p in self.coreset.first(request.objective, count) if p != OZ_PASS_LIST]
         if lists:
             await self._measure(
-                ir, request.objective, deadline, sampled, [(p, 0.0) for p in lists], "coreset"
+                ir, request.objective, deadline, sampled, [(p, 0.0) for p in lists], CandidateSource.CORESET
             )
 
     async def _measure(
@@ -362,8 +384,8 @@ class Optimizer:
         deadline: float,
         sampled: _Sampled,
         candidates: list[tuple[tuple[str, ...], float]],
-        source: str,
-    ) -> list | None:
+        source: CandidateSource,
+    ) -> list[Evaluation] | None:
         """Compile (pass list, logprob) candidates into `sampled`; None when the deadline came first."""
         started = time.monotonic()
         try:
@@ -401,6 +423,15 @@ def _sampling_options(request: schemas.OptimizeRequest, coreset: Coreset) -> Sam
     )
 
 
+async def _unless_failed_first(work: asyncio.Future, beside: asyncio.Future):
+    """`work`'s result, unless `beside` fails before `work` ends: then `beside`'s error at once (`work` is
+    cancelled by the caller), so a request whose -Oz failed does not first spend its deadline on the rest."""
+    await asyncio.wait({work, beside}, return_when=asyncio.FIRST_COMPLETED)
+    if not work.done() and beside.exception() is not None:
+        raise beside.exception()
+    return await work
+
+
 async def _until(awaitable, deadline: float, what: str):
     """Await a backend call until the monotonic `deadline`; DEADLINE_EXCEEDED (and cancel it) after that."""
     try:
@@ -411,7 +442,13 @@ async def _until(awaitable, deadline: float, what: str):
         ) from None
 
 
-_SOURCE_ORDER = {"oz": 0, "model": 1, "coreset": 2, "per_function": 3}
+# Among candidates of equal cost: -Oz first, then the model's, the coreset's, per-function lists.
+_SOURCE_ORDER = {
+    CandidateSource.OZ: 0,
+    CandidateSource.MODEL: 1,
+    CandidateSource.CORESET: 2,
+    CandidateSource.PER_FUNCTION: 3,
+}
 
 
 def _rank(measured: list[_Measured]) -> list[_Measured]:
@@ -442,7 +479,7 @@ def _candidate(m: _Measured) -> schemas.Candidate:
 
 
 def _as_cached(response: schemas.OptimizeResponse, total_s: float) -> schemas.OptimizeResponse:
-    candidates = [c.model_copy(update={"source": "cache"}) for c in response.candidates]
+    candidates = [c.model_copy(update={"source": CandidateSource.CACHE}) for c in response.candidates]
     return response.model_copy(
         update={
             "candidates": candidates,

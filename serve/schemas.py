@@ -7,6 +7,7 @@ Field meanings are documented once, in proto/optserve/v1/optserve.proto.
 from __future__ import annotations
 
 import base64
+from enum import StrEnum
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -24,7 +25,19 @@ from optserve.strategies import ServedStrategy
 ObjectiveName = Literal["instruction_count", "text_size"]
 # The field type: the names as plain strings (a Literal of the enum's values, so requests stay strict).
 StrategyName = Literal[tuple(strategy.value for strategy in ServedStrategy)]
-SourceName = Literal["model", "oz", "cache", "coreset", "per_function"]
+
+
+class CandidateSource(StrEnum):
+    """Where a candidate came from: the proto's `CandidateSource`, lower case (`coreset`: CORESET_LIST)."""
+
+    MODEL = "model"  # drawn from the pass-ordering model
+    OZ = "oz"  # the -Oz baseline, always compiled
+    CACHE = "cache"  # answered from the result cache
+    CORESET = "coreset"  # a list of the bundled coreset
+    PER_FUNCTION = "per_function"  # a pass list per function of a whole unit
+
+
+SourceName = Literal[tuple(source.value for source in CandidateSource)]
 # Raw bytes inside the service, base64 text in JSON (responses only: requests use pydantic's Base64Bytes).
 Base64Out = Annotated[
     bytes,

@@ -10,12 +10,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from clients_helpers import GRPC_PORT, HTTP_PORT, PROGRAM
 
 from optserve.config import Settings
+from tests.clients.clients_helpers import GRPC_PORT, HTTP_PORT, PROGRAM
 
 
-@pytest.fixture(scope="session")
+# Package scope: one pytest process may run several service folders; each folder's service stops (and Ray
+# with it) before the next folder's starts with its own settings (docs/structure_audit.md).
+@pytest.fixture(scope="package")
 def optserve_target(tmp_path_factory) -> str:
     """host:port of a running service's gRPC API."""
     from optserve.serve import server

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from clients_helpers import HTTP_PORT
+
+from tests.clients.clients_helpers import HTTP_PORT
 
 LOADTESTS = Path(__file__).resolve().parents[2] / "loadtests"
 RUN_HEADLESS = LOADTESTS / "run_headless.py"

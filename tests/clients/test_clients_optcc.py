@@ -43,7 +43,7 @@ def oz_output(tmp_path_factory) -> str:
     """What the program prints when built with plain clang -Oz."""
     import shutil
 
-    from clients_helpers import PROGRAM
+    from tests.clients.clients_helpers import PROGRAM
 
     program = Path(shutil.copytree(PROGRAM, tmp_path_factory.mktemp("oz") / "wordstat"))
     assert build(program, "clang-19", "-Oz").returncode == 0

@@ -12,7 +12,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from clients_helpers import PROGRAM
+
+from tests.clients.clients_helpers import PROGRAM
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SERVICE_STACK = ("torch", "vllm", "ray", "transformers", "fastapi", "llvmlite", "numpy", "yaml")

@@ -12,7 +12,12 @@ from pathlib import Path
 import pytest
 
 from optserve.compiler.cost import object_code, text_size
-from optserve.compiler.function_lists import FunctionLists, apply_function_lists, split_unit
+from optserve.compiler.function_lists import (
+    FunctionLists,
+    apply_function_lists,
+    defined_function_count,
+    split_unit,
+)
 from optserve.compiler.ir import parse_module
 from optserve.compiler.pipeline import OZ, evaluate
 from optserve.compiler.unit_search import (
@@ -129,6 +134,42 @@ def test_search_picks_per_function_the_cheapest_list_measured_alone(program_ir, 
         costs = [evaluate(module_ir, p, "text_size").cost for p in LISTS[:4]]
         assert chosen.for_function(name) == LISTS[costs.index(min(costs))]
     assert unit.ok and _run_linked(unit.object_code, tmp_path) == _expected_output(tmp_path)
+
+
+def test_the_function_count_is_read_without_parsing(program_ir):
+    parts = split_unit(program_ir)
+    assert defined_function_count(program_ir) == sum(len(m) for m in parts.members.values()) > 2
+
+
+class _DiesOnFirstModule:
+    """The real pool, except that the first function module's compile raises, as a compiler that died."""
+
+    def __init__(self, pool: CompilerPool):
+        self.pool = pool
+        self.started = 0
+
+    async def evaluate_async(self, ir, pass_lists, objective, want_ir=False, want_object=False):
+        self.started += 1
+        if self.started == 1:
+            raise ConnectionError("the compiler went away")
+        return await self.pool.evaluate_async(ir, pass_lists, objective, want_ir, want_object)
+
+
+def test_a_module_whose_compile_raises_stops_the_other_modules(program_ir):
+    """The error propagates and no other module starts compiling after it: a failed request leaves no work
+    queued at the compiler (which, behind Ray, would go to the replica that replaces a dead one)."""
+    parts = split_unit(program_ir)
+
+    async def measure_then_wait(compiler):
+        with pytest.raises(ConnectionError):
+            await measure_functions(parts, LISTS[:2], "text_size", compiler, concurrency=1)
+        await asyncio.sleep(1.0)  # time for any module left running to start compiling
+
+    with CompilerPool(processes=1, timeout_s=60) as pool:
+        compiler = _DiesOnFirstModule(pool)
+        asyncio.run(measure_then_wait(compiler))
+    # at most the module let in as the failed one left (then cancelled), of 8
+    assert compiler.started <= 2 < len(parts.functions)
 
 
 def test_refining_appends_one_pass_per_function_only_where_it_is_smaller(program_ir, tmp_path):

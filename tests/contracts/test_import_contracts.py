@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from lint_imports import lint_staged, stage_package
+
+from tests.contracts.lint_imports import lint_staged, stage_package
 
 
 @pytest.fixture
@@ -26,6 +27,14 @@ def test_a_runtime_module_importing_training_code_breaks_the_contract(staged):
     result = lint_staged(staged)
     assert result.returncode != 0
     assert "optserve.engine is not allowed to import optserve.passlm" in result.stdout
+
+
+def test_a_looptune_runtime_module_importing_its_training_wing_breaks_the_contract(staged):
+    # every module of policies/ is runtime (the served tile cover included), not only those named in a list
+    _add_module(staged, "policies", "from optserve.looptune_training.suites import HELD_OUT\n")
+    result = lint_staged(staged)
+    assert result.returncode != 0
+    assert "optserve.policies is not allowed to import optserve.looptune_training" in result.stdout
 
 
 def test_the_compile_path_importing_the_service_stack_breaks_the_contract(staged):

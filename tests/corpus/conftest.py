@@ -6,9 +6,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from corpus_helpers import FIXTURES, fixture_build_config
 
 from optserve.corpus.build import build_corpus
+from tests.corpus.corpus_helpers import FIXTURES, fixture_build_config
 
 
 @pytest.fixture

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 
-from corpus_helpers import fixture_build_config
-
 from optserve.corpus.build import build_corpus
 from optserve.corpus.layout import CorpusLayout
+from tests.corpus.corpus_helpers import fixture_build_config
 
 
 def _quiet(config, **kwargs):

@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from corpus_helpers import fixture_build_config
-
 from optserve.compiler.ir import instruction_count, normalize_ir, parse_ir
 from optserve.corpus.build import build_corpus
 from optserve.corpus.compile import strip_test_comments
 from optserve.corpus.functions import DropRules, examples_of_file, ir_hash
 from optserve.corpus.layout import CorpusLayout
 from optserve.corpus.sources import SourceLayout, list_source_files
+from tests.corpus.corpus_helpers import fixture_build_config
 
 
 def _file(data_dir: Path, name: str):

@@ -14,13 +14,13 @@ import dataclasses
 
 import pytest
 import torch
-from engine_helpers import assert_same_candidates
 
 from optserve.engine.backend import DecodeRequest
 from optserve.engine.engine import ModelEngine
 from optserve.engine.interface import SamplingOptions, Strategy
 from optserve.engine.llama_forward import CompactLlama
 from optserve.passlm.tiny_model import SHAPES, build_tiny_model
+from tests.engine.engine_helpers import assert_same_candidates
 
 GQA_SHAPE = dataclasses.replace(
     SHAPES["tiny"], hidden_size=64, heads=4, kv_heads=2, intermediate_size=96, tie_embeddings=True

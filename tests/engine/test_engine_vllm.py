@@ -9,10 +9,10 @@ import asyncio
 import os
 
 import pytest
-from engine_helpers import assert_same_candidates
 
 from optserve.compiler.passes import validate_pass_list
 from optserve.engine.interface import SamplingOptions, Strategy
+from tests.engine.engine_helpers import assert_same_candidates
 
 pytestmark = pytest.mark.slow
 

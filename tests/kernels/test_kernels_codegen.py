@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kernels_helpers import random_schedule, reference
 
 from optserve.kernels.codegen import Target, emitted_statements, plan_schedule
 from optserve.kernels.jit import compile_schedule
 from optserve.kernels.schedule import Loop, Schedule
 from optserve.kernels.spec import LoopNestSpec, SpecError
+from tests.kernels.kernels_helpers import random_schedule, reference
 
 MATMUL = "C[m,n] += A[m,k] * B[k,n]"
 CASES = {

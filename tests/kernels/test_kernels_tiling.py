@@ -7,14 +7,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kernels_helpers import reference
-from test_kernels_codegen import run_and_compare
 
 from optserve.kernels.codegen import Target, generate_ir
 from optserve.kernels.packing import packed_layout
 from optserve.kernels.reference import numpy_gflops_of, numpy_program
 from optserve.kernels.spec import LoopNestSpec
 from optserve.kernels.tiling import TileTemplate, roles, tiled_schedule
+from tests.kernels.kernels_helpers import reference
+from tests.kernels.test_kernels_codegen import run_and_compare
 
 # Every kind of issue 19 with sizes that leave tails at every level (none a multiple of the tiles).
 KINDS = {
@@ -45,6 +45,8 @@ TEMPLATES = [
     TileTemplate(3, 3, k_block=5, order="rv"),
     TileTemplate(14, 2, k_block=256, v_block=1, r_block=64),
     TileTemplate(1, 1),
+    TileTemplate(4, 2, pack=False),  # the unpacked layout (partial sums where packing was optional)
+    TileTemplate(3, 3, k_block=5, order="vr", pack=False),
 ]
 
 
@@ -106,7 +108,7 @@ def test_template_names_round_trip():
 
 def test_partial_sums_are_reduced_by_a_shuffle_tree():
     spec = LoopNestSpec.parse(*KINDS["transposed B"])
-    schedule = tiled_schedule(spec, TileTemplate(4, 1), 8)
+    schedule = tiled_schedule(spec, TileTemplate(4, 1, pack=False), 8)  # k vectorized: partial sums
     text = generate_ir(spec, schedule, Target(vector_widths=(8,)))
     assert "llvm.vector.reduce.fadd.v8f32" in text and "extractelement" not in text
 
@@ -130,7 +132,8 @@ def test_numpy_reference_computes_the_contraction(kind):
 
 def test_packing_moves_the_output_contiguous_index_last_only_where_needed():
     assert packed_layout(LoopNestSpec.parse(*KINDS["matmul"])) is None
-    assert packed_layout(LoopNestSpec.parse(*KINDS["transposed B"])) is None  # k is contiguous everywhere
+    transposed_b = LoopNestSpec.parse(*KINDS["transposed B"])  # k is contiguous everywhere: optional
+    assert packed_layout(transposed_b, "k") is None and packed_layout(transposed_b, "n") is not None
     layout = packed_layout(LoopNestSpec.parse(*KINDS["both transposed"]))
     assert layout is not None and layout.orders == (None, (1, 0))
     assert layout.spec.text() == "C[m,n] += A[k,m] * B_packed[k,n]"

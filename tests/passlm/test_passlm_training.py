@@ -15,6 +15,7 @@ from optserve.passlm.examples import (
     best_servable_list,
     read_records,
     training_texts,
+    within_margin,
     write_records,
 )
 from optserve.passlm.tiny_model import synthetic_function
@@ -64,6 +65,13 @@ def test_the_best_coreset_list_is_the_cheapest_measured_one_and_needs_every_list
     del known[("instcombine",)]
     assert best_coreset_list(known, coreset) is None  # the unmeasured list might have been best
     assert best_coreset_list(known, []) is None
+
+
+def test_a_list_is_the_answer_only_where_it_beats_oz_by_the_margin():
+    assert within_margin((("sroa",), 96), 100, 0.03) == (("sroa",), 96)
+    assert within_margin((("sroa",), 97), 100, 0.03) == (("-Oz",), 100)  # 3% is not more than 3%
+    assert within_margin((("sroa",), 99), 100, 0.0) == (("sroa",), 99)
+    assert within_margin((("sroa",), 100), 100, 0.0) == (("-Oz",), 100)  # a tie names -Oz
 
 
 def test_the_answer_is_the_cheapest_list_the_service_can_still_serve():

@@ -9,7 +9,8 @@ import pytest
 
 from optserve.kernels.schedule import Schedule
 from optserve.kernels.spec import LoopNestSpec
-from optserve.policies.dataset import train_test_split
+from optserve.looptune_training.dataset import train_test_split
+from optserve.looptune_training.train import n_step_transitions
 from optserve.policies.env import (
     ACTIONS,
     AgentState,
@@ -30,7 +31,6 @@ from optserve.policies.policy import (
     save_bundle,
 )
 from optserve.policies.search import run_search
-from optserve.policies.train import n_step_transitions
 
 MATMUL = "C[m,n] += A[m,k] * B[k,n]"
 
@@ -177,7 +177,7 @@ def test_bundle_for_other_features_is_refused(tmp_path):
 
 
 def test_evaluation_items_time_what_they_compare_together_and_render_a_report():
-    from optserve.policies.evaluate import report, run_item
+    from optserve.looptune_training.evaluate import report, run_item
 
     policy_row = run_item({"shape": "mm64_64_64", "method": "policy", "rounds": 2})
     assert len(policy_row["actions"]) == 10 and policy_row["inference_ms"] > 0
@@ -214,7 +214,7 @@ def test_training_checkpoints_and_resumes_where_it_stopped(tmp_path):
     from dataclasses import replace
     from pathlib import Path
 
-    from optserve.policies.train import TrainConfig, load_measured, train_cost_model, train_dqn
+    from optserve.looptune_training.train import TrainConfig, load_measured, train_cost_model, train_dqn
 
     data = load_measured(Path("tests/data/policies/measured_small.json.gz"))
     cfg = TrainConfig(

@@ -10,7 +10,7 @@ import pytest
 from optserve.kernels.jit import compile_schedule
 from optserve.kernels.schedule import Schedule
 from optserve.kernels.spec import LoopNestSpec, SpecError
-from optserve.policies.dataset import matmul_benchmarks, train_test_split
+from optserve.looptune_training.dataset import matmul_benchmarks, train_test_split
 from optserve.policies.env import Evaluator
 from optserve.policies.methods import SearchMethod
 from optserve.policies.scheduler import METHODS, schedule_nest

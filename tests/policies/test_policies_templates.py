@@ -1,4 +1,4 @@
-"""Schedule templates and Q-learning on the measured template tree (policies/templates.py, tree_q.py)."""
+"""Schedule templates and Q-learning on the measured template tree (looptune_training/: templates, tree_q)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,7 @@ import torch
 
 from optserve.kernels.schedule import Loop
 from optserve.kernels.spec import LoopNestSpec
-from optserve.policies.env import ACTIONS, EPISODE_STEPS
-from optserve.policies.policy import QNetwork, rollout
-from optserve.policies.templates import (
+from optserve.looptune_training.templates import (
     candidate_pool,
     greedy_cover,
     nest_structure,
@@ -20,7 +18,9 @@ from optserve.policies.templates import (
     reachable_structures,
     structure,
 )
-from optserve.policies.tree_q import TemplateData, concat, fit, offline_score, tree_rows
+from optserve.looptune_training.tree_q import TemplateData, concat, fit, offline_score, tree_rows
+from optserve.policies.env import ACTIONS, EPISODE_STEPS
+from optserve.policies.policy import QNetwork, rollout
 
 MATMUL = "C[m,n] += A[m,k] * B[k,n]"
 REGISTER_TILE = ["split_4", "down", "swap_down", "down", "split_16", "swap_up", "swap_up"]

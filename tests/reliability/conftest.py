@@ -1,4 +1,8 @@
-"""A service instance of its own for the reliability tests (ports 38000 / 39000 / 39443), with TLS on.
+"""A service instance of its own for the reliability tests (the serve tests' ports + 20000, and gRPC over TLS
+on their gRPC port + 20443: 38000 / 39000 / 39443 by default), with TLS on.
+
+The ports are the serve tests' (OPTSERVE_TEST_HTTP_PORT / OPTSERVE_TEST_GRPC_PORT) + 20000, so that a
+worktree's own test ports keep its reliability tests from reaching another run's service.
 
 It reuses the serve tests' builders (tests/serve/serve_helpers.py): the same tiny stand-in model, small
 limits and token; only the ports differ, and HTTP is served over TLS with a self-signed certificate made
@@ -10,18 +14,17 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import sys
+import os
 from pathlib import Path
 
 import httpx
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "serve"))
-from serve_helpers import TOKEN, build_tiny_model, service_settings  # noqa: E402
+from tests.serve.serve_helpers import TOKEN, build_tiny_model, service_settings
 
-HTTP_PORT = 38000
-GRPC_PORT = 39000
-GRPC_TLS_PORT = 39443
+HTTP_PORT = int(os.environ.get("OPTSERVE_TEST_HTTP_PORT", "18000")) + 20000
+GRPC_PORT = int(os.environ.get("OPTSERVE_TEST_GRPC_PORT", "19000")) + 20000
+GRPC_TLS_PORT = GRPC_PORT + 443
 SERVE_DATA = Path(__file__).resolve().parent.parent / "data" / "serve"
 
 
@@ -66,7 +69,9 @@ def tls_files(tmp_path_factory) -> tuple[Path, Path]:
     return make_self_signed_cert(tmp_path_factory.mktemp("tls"))
 
 
-@pytest.fixture(scope="session")
+# Package scope: one pytest process may run several service folders; each folder's service stops (and Ray
+# with it) before the next folder's starts with its own settings (docs/structure_audit.md).
+@pytest.fixture(scope="package")
 def rel_service(tmp_path_factory, tls_files):
     """Endpoints and settings of the running service."""
     from optserve.serve import server
@@ -81,17 +86,12 @@ def rel_service(tmp_path_factory, tls_files):
         tls_certfile=str(cert),
         tls_keyfile=str(key),
     )
-    # Without per-function candidates: the fault tests kill a compiler replica under the 1,200-function
-    # slow_module, whose per-function work (13k compiles) outlasts the client's deadline once the replica is
-    # gone (issue 21's note); the per-function path is tested in tests/serve and tests/compiler.
-    engine = settings.engine.model_copy(update={"unit_function_lists": 0})
-    settings = settings.model_copy(update={"engine": engine})
     endpoints = server.start(settings)
     yield endpoints, settings
     server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def grpc_client(rel_service):
     from optserve.serve.app import APP_NAME
     from optserve.serve.client import OptserveClient
@@ -101,7 +101,7 @@ def grpc_client(rel_service):
         yield client
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def grpc_tls_client(rel_service, tls_files):
     from optserve.serve.client import OptserveClient
 
@@ -112,7 +112,7 @@ def grpc_tls_client(rel_service, tls_files):
         yield client
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def https(rel_service, tls_files):
     endpoints, _ = rel_service
     with httpx.Client(

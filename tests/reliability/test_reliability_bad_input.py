@@ -15,11 +15,11 @@ from pathlib import Path
 import grpc
 import httpx
 import pytest
-import reliability_inputs as gen
-from serve_helpers import MAX_IR_BYTES, TOKEN
 
 from optserve.serve.client import CallError
 from optserve.v1 import optserve_pb2 as pb
+from tests.reliability import reliability_inputs as gen
+from tests.serve.serve_helpers import MAX_IR_BYTES, TOKEN
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "reliability"
 

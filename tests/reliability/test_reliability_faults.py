@@ -5,9 +5,11 @@ the service recovers. And the result cache never answers for a different IR or m
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -16,10 +18,10 @@ import grpc
 import psutil
 import pytest
 import ray
-from serve_helpers import slow_module
 
 from optserve.serve.app import APP_NAME
-from optserve.serve.client import CallError
+from optserve.serve.client import CallError, OptserveClient
+from tests.serve.serve_helpers import TOKEN, slow_module
 
 LLVM_ABORT_C = Path(__file__).resolve().parent.parent / "data" / "c" / "llvm_abort" / "loop_reduce_lcssa.c"
 RECOVERY_S = 180.0
@@ -134,27 +136,186 @@ def test_compiler_worker_killed_mid_request(rel_service, grpc_client, add_ir):
 @pytest.mark.slow
 def test_serve_replica_killed_mid_request(rel_service, grpc_client, add_ir):
     """SIGKILL the CompilerWorkers replica while it serves a request: the request fails cleanly
-    (UNAVAILABLE) or is answered, Serve starts a new replica, and the service answers again."""
+    (UNAVAILABLE) or is answered, the compiler part of readiness turns not ready, then ready again as Serve
+    starts a new replica, and the service answers again."""
     (replica_pid,) = _replica_pids("CompilerWorkers")[:1]
     module = slow_module()
     replica = psutil.Process(replica_pid)
     baseline = {child.pid: _cpu(child) for child in replica.children()}
     with ThreadPoolExecutor(1) as pool:
-        pending = pool.submit(grpc_client.optimize, module, bypass_cache=True, deadline_s=90)
+        ended = []
+
+        def optimize():
+            try:
+                return grpc_client.optimize(module, bypass_cache=True, deadline_s=90)
+            finally:
+                ended.append(time.monotonic())
+
+        pending = pool.submit(optimize)
         _poll(lambda: _compiling_worker(replica, baseline), 120, "the request to compile")
         os.kill(replica_pid, signal.SIGKILL)
+        killed = time.monotonic()
+        history = _health_history(_compiler_readiness, RECOVERY_S)
         try:
             answer = pending.result(timeout=150)
-        except CallError as err:
+        except CallError as err:  # never DEADLINE_EXCEEDED: retries ask only for the time left (issue 21)
             assert err.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL), err
             assert err.message
         else:
             assert answer.best.cost <= answer.oz_cost
+        print(f"the call (with retries) ended {ended[0] - killed:.1f} s after the kill")
+    _turned_and_recovered("compiler readiness", history)
     _poll(
         lambda: [p for p in _replica_pids("CompilerWorkers") if p != replica_pid], RECOVERY_S, "a new replica"
     )
     _recovered(grpc_client, add_ir)
     assert ray.is_initialized()
+
+
+@pytest.mark.slow
+def test_a_try_whose_compiler_replica_dies_gets_unavailable_long_before_its_deadline(
+    rel_service, grpc_client, add_ir
+):
+    """The 1,200-function slow_module (default settings: per-function candidates on) with a 40 s deadline,
+    its CompilerWorkers replica killed while it compiles: the try in flight is answered UNAVAILABLE within
+    15 s of the kill, not after the rest of its candidate work at its deadline, so a client's retry still
+    has the rest of its call. One try only (no client retries), to see that try's answer."""
+    endpoints, _ = rel_service
+    (replica_pid,) = _replica_pids("CompilerWorkers")[:1]
+    replica = psutil.Process(replica_pid)
+    baseline = {child.pid: _cpu(child) for child in replica.children()}
+    with (
+        OptserveClient(endpoints.grpc_target, token=TOKEN, application=APP_NAME, retry=None) as one_try,
+        ThreadPoolExecutor(1) as pool,
+    ):
+        sent = time.monotonic()
+        pending = pool.submit(one_try.optimize, slow_module(), bypass_cache=True, deadline_s=40)
+        _poll(lambda: _compiling_worker(replica, baseline), 120, "the request to compile")
+        os.kill(replica_pid, signal.SIGKILL)
+        killed = time.monotonic()
+        try:
+            answer = pending.result(timeout=60)
+        except CallError as err:
+            assert err.code is grpc.StatusCode.UNAVAILABLE, err
+        else:
+            assert answer.best.cost <= answer.oz_cost
+        ended = time.monotonic()
+    print(f"killed {killed - sent:.1f} s after sending, answered {ended - killed:.1f} s after the kill")
+    assert ended - killed < 15.0
+    _poll(
+        lambda: [p for p in _replica_pids("CompilerWorkers") if p != replica_pid], RECOVERY_S, "a new replica"
+    )
+    _recovered(grpc_client, add_ir)
+
+
+MATMUL = "C[m,n] += A[m,k] * B[k,n]"
+
+
+def _turned_and_recovered(service: str, history: list[tuple[float, str]]) -> None:
+    """`history` (of `_health_history`) went NOT_SERVING, then SERVING; prints when, from the kill."""
+    statuses = [status for _, status in history]
+    assert "NOT_SERVING" in statuses, history
+    assert statuses[-1] == "SERVING", history[-5:]
+    down = next(t for t, status in history if status != "SERVING")
+    up = history[-1][0]
+    print(f"{service}: NOT_SERVING {down:.1f} s after the kill, SERVING again {up:.1f} s after it")
+
+
+def _grpc_health(grpc_client, service: str):
+    """A probe: the gRPC health status of `service` (or the call's error code)."""
+
+    def probe() -> str:
+        try:
+            return grpc_client.health(service)
+        except CallError as err:
+            return err.code.name
+
+    return probe
+
+
+def _compiler_readiness() -> str:
+    """A probe: the compiler part of readiness (what gRPC health of optserve.v1.PassOrdering and
+    /v2/health/ready answer with), read straight from Serve's status: gRPC health also asks the engine for its
+    metadata, which waits while the engine tokenizes slow_module, longer than the replica is down."""
+    from optserve.serve.readiness import READY, deployment_state, deployment_statuses
+
+    state = deployment_state(asyncio.run(deployment_statuses(APP_NAME)), "CompilerWorkers")
+    return "SERVING" if state == READY else "NOT_SERVING"
+
+
+def _health_history(probe, until_s: float) -> list[tuple[float, str]]:
+    """(seconds from now, status) of `probe()`, polled until it is SERVING after having been anything else,
+    or `until_s` passes."""
+    started, seen = time.monotonic(), []
+    while time.monotonic() - started < until_s:
+        seen.append((time.monotonic() - started, probe()))
+        if seen[-1][1] == "SERVING" and any(s != "SERVING" for _, s in seen):
+            break
+        time.sleep(0.1)  # polling health, bounded by until_s
+    return seen
+
+
+@pytest.mark.slow
+def test_looptune_replica_killed_mid_schedule(rel_service, grpc_client):
+    """SIGKILL the LoopTuneScheduler replica (LoopTune's searches and kernel timing run in it) during a
+    Schedule: the call gets UNAVAILABLE or an answer, never INTERNAL; gRPC health of optserve.v1.LoopTune
+    turns NOT_SERVING, then SERVING again with nobody restarting anything, and Schedule answers again."""
+    endpoints, _ = rel_service
+    (replica_pid,) = _replica_pids("LoopTuneScheduler")[:1]
+    replica = psutil.Process(replica_pid)
+    busy_from = _cpu(replica)
+    with (
+        OptserveClient(endpoints.grpc_target, token=TOKEN, application=APP_NAME, retry=None) as one_try,
+        ThreadPoolExecutor(1) as pool,
+    ):
+        sizes = {"m": 256, "k": 256, "n": 256}
+        pending = pool.submit(one_try.schedule, MATMUL, sizes, "beam4dfs", 30.0)
+        _poll(lambda: _cpu(replica) - busy_from > 1.0, 120, "the search to run")
+        os.kill(replica_pid, signal.SIGKILL)
+        history = _health_history(_grpc_health(grpc_client, "optserve.v1.LoopTune"), RECOVERY_S)
+        try:
+            pending.result(timeout=60)
+        except CallError as err:
+            assert err.code is grpc.StatusCode.UNAVAILABLE, err
+    _turned_and_recovered("optserve.v1.LoopTune", history)
+    answer = grpc_client.schedule(MATMUL, {"m": 32, "k": 32, "n": 32}, "greedy1", 2.0)
+    assert answer.gflops > 0
+    assert [p for p in _replica_pids("LoopTuneScheduler") if p != replica_pid]
+
+
+@pytest.mark.slow
+def test_torch_engine_replica_killed_while_it_decodes(rel_service, grpc_client, add_ir):
+    """SIGKILL the PassOrderingEngine replica (the torch backend decodes in that process) while Optimize
+    calls keep it busy: each call is answered or gets UNAVAILABLE, never INTERNAL; gRPC health of
+    optserve.v1.PassOrdering turns NOT_SERVING, then SERVING again as Serve replaces the replica, and
+    Optimize answers again."""
+    endpoints, _ = rel_service
+    (replica_pid,) = _replica_pids("PassOrderingEngine")[:1]
+    replica = psutil.Process(replica_pid)
+    busy_from = _cpu(replica)
+    stop, codes = threading.Event(), []
+    options = {"strategy": "priority", "samples": 20, "bypass_cache": True, "deadline_s": 30}
+
+    def keep_it_busy():
+        with OptserveClient(endpoints.grpc_target, token=TOKEN, application=APP_NAME, retry=None) as one_try:
+            while not stop.is_set():
+                try:
+                    one_try.optimize(add_ir, **options)
+                    codes.append("OK")
+                except CallError as err:
+                    codes.append(err.code.name)
+
+    with ThreadPoolExecutor(1) as pool:
+        busy = pool.submit(keep_it_busy)
+        _poll(lambda: _cpu(replica) - busy_from > 1.0, 120, "the engine to decode")
+        os.kill(replica_pid, signal.SIGKILL)
+        history = _health_history(_grpc_health(grpc_client, "optserve.v1.PassOrdering"), RECOVERY_S)
+        stop.set()
+        busy.result(timeout=120)
+    assert set(codes) <= {"OK", "UNAVAILABLE"} and "UNAVAILABLE" in codes, codes
+    _turned_and_recovered("optserve.v1.PassOrdering", history)
+    _recovered(grpc_client, add_ir)
+    assert [p for p in _replica_pids("PassOrderingEngine") if p != replica_pid]
 
 
 def test_result_cache_never_answers_for_another_ir_or_model():

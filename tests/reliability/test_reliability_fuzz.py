@@ -3,10 +3,11 @@ benchmarks/reliability_fuzz.py). No service needed."""
 
 from __future__ import annotations
 
-import fuzz_targets as ft
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reliability_inputs import deep_type
+
+from tests.reliability import fuzz_targets as ft
+from tests.reliability.reliability_inputs import deep_type
 
 CI = settings(
     max_examples=300,

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from serve_helpers import DATA, TOKEN, build_tiny_model, service_settings
+
+from tests.serve.serve_helpers import DATA, TOKEN, build_tiny_model, service_settings
 
 
 @pytest.fixture(scope="session")
@@ -16,7 +17,9 @@ def tiny_model_dir(tmp_path_factory) -> Path:
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
 
 
-@pytest.fixture(scope="session")
+# Package scope: one pytest process may run several service folders; each folder's service stops (and Ray
+# with it) before the next folder's starts with its own settings (docs/structure_audit.md).
+@pytest.fixture(scope="package")
 def service(tiny_model_dir):
     """Endpoints of the running service (and its settings)."""
     from optserve.serve import server

@@ -6,9 +6,8 @@ import json
 import subprocess
 import sys
 
-from serve_helpers import DATA, TOKEN
-
 from optserve.compiler.pipeline import evaluate
+from tests.serve.serve_helpers import DATA, TOKEN
 
 
 def optserve(service, *args: str) -> subprocess.CompletedProcess:

@@ -10,12 +10,12 @@ from concurrent import futures
 
 import grpc
 import pytest
-from serve_helpers import TOKEN
 
 from optserve.serve.app import APP_NAME
 from optserve.serve.client import AsyncOptserveClient, CallError, OptserveClient, RetryPolicy
 from optserve.v1 import optserve_pb2 as pb
 from optserve.v1 import optserve_pb2_grpc as pb_grpc
+from tests.serve.serve_helpers import TOKEN
 
 MATMUL = "C[m,n] += A[m,k] * B[k,n]"
 SIZES = {"m": 32, "k": 32, "n": 32}
@@ -173,6 +173,42 @@ def test_no_pause_outlives_the_call_deadline(flaky):
         assert caught.value.code is grpc.StatusCode.RESOURCE_EXHAUSTED
         # tries at 0, .3, .6 and (if the tries themselves were quick) .9 s
         assert len(servicer.arrivals) in ((1,) if servicer.pushback_ms else (3, 4))
+
+
+class SlowThenUnavailable(FlakyPassOrdering):
+    """Answers the first Optimize UNAVAILABLE after `delay_s` (a try that used part of the call's time);
+    records the budget (`deadline_s`) each Optimize asked for."""
+
+    def __init__(self, delay_s: float):
+        super().__init__(failures=1, code=grpc.StatusCode.UNAVAILABLE)
+        self.delay_s = delay_s
+        self.budgets: list[float] = []
+
+    def Optimize(self, request, context):
+        self.budgets.append(request.deadline_s)
+        if len(self.budgets) == 1:
+            time.sleep(self.delay_s)
+        return super().Optimize(request, context)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_retry_asks_the_server_only_for_the_time_left_of_the_call(flaky, asynchronous):
+    """deadline_s=10: the call waits 15 s (DEADLINE_MARGIN_S for the answer). The first try took 2 s, so the
+    retry asks for 8 s, not 10 s, which would end the call with DEADLINE_EXCEEDED while the server works."""
+    servicer = SlowThenUnavailable(delay_s=2.0)
+    target = flaky(servicer)
+    if asynchronous:
+
+        async def call():
+            async with AsyncOptserveClient(target) as client:
+                return await client.optimize("ir", deadline_s=10)
+
+        asyncio.run(call())
+    else:
+        with OptserveClient(target) as client:
+            client.optimize("ir", deadline_s=10)
+    first, retry = servicer.budgets
+    assert first == 10 and 7.0 < retry < 8.0
 
 
 def test_the_async_client_retries_too(flaky):

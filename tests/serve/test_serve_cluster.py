@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from serve_helpers import DATA
 
 from optserve.compiler.pipeline import evaluate
+from tests.serve.serve_helpers import DATA
 
 SCRIPT = Path(__file__).resolve().parent / "serve_cluster_run.py"
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 from jsonschema import Draft202012Validator
-from serve_helpers import TOKEN
+
+from tests.serve.serve_helpers import TOKEN
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")

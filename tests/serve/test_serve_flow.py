@@ -19,7 +19,7 @@ import pytest
 
 from optserve.compiler.cache import ResultCache
 from optserve.compiler.cost import text_size
-from optserve.compiler.function_lists import split_unit
+from optserve.compiler.function_lists import defined_function_count, split_unit
 from optserve.compiler.ir import instruction_count
 from optserve.compiler.passes import format_pass_list, to_opt_pipeline
 from optserve.compiler.unit_search import REFINE_PASSES
@@ -35,6 +35,7 @@ from optserve.serve.errors import ErrorKind, ServiceError
 from optserve.serve.optimize import Optimizer, _Sampled
 from optserve.serve.result_cache import answer_key
 from optserve.v1 import optserve_pb2 as pb
+from tests.serve.serve_helpers import slow_module
 
 # Model candidates alone (the coreset's lists beside them have their own test).
 SETTINGS = Settings.model_validate(
@@ -98,6 +99,20 @@ def optimize(
     return asyncio.run(optimizer.optimize(request))
 
 
+def test_every_candidate_source_is_a_value_of_the_proto_enum():
+    candidates = [
+        schemas.Candidate(pipeline="", passes=[], cost=1, source=source) for source in schemas.CandidateSource
+    ]
+    response = schemas.OptimizeResponse(
+        ir_sha256="", objective="text_size", input_cost=1, oz_cost=1, candidates=candidates,
+        best=candidates[0], improvement_over_oz_pct=0.0, timings=schemas.Timings(),
+        model_id="", model_version="",
+    )  # fmt: skip
+    sent = [pb.CandidateSource.Name(c.source) for c in codec.optimize_response(response).candidates]
+    names = [n for n in pb.CandidateSource.DESCRIPTOR.values_by_name if not n.endswith("_UNSPECIFIED")]
+    assert sorted(sent) == sorted(names)  # one proto value for each source, none left over
+
+
 def test_a_candidate_that_beats_oz_is_ranked_best(pool, unrolled_loop_ir):
     generator = ScriptedGenerator([("-O2",), ("sroa",)])
     response = optimize(
@@ -145,6 +160,32 @@ def test_a_deadline_cuts_sampling_and_returns_oz(pool, add_ir):
     assert generator.calls[0].deadline_s == pytest.approx(0.3, abs=0.1)  # the engine is told its budget
     assert len(cache) == 0  # an answer cut short is never cached
     assert response.input_cost == -1  # the input's cost is measured last, within the deadline only
+
+
+class OzUnavailable:
+    """The real pool, except that -Oz alone (the baseline's job) fails after `delay_s`, as when the compiler
+    replica compiling it dies (serve/ray_errors.py: UNAVAILABLE)."""
+
+    def __init__(self, pool: CompilerPool, delay_s: float):
+        self.pool, self.delay_s = pool, delay_s
+
+    async def evaluate_async(self, ir, pass_lists, objective, want_ir=False, want_object=False):
+        if list(pass_lists) == [("-Oz",)]:
+            await asyncio.sleep(self.delay_s)
+            raise ServiceError(ErrorKind.UNAVAILABLE, "a backend is unavailable, retry later")
+        return await self.pool.evaluate_async(ir, pass_lists, objective, want_ir, want_object)
+
+
+def test_oz_failing_ends_the_request_at_once_not_after_the_other_candidates(pool, add_ir):
+    """The caller learns at once that it may retry, with the rest of its deadline left for it."""
+    generator = ScriptedGenerator([("sroa",)], delay_s=5.0)  # the model still sampling
+    request = schemas.OptimizeRequest(ir=add_ir, strategy="priority", samples=3, deadline_s=30)
+    optimizer = Optimizer(SETTINGS, generator, OzUnavailable(pool, 0.3), ResultCache(10), generator.metadata)
+    started = time.monotonic()
+    with pytest.raises(ServiceError) as caught:
+        asyncio.run(optimizer.optimize(request))
+    assert caught.value.kind is ErrorKind.UNAVAILABLE
+    assert time.monotonic() - started < 2.0
 
 
 def test_the_input_cost_is_measured_when_the_deadline_leaves_time(pool, add_ir):
@@ -577,3 +618,32 @@ def test_the_coreset_strategy_also_gets_a_list_per_function(pool, unit_ir):
     sources = [c.source for c in response.candidates]
     assert sources.count("coreset") == 2 and sources.count("per_function") == 1
     assert response.best.source == "per_function" and response.best.cost < response.oz_cost
+
+
+def test_a_unit_of_more_functions_than_the_limit_gets_no_per_function_candidate(pool, unit_ir):
+    functions = defined_function_count(unit_ir)
+    request = schemas.OptimizeRequest(ir=unit_ir, objective="text_size", bypass_cache=True)
+    for limit, expected in ((functions - 1, 0), (functions, 1)):
+        settings = Settings.model_validate(
+            {"engine": {"unit_function_lists": 3, "unit_function_lists_max_functions": limit}}
+        )
+        response = optimize(ScriptedGenerator([("-Oz",)]), pool, request, settings=settings)
+        assert [c.source for c in response.candidates].count("per_function") == expected, limit
+
+
+def test_per_function_work_on_a_unit_of_many_functions_ends_at_the_deadline(pool):
+    """1,200 functions, the limit lifted: 13,200 compiles do not fit 10 s. The request ends at its deadline
+    with the per-function candidate left out (or, on a machine too loaded for even -Oz, DEADLINE_EXCEEDED)."""
+    settings = Settings.model_validate(
+        {"engine": {"unit_function_lists": 10, "unit_function_lists_max_functions": 5000}}
+    )
+    request = schemas.OptimizeRequest(ir=slow_module(), deadline_s=10, bypass_cache=True)
+    started = time.monotonic()
+    try:
+        response = optimize(ScriptedGenerator([("-Oz",)]), pool, request, settings=settings)
+    except ServiceError as err:
+        assert err.kind is ErrorKind.DEADLINE_EXCEEDED and "-Oz" in err.message, err
+    else:
+        assert response.deadline_hit and "per_function" not in {c.source for c in response.candidates}
+    elapsed = time.monotonic() - started
+    assert elapsed < 10 + 2.0, elapsed  # the deadline, BACKEND_GRACE_S and a loaded machine's slack

@@ -16,12 +16,12 @@ import grpc
 import llvmlite.binding as llvm
 import pytest
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
-from serve_helpers import MAX_IR_BYTES, TOKEN, slow_module
 
 from optserve.compiler.cost import text_size
 from optserve.compiler.pipeline import evaluate
 from optserve.serve.client import CallError, OptserveClient
 from optserve.v1 import optserve_pb2 as pb
+from tests.serve.serve_helpers import MAX_IR_BYTES, TOKEN, slow_module
 
 MATMUL = "C[m,n] += A[m,k] * B[k,n]"
 
@@ -288,6 +288,35 @@ def test_overload_is_resource_exhausted_at_once(service):
     assert set(outcomes) <= {"OK", "RESOURCE_EXHAUSTED"}
     rejected_after = [t for r, t in results if isinstance(r, CallError)]
     assert min(rejected_after) < 1.0  # refused at once, not after waiting in a queue
+
+
+def test_a_backend_s_full_queue_is_resource_exhausted_with_retry_info(service):
+    """A burst of Schedules: the ingress admits more than LoopTune's one slot and queue, so LoopTune's
+    refusals come back through the ingress and Ray Serve's proxy as RESOURCE_EXHAUSTED with
+    `grpc-retry-pushback-ms` (issue 21); the proxy's own refusals (the ingress's queue full) carry none."""
+    from optserve.serve.app import APP_NAME
+    from optserve.serve.client_requests import schedule_request
+    from optserve.v1 import optserve_pb2_grpc as pb_grpc
+
+    endpoints, _ = service
+    metadata = (("authorization", f"Bearer {TOKEN}"), ("application", APP_NAME))
+    request = schedule_request(MATMUL, {"m": 64, "k": 64, "n": 64}, "greedy2", 1.0)
+
+    def schedule(stub):
+        try:
+            stub.Schedule(request, metadata=metadata, timeout=120)
+            return None
+        except grpc.RpcError as err:
+            return err
+
+    with grpc.insecure_channel(endpoints.grpc_target) as channel, ThreadPoolExecutor(16) as pool:
+        stub = pb_grpc.LoopTuneStub(channel)
+        errors = [e for e in pool.map(lambda _: schedule(stub), range(16)) if e is not None]
+    assert {e.code() for e in errors} <= {grpc.StatusCode.RESOURCE_EXHAUSTED}, errors
+    from_the_ingress = [e for e in errors if "the service is at capacity" in e.details()]
+    assert from_the_ingress, [e.details() for e in errors]
+    for err in from_the_ingress:
+        assert dict(err.trailing_metadata())["grpc-retry-pushback-ms"] == "1000"
 
 
 def test_the_reported_ir_hash_is_of_the_parsed_module(client, add_ir):

@@ -11,9 +11,9 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import llvmlite.binding as llvm
 import pytest
-from serve_helpers import MAX_IR_BYTES, TOKEN, settled_metric, slow_module, wait_for_metric
 
 from optserve.compiler.pipeline import evaluate
+from tests.serve.serve_helpers import MAX_IR_BYTES, TOKEN, settled_metric, slow_module, wait_for_metric
 
 MATMUL = "C[m,n] += A[m,k] * B[k,n]"
 
@@ -191,6 +191,11 @@ def test_one_scrape_sees_the_other_deployments_replicas(http, sum_ir):
     )
     assert wait_for_metric(http, "optserve_engine_tokens_total", tokens + 1) > tokens
     assert wait_for_metric(http, "optserve_engine_generations_total", 1, outcome="ok") >= 1
+    # the engine's queue: a gauge of calls held by the engine replicas, empty once the answer is in
+    pending = [
+        line for line in http.get("/metrics").text.splitlines() if line.startswith("optserve_engine_pending")
+    ]
+    assert pending == ["optserve_engine_pending 0.0"], pending
 
 
 def test_metric_labels_never_carry_a_raw_path(http):

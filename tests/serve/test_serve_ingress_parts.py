@@ -133,3 +133,47 @@ def test_ray_serve_does_not_hand_the_ingress_the_call_s_deadline():
     assert 5 < seen["proxy_remaining_s"] <= 7.6  # the proxy knows the deadline (clocks differ by ms) ...
     assert not {"grpc-timeout", "grpc-deadline"} & seen["metadata"]  # ... the metadata does not carry it
     assert not hasattr(seen["ingress_context"], "time_remaining")  # ... nor what the ingress receives
+
+
+@pytest.mark.parametrize(
+    ("kind", "pause_s"), [(ErrorKind.RESOURCE_EXHAUSTED, 1.0), (ErrorKind.TOO_LARGE, None)]
+)
+def test_a_refusal_for_capacity_tells_the_client_when_to_retry(kind, pause_s):
+    """Over real gRPC: the ingress's RESOURCE_EXHAUSTED carries `grpc-retry-pushback-ms` (issue 21), which the
+    client's retry policy follows; a body over the limit asks not to be retried."""
+    import random
+
+    import grpc
+
+    from optserve.serve.client_retry import DEFAULT_RETRY
+    from optserve.serve.grpc_methods import _answer_error
+
+    async def handler(request, context):
+        return _answer_error(context, ServiceError(kind, "the service is at capacity"), b"")
+
+    async def refused() -> grpc.aio.AioRpcError:
+        server = grpc.aio.server()
+        method = grpc.unary_unary_rpc_method_handler(handler)
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("probe.P", {"M": method}),))
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                with pytest.raises(grpc.aio.AioRpcError) as caught:
+                    await channel.unary_unary("/probe.P/M")(b"", timeout=10)
+        finally:
+            await server.stop(None)
+        return caught.value
+
+    err = asyncio.run(refused())
+    assert err.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert DEFAULT_RETRY.pause_s(1, err, random.Random(0)) == pause_s
+
+
+def test_an_http_refusal_for_capacity_has_retry_after():
+    from optserve.serve.http_app import _service_error_response
+
+    busy = asyncio.run(_service_error_response(None, ServiceError(ErrorKind.RESOURCE_EXHAUSTED, "busy")))
+    assert busy.status_code == 429 and busy.headers["retry-after"] == "1"
+    large = asyncio.run(_service_error_response(None, ServiceError(ErrorKind.TOO_LARGE, "large")))
+    assert large.status_code == 413 and "retry-after" not in large.headers

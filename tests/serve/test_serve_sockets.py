@@ -22,7 +22,8 @@ from pathlib import Path
 import psutil
 import pytest
 import yaml
-from serve_helpers import DATA
+
+from tests.serve.serve_helpers import DATA
 
 REPO = Path(__file__).resolve().parents[2]
 PORTS = {"optserve serve": (18731, 19731), "serve run": (18732, 19732)}

@@ -1,16 +1,20 @@
 """A service whose model directory is missing still starts and says why it cannot optimize: UNAVAILABLE over
 gRPC, 503 over HTTP, NOT_SERVING in health, while LoopTune keeps working. Runs as a second application in
-the session's Ray Serve instance (gRPC callers name it with the `application` metadata key).
+the session's Ray Serve instance (gRPC callers name it with the `application` metadata key), with two
+ingress replicas, so its metrics test reads counts from both (issue 21).
 """
 
 from __future__ import annotations
 
+import asyncio
+
 import grpc
 import httpx
 import pytest
-from serve_helpers import TOKEN, service_settings, settled_metric, wait_for_metric
+import ray
 
 from optserve.serve.client import CallError, OptserveClient, RetryPolicy
+from tests.serve.serve_helpers import TOKEN, service_settings, settled_metric, wait_for_metric
 
 APP = "nomodel"
 
@@ -23,7 +27,7 @@ def modelless(service, tmp_path_factory):
 
     endpoints, _ = service
     missing = tmp_path_factory.mktemp("models") / "passformer"
-    settings = service_settings(missing)
+    settings = service_settings(missing, ingress_replicas=2)
     settings = settings.model_copy(update={"compiler": settings.compiler.model_copy(update={"workers": 1})})
     serve.run(build_app(settings), name=APP, route_prefix=f"/{APP}")
     yield endpoints, missing
@@ -72,3 +76,43 @@ def test_the_client_retries_unavailable_and_the_service_counts_each_try(modelles
             counted = wait_for_metric(http, "optserve_requests_total", before + tries, **labels)
             assert counted == before + tries
             before += tries
+
+
+def _replicas_that_counted(labels: dict[str, str]) -> set[str]:
+    """The ingress replicas of APP with a `labels` request count in the nodes' raw Ray metrics (before the
+    service sums them)."""
+    from optserve.serve.metrics import parse_exposition
+
+    urls = [
+        f"http://{node['NodeManagerAddress']}:{node['MetricsExportPort']}/metrics"
+        for node in ray.nodes()
+        if node.get("Alive") and node.get("MetricsExportPort")
+    ]
+    wanted = labels | {"application": APP}
+    found = set()
+    for url in urls:
+        for name, series, value in parse_exposition(httpx.get(url, timeout=10).text):
+            counted = name == "ray_optserve_requests_total" and value > 0
+            if counted and all(series.get(k) == v for k, v in wanted.items()):
+                found.add(series.get("replica", ""))
+    return found
+
+
+def test_one_scrape_sums_the_counts_of_both_ingress_replicas(modelless, add_ir):
+    """Each try goes to one of the two ingress replicas, each counts in its own Ray metric; `/metrics` of
+    the application sums them: it shows every try, and both replicas have counted some."""
+    from optserve.serve.metrics import cluster_metrics, parse_exposition
+
+    endpoints, _ = modelless
+    labels = {"code": "UNAVAILABLE", "operation": "optimize", "protocol": "http"}
+    headers = {"authorization": f"Bearer {TOKEN}"}
+    tries = 12  # both replicas get some unless the router sent all 12 to one (p ~ 2**-11)
+    with httpx.Client(base_url=f"{endpoints.http_url}/{APP}", headers=headers, timeout=60) as http:
+        before = settled_metric(http, "optserve_requests_total", **labels)
+        for _ in range(tries):
+            assert http.post("/v1/optimize", json={"ir": add_ir}).status_code == 503
+        assert wait_for_metric(http, "optserve_requests_total", before + tries, **labels) == before + tries
+    assert len(_replicas_that_counted(labels)) == 2
+    summed = asyncio.run(cluster_metrics(APP))
+    counted = [v for n, s, v in parse_exposition(summed) if n == "optserve_requests_total" and s == labels]
+    assert counted == [before + tries]

@@ -4,7 +4,7 @@ The fast schedules of different matmuls share a few structures (loop order plus 
 `k k4 m k16 n`: reduction blocked by 64, rows, a 16-deep unrolled reduction, a vectorized row). A template is
 the shortest action sequence that builds one structure; played on any shape it builds that structure (or
 stops where an action is unavailable there). Measuring every template on every training shape gives exact,
-measured returns for a tree of episodes, which is what the policy learns from (policies/train.py).
+measured returns for a tree of episodes, which is what the policy learns from (looptune_training/train.py).
 
 Candidates (`candidate_pool`): every structure with at most `max_splits` splits and a vectorizable
 innermost loop reachable in 10 steps, plus the structures that came within 5% of a shape's best in an

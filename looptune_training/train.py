@@ -1,7 +1,7 @@
 """Train the LoopTune policy: Q-learning from measured returns on the template tree, plus a cost model.
 
 Measuring a schedule costs ~40 ms and the lent machine's cores drift in speed, so the policy learns from
-templates measured on every training shape (`benchmarks/looptune_templates.py`, policies/tree_q.py): exact,
+templates measured on every training shape (`benchmarks/looptune_templates.py`, tree_q.py): exact,
 measured Bellman targets for the episodes the templates span, with a DQfD margin on the best measured action.
 A GFLOPS cost model (thesis §3.10.2) is fitted to every measured nest (looptune_collect.py and the
 template passes): it gives the service's predicted GFLOPS and the rewards of the optional DQN fine-tuning
@@ -9,7 +9,7 @@ phase (`--iterations`, a DQN-family learner run here on CPU without Ray: double 
 replay, epsilon-greedy exploration, a soft-updated target network and the best measured template of each shape
 as DQfD demonstrations; reward = (GFLOPS(s') - GFLOPS(s)) / peak, predicted; 10-step episodes).
 
-    python -m optserve.policies.train --data data/looptune/measured.json.gz \
+    python -m optserve.looptune_training.train --data data/looptune/measured.json.gz \
         --templates data/looptune/templates.json.gz data/looptune/templates_pass2.json.gz \
         --run runs/looptune --bundle models/looptune
 
@@ -38,7 +38,16 @@ from tqdm import tqdm
 
 from optserve.kernels.schedule import Loop, Schedule
 from optserve.kernels.spec import LoopNestSpec
-from optserve.policies.dataset import Benchmark, train_test_split
+from optserve.looptune_training.dataset import Benchmark, train_test_split
+from optserve.looptune_training.templates import padded, play
+from optserve.looptune_training.tree_q import (
+    TemplateData,
+    concat,
+    fit,
+    load_templates,
+    offline_score,
+    tree_rows,
+)
 from optserve.policies.env import ACTIONS, EPISODE_STEPS, AgentState, apply_action, observation
 from optserve.policies.policy import (
     CostModel,
@@ -48,8 +57,6 @@ from optserve.policies.policy import (
     network_input,
     save_bundle,
 )
-from optserve.policies.templates import padded, play
-from optserve.policies.tree_q import TemplateData, concat, fit, load_templates, offline_score, tree_rows
 
 N_ACTIONS = len(ACTIONS)
 MIN_GFLOPS = 1.0  # refused schedules (0 GFLOPS) are fitted as 1 GFLOPS: very bad, still finite in log space
@@ -508,7 +515,7 @@ def train_dqn(
 
 
 def train_tree(templates: TemplateData, cfg: TrainConfig, run: Path) -> tuple[QNetwork, dict]:
-    """Fit the Q-network to the measured tree (policies/tree_q.py); score it on fitted and held-out shapes."""
+    """Fit the Q-network to the measured tree (tree_q.py); score it on fitted and held-out shapes."""
     test_names = {b.name for b in train_test_split()[1]}
     leaked = test_names.intersection(templates.shapes)
     if leaked:
@@ -632,7 +639,7 @@ def main(argv: list[str] | None = None) -> int:
     meta.update(
         {
             "cost_model": cost_meta,
-            "command": "python -m optserve.policies.train " + " ".join(sys.argv[1:]),
+            "command": "python -m optserve.looptune_training.train " + " ".join(sys.argv[1:]),
             "trained_for": meta_source["host_target"],
             "peak_gflops": meta_source["peak_gflops"],
         }

@@ -47,7 +47,7 @@ class EvalConfig:
 
 
 def split_benchmarks(split: str) -> list:
-    from optserve.policies.dataset import train_test_split
+    from optserve.looptune_training.dataset import train_test_split
 
     train, test = train_test_split()
     if split not in ("train", "test"):
@@ -58,7 +58,7 @@ def split_benchmarks(split: str) -> list:
 def search_sample(split: str, count: int) -> list:
     benchmarks = split_benchmarks(split)
     if split == "test":  # same order as benchmarks/kernels_bench.py
-        from optserve.policies.dataset import train_test_split
+        from optserve.looptune_training.dataset import train_test_split
 
         benchmarks = train_test_split()[1]
     picked = random.Random(SAMPLE_SEED).sample(benchmarks, min(count, len(benchmarks)))
@@ -70,12 +70,12 @@ def run_item(item: dict) -> dict:
     import torch
 
     from optserve.kernels.schedule import Schedule
+    from optserve.looptune_training.templates import play
+    from optserve.looptune_training.train import benchmark
     from optserve.policies.env import AgentState, Evaluator
     from optserve.policies.policy import default_policy_path, load_bundle, rollout
     from optserve.policies.scheduler import measure_interleaved, measure_schedule
     from optserve.policies.search import run_search
-    from optserve.policies.templates import play
-    from optserve.policies.train import benchmark
 
     name, method = item["shape"], item["method"]
     bench = benchmark(name)

@@ -1,6 +1,6 @@
 """Q-learning from measured returns on the template tree (the policy's main training phase).
 
-Every template (policies/templates.py), padded with cursor moves to the 10-step episode, is one episode per
+Every template (templates.py), padded with cursor moves to the 10-step episode, is one episode per
 training shape, and its final schedule was measured (benchmarks/looptune_templates.py). With gamma = 1 the
 published reward (GFLOPS(s') - GFLOPS(s)) / peak telescopes, so the optimal Q-value of an action on these
 episodes is the best final GFLOPS measured below it, minus the state's own GFLOPS, which is the same for
@@ -24,9 +24,9 @@ import torch
 from torch import nn
 
 from optserve.kernels.spec import LoopNestSpec
+from optserve.looptune_training.templates import padded, play
 from optserve.policies.env import ACTIONS, AgentState, observation
 from optserve.policies.policy import QNetwork, action_mask, network_input, rollout
-from optserve.policies.templates import padded, play
 
 
 @dataclass

@@ -44,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _eval_looptune(args: argparse.Namespace) -> int:
-    from optserve.policies.evaluate import EvalConfig, evaluate, merge, plot, report, summary
+    from optserve.looptune_training.evaluate import EvalConfig, evaluate, merge, plot, report, summary
 
     tail = sys.argv[sys.argv.index("looptune") + 1 :] if "looptune" in sys.argv else []
     command = "optserve eval looptune " + " ".join(tail)
