@@ -77,12 +77,26 @@ class FunctionLists:
     lists: tuple[tuple[str, tuple[str, ...]], ...]  # (function name, pass list), sorted by name
     default: tuple[str, ...] = OZ  # for functions not named
     cleanup: tuple[str, ...] = CLEANUP  # on the linked unit
+    # True: the functions on the default list stay together in one module (the unit less the functions
+    # with a list of their own), optimized as one, so the default's inliner and IPO work across them.
+    grouped: bool = False
 
     @classmethod
     def of(
-        cls, lists: Mapping[str, Sequence[str]], default: Sequence[str] = OZ, cleanup: Sequence[str] = CLEANUP
+        cls,
+        lists: Mapping[str, Sequence[str]],
+        default: Sequence[str] = OZ,
+        cleanup: Sequence[str] = CLEANUP,
+        grouped: bool = False,
     ) -> FunctionLists:
-        return cls(tuple(sorted((n, tuple(p)) for n, p in lists.items())), tuple(default), tuple(cleanup))
+        pairs = tuple(sorted((n, tuple(p)) for n, p in lists.items()))
+        return cls(pairs, tuple(default), tuple(cleanup), grouped)
+
+    def own(self, names: Sequence[str]) -> list[str]:
+        """Of `names`, the functions with a list other than the default (all of them when not grouped)."""
+        if not self.grouped:
+            return list(names)
+        return [name for name in names if self.for_function(name) != self.default]
 
     def for_function(self, name: str) -> tuple[str, ...]:
         return dict(self.lists).get(name, self.default)
@@ -230,6 +244,43 @@ def link(parts: UnitParts, function_irs: Mapping[str, str], context: llvm.Contex
     return unit
 
 
+def _link_with_rest(parts: UnitParts, optimized: Mapping[str, str], default: Sequence[str]) -> llvm.ModuleRef:
+    """The functions not in `optimized` linked into the shell as one module, their symbols local again
+    where no optimized module refers to them, optimized with `default` as a unit; then the optimized
+    modules linked in and every local linkage restored (as `link`)."""
+    context = llvm.create_context()
+    unit = llvm.parse_assembly(parts.shell, context=context)
+    for name, function_ir in parts.functions.items():
+        if name not in optimized:
+            unit.link_in(llvm.parse_assembly(function_ir, context=context))
+    modules = [llvm.parse_assembly(text, context=context) for text in optimized.values()]
+    used = {name for module in modules for name in _referenced_outside(module)}
+    for name, linkage in parts.local_linkage.items():
+        value = _global_value(unit, name)
+        if name not in used and value is not None and not value.is_declaration:
+            value.linkage = linkage
+    unit.verify()
+    optimize_module(unit, default)
+    for module in modules:
+        unit.link_in(module)
+    for name, linkage in parts.local_linkage.items():
+        value = _global_value(unit, name)
+        if value is not None and not value.is_declaration:
+            value.linkage = linkage
+    unit.verify()
+    return unit
+
+
+def _referenced_outside(module: llvm.ModuleRef) -> set[str]:
+    """Symbols an optimized function module takes from elsewhere: its declarations and constant copies."""
+    names = {f.name for f in module.functions if f.is_declaration}
+    return names | {
+        v.name
+        for v in module.global_variables
+        if v.is_declaration or v.linkage.name == "available_externally"
+    }
+
+
 def _global_value(module: llvm.ModuleRef, name: str):
     for getter in (module.get_function, module.get_global_variable):
         try:
@@ -253,13 +304,17 @@ def apply_function_lists(
     objective = Objective(objective)
     try:
         parts = split_unit(ir)
+        own = function_lists.own(list(parts.functions))
         optimized = {}
-        for name, function_ir in parts.functions.items():
-            module = parse_module(function_ir)
+        for name in own:
+            module = parse_module(parts.functions[name])
             optimize_module(module, function_lists.for_function(name))
             optimized[name] = str(module)
             module.close()
-        unit = link(parts, optimized, llvm.create_context())
+        if len(own) == len(parts.functions):
+            unit = link(parts, optimized, llvm.create_context())
+        else:
+            unit = _link_with_rest(parts, optimized, function_lists.default)
         optimize_module(unit, function_lists.cleanup)
         unit.verify()
         # Read the IR before emitting code: codegen rewrites the module in place.

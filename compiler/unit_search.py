@@ -5,6 +5,8 @@ Step by step (docs/bench/function_lists.md measured the variants):
   2. compile every candidate list on every function module, each alone, through a `CandidateCompiler`
      (crash-isolated workers);
   3. per function, the cheapest list (ties: the earlier candidate, so -Oz first when it is listed first);
+  3b. optionally (`refine_functions`) one round of local search per function: its best list with one more
+     pass appended (REFINE_PASSES), kept where smaller (docs/bench/unit_lists.md);
   4. the chosen lists applied and linked as one compiler job (`FunctionLists`), measured on the whole unit.
 The caller keeps the whole unit's -Oz when that is smaller (the floor).
 """
@@ -17,8 +19,24 @@ from dataclasses import dataclass
 
 from optserve.compiler.cost import Objective
 from optserve.compiler.function_lists import FunctionLists, UnitParts, split_unit
+from optserve.compiler.passes import PassListError, validate_pass_list
 from optserve.compiler.pipeline import Evaluation
 from optserve.compiler.workers import CandidateCompiler
+
+# Passes appended to a function's best list in one round of local search (chosen before measuring: cheap
+# function passes that clean up after a list; on held-out units one round beat 10 more coreset lists).
+REFINE_PASSES = (
+    "simplifycfg",
+    "instcombine",
+    "sroa",
+    "jump-threading",
+    "dse",
+    "adce",
+    "mergereturn",
+    "sink",
+    "reassociate",
+    "tailcallelim",
+)
 
 
 @dataclass(frozen=True)
@@ -31,13 +49,20 @@ class FunctionCosts:
 
     def choose(self, count: int | None = None) -> FunctionLists:
         """Per function the cheapest of the first `count` candidates (all when None); the first on a tie."""
+        chosen = {name: passes for name, (passes, _) in self.best(count).items()}
+        return FunctionLists.of(chosen, default=self.candidates[0])
+
+    def best(self, count: int | None = None) -> dict[str, tuple[tuple[str, ...], int]]:
+        """Per function the cheapest of the first `count` candidates and its cost (functions where all
+        failed are left out)."""
         limit = len(self.candidates) if count is None else count
         chosen = {}
         for name, costs in self.costs.items():
             measured = [(cost, index) for index, cost in enumerate(costs[:limit]) if cost is not None]
             if measured:
-                chosen[name] = self.candidates[min(measured)[1]]
-        return FunctionLists.of(chosen, default=self.candidates[0])
+                cost, index = min(measured)
+                chosen[name] = (self.candidates[index], cost)
+        return chosen
 
     def compile_seconds(self, count: int | None = None) -> float:
         """Seconds compiling the first `count` candidates on every function (one core, one after another)."""
@@ -79,6 +104,50 @@ async def measure_functions(
     return FunctionCosts(candidates, costs, seconds)
 
 
+async def refine_functions(
+    parts: UnitParts,
+    best: dict[str, tuple[tuple[str, ...], int]],
+    objective: Objective | str,
+    compiler: CandidateCompiler,
+    concurrency: int = 2,
+    passes: Sequence[str] = REFINE_PASSES,
+) -> tuple[dict[str, tuple[tuple[str, ...], int]], float]:
+    """One round of local search per function: its best list (`FunctionCosts.best`) with each of `passes`
+    appended, measured on its module; the cheapest kept where it beats the best (a tie keeps the shorter).
+    Returns the new best per function and the compile seconds it took (one core, one after another)."""
+    slots = asyncio.Semaphore(concurrency)
+
+    async def refine(name: str) -> tuple[tuple[tuple[str, ...], int], float]:
+        chosen, cost = best[name]
+        tries = []
+        for extra in passes:
+            try:
+                tries.append(validate_pass_list([*chosen, extra]))
+            except PassListError:  # the list is as long as a list may be
+                continue
+        if not tries:
+            return (chosen, cost), 0.0
+        async with slots:
+            evaluations = await compiler.evaluate_async(parts.functions[name], tries, objective)
+        measured = [(e.cost, index) for index, e in enumerate(evaluations) if e.ok and e.cost < cost]
+        seconds = sum(e.seconds for e in evaluations)
+        if measured:
+            cost, index = min(measured)
+            chosen = tuple(tries[index])
+        return (chosen, cost), seconds
+
+    names = list(best)
+    tasks = [asyncio.ensure_future(refine(name)) for name in names]
+    try:
+        results = await asyncio.gather(*tasks)
+    except BaseException:  # as measure_functions: leave no module queued for a request that failed
+        for task in tasks:
+            task.cancel()
+        raise
+    refined = {name: result for name, (result, _) in zip(names, results, strict=True)}
+    return refined, sum(seconds for _, seconds in results)
+
+
 async def search_function_lists(
     ir: str,
     candidates: Sequence[Sequence[str]],
@@ -87,13 +156,18 @@ async def search_function_lists(
     want_ir: bool = False,
     want_object: bool = False,
     concurrency: int = 2,
+    refine: bool = False,
 ) -> tuple[FunctionLists, Evaluation]:
-    """The per-function choice among `candidates` and its Evaluation on the whole unit.
+    """The per-function choice among `candidates` (and, with `refine`, one round of `refine_functions`)
+    and its Evaluation on the whole unit.
 
     Raises IRError when the unit cannot be split (then the unit has only whole-unit candidates).
     """
     parts = await asyncio.to_thread(split_unit, ir)
     measured = await measure_functions(parts, candidates, objective, compiler, concurrency)
     chosen = measured.choose()
+    if refine:
+        refined, _ = await refine_functions(parts, measured.best(), objective, compiler, concurrency)
+        chosen = FunctionLists.of({n: p for n, (p, _) in refined.items()}, default=measured.candidates[0])
     (unit,) = await compiler.evaluate_async(ir, [chosen], objective, want_ir, want_object)
     return chosen, unit

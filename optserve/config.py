@@ -97,6 +97,12 @@ class EngineSettings(_Section):
         "hundreds of functions spends its whole deadline there (19 of the 4,447 real corpus units define "
         "more than 200; 99% at most 146)",
     )
+    unit_function_refine: bool = Field(
+        False,
+        description="with unit_function_lists: one round of local search per function after the coreset "
+        "lists (its best list with one more pass appended, 10 compiles per function; "
+        "docs/bench/unit_lists.md)",
+    )
 
 
 class LoopTuneSettings(_Section):

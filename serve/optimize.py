@@ -26,7 +26,7 @@ from optserve.compiler.function_lists import FunctionLists, defined_function_cou
 from optserve.compiler.ir import IRError, parse_ir
 from optserve.compiler.passes import format_pass_list, to_opt_pipeline
 from optserve.compiler.pipeline import Evaluation
-from optserve.compiler.unit_search import measure_functions
+from optserve.compiler.unit_search import measure_functions, refine_functions
 from optserve.compiler.workers import CandidateCompiler
 from optserve.config import Settings
 from optserve.engine.coreset import Coreset
@@ -272,8 +272,9 @@ class Optimizer:
         self, ir: str, request: schemas.OptimizeRequest, deadline: float, sampled: _Sampled
     ) -> None:
         """A unit of several functions: each function gets the best of -Oz and the coreset's first
-        `engine.unit_function_lists` lists, measured on its own module, and the lists are linked back into
-        one candidate (compiler/unit_search.py; the path benchmarks/function_lists_units.py measures).
+        `engine.unit_function_lists` lists (then, with `engine.unit_function_refine`, one more pass where it
+        helps), measured on its own module, and the lists are linked back into one candidate
+        (compiler/unit_search.py; the path benchmarks/function_lists_units.py and unit_gap.py measure).
 
         Skipped for a unit of more than `engine.unit_function_lists_max_functions` functions (its compiles
         grow with the count); every step, the split included, ends at the request's deadline."""
@@ -299,6 +300,22 @@ class Optimizer:
                 "compiling per-function candidates",
             )
             chosen = measured.choose()
+            # A refining round costs about what the coreset lists cost (10 compiles per function): only
+            # when that and the link still fit before the deadline, so a long unit keeps its candidate.
+            searched_s = time.monotonic() - started
+            if self.settings.engine.unit_function_refine and deadline - time.monotonic() > 2 * searched_s:
+                refined, _ = await _until(
+                    refine_functions(
+                        parts,
+                        measured.best(),
+                        request.objective,
+                        self.compiler,
+                        self.settings.compiler.workers,
+                    ),
+                    deadline + BACKEND_GRACE_S,
+                    "refining the per-function lists",
+                )
+                chosen = FunctionLists.of({n: p for n, (p, _) in refined.items()}, default=chosen.default)
             (linked,) = await _until(
                 self.compiler.evaluate_async(ir, [chosen], request.objective),
                 deadline + BACKEND_GRACE_S,

@@ -20,7 +20,12 @@ from optserve.compiler.function_lists import (
 )
 from optserve.compiler.ir import parse_module
 from optserve.compiler.pipeline import OZ, evaluate
-from optserve.compiler.unit_search import measure_functions, search_function_lists
+from optserve.compiler.unit_search import (
+    REFINE_PASSES,
+    measure_functions,
+    refine_functions,
+    search_function_lists,
+)
 from optserve.compiler.workers import CompilerPool
 
 PROGRAM = Path(__file__).resolve().parent.parent / "data" / "units" / "calc.c"
@@ -57,13 +62,15 @@ def test_a_helper_with_one_caller_joins_its_module_and_shared_or_table_helpers_d
     assert parts.local_linkage["calls"] == "internal" and parts.local_linkage["mix"] == "internal"
 
 
+@pytest.mark.parametrize("grouped", [False, True], ids=["split", "grouped"])
 @pytest.mark.parametrize("rotation", range(len(LISTS)))
 def test_a_program_with_a_different_list_per_function_runs_as_compiled_by_clang(
-    program_ir, tmp_path, rotation
+    program_ir, tmp_path, rotation, grouped
 ):
     names = list(split_unit(program_ir).functions)
     lists = {name: LISTS[(index + rotation) % len(LISTS)] for index, name in enumerate(names)}
-    linked = apply_function_lists(program_ir, FunctionLists.of(lists), want_ir=True, want_object=True)
+    chosen = FunctionLists.of(lists, grouped=grouped)
+    linked = apply_function_lists(program_ir, chosen, want_ir=True, want_object=True)
     assert linked.ok, linked.error
     assert _run_linked(linked.object_code, tmp_path) == _expected_output(tmp_path)
     assert linked.cost == text_size(linked.object_code)
@@ -86,6 +93,22 @@ def test_every_function_at_oz_stays_close_to_the_whole_unit_at_oz(program_ir):
     whole = evaluate(program_ir, OZ, "text_size").cost
     per_function = apply_function_lists(program_ir, FunctionLists.of({}), "text_size").cost
     assert per_function <= whole * 1.10
+
+
+def test_grouped_functions_on_the_default_list_are_optimized_together_as_the_whole_unit(program_ir):
+    """Grouped, the functions left on -Oz stay one module: with none on a list of its own that is the
+    whole unit's -Oz; with one, its helpers stay local and dead statics go."""
+    whole = evaluate(program_ir, OZ, "text_size").cost
+    assert apply_function_lists(program_ir, FunctionLists.of({}, grouped=True), "text_size").cost == whole
+    one = FunctionLists.of({"eval": ("sroa", "jump-threading")}, grouped=True)
+    assert one.own(["eval", "hash", "mix"]) == ["eval"]
+    linked = apply_function_lists(program_ir, one, want_ir=True)
+    assert linked.ok, linked.error
+    module = parse_module(linked.optimized_ir)
+    functions = {f.name: f for f in module.functions if not f.is_declaration}
+    assert functions["eval"].linkage.name == "external" and functions["mix"].linkage.name == "internal"
+    variables = {v.name: v for v in module.global_variables}
+    assert variables["calls"].linkage.name == "internal"
 
 
 def test_a_list_that_breaks_gives_an_error_evaluation_not_an_exception(program_ir):
@@ -147,6 +170,30 @@ def test_a_module_whose_compile_raises_stops_the_other_modules(program_ir):
         asyncio.run(measure_then_wait(compiler))
     # at most the module let in as the failed one left (then cancelled), of 8
     assert compiler.started <= 2 < len(parts.functions)
+
+
+def test_refining_appends_one_pass_per_function_only_where_it_is_smaller(program_ir, tmp_path):
+    """One local-search round: each function's best list with one more pass; a function keeps its list
+    unless a longer one is smaller on its module, and the refined unit still runs."""
+    parts = split_unit(program_ir)
+    candidates = [("sroa",), ("sroa", "jump-threading")]  # weak lists, so a pass more helps some functions
+    with CompilerPool(processes=2, timeout_s=60) as pool:
+        measured = asyncio.run(measure_functions(parts, candidates, "text_size", pool))
+        best = measured.best()
+        refined, seconds = asyncio.run(refine_functions(parts, best, "text_size", pool))
+        chosen, unit = asyncio.run(
+            search_function_lists(program_ir, candidates, "text_size", pool, want_object=True, refine=True)
+        )
+    assert seconds > 0 and set(refined) == set(best)
+    assert any(passes != best[name][0] for name, (passes, _) in refined.items())
+    for name, (passes, cost) in refined.items():
+        before, before_cost = best[name]
+        assert cost <= before_cost
+        if passes != before:  # the best list plus one of the refining passes, strictly smaller
+            assert passes[:-1] == before and passes[-1] in REFINE_PASSES and cost < before_cost
+            assert evaluate(parts.functions[name], passes, "text_size").cost == cost
+    assert dict(chosen.lists) == {name: passes for name, (passes, _) in refined.items()}
+    assert unit.ok and _run_linked(unit.object_code, tmp_path) == _expected_output(tmp_path)
 
 
 def _real_units(count: int) -> list[str]:

@@ -23,6 +23,7 @@ from optserve.compiler.function_lists import defined_function_count, split_unit
 from optserve.compiler.ir import instruction_count
 from optserve.compiler.passes import format_pass_list, to_opt_pipeline
 from optserve.compiler.pipeline import evaluate
+from optserve.compiler.unit_search import REFINE_PASSES
 from optserve.compiler.workers import CompilerPool
 from optserve.config import Settings
 from optserve.engine.backend import DecoderDeadError
@@ -672,6 +673,35 @@ def test_a_unit_of_several_functions_gets_a_list_per_function_and_its_object_run
     assert _run_object(response.object_code, tmp_path) == expected
     again = optimize(ScriptedGenerator([("-Oz",)]), pool, request, settings=settings)
     assert again.candidates == response.candidates  # deterministic
+
+
+def test_refined_per_function_lists_append_one_pass_and_the_object_runs(pool, unit_ir, tmp_path):
+    settings = Settings.model_validate(
+        {"engine": {"unit_function_lists": 3, "unit_function_refine": True, "coreset_lists_with_model": 0}}
+    )
+    request = schemas.OptimizeRequest(
+        ir=unit_ir, objective="text_size", return_object=True, bypass_cache=True
+    )
+    response = optimize(ScriptedGenerator([("-Oz",)]), pool, request, settings=settings)
+    (per_function,) = [c for c in response.candidates if c.source == "per_function"]
+    coreset = [("-Oz",), *Coreset.load(settings.engine.coreset_path).first("text_size", 3)]
+    allowed = {format_pass_list(p) for p in coreset}
+    allowed |= {format_pass_list((*p, extra)) for p in coreset for extra in REFINE_PASSES}
+    assert set(per_function.function_passes) == set(split_unit(unit_ir).functions)
+    assert set(per_function.function_passes.values()) <= allowed
+    plain = optimize(
+        ScriptedGenerator([("-Oz",)]),
+        pool,
+        request,
+        settings=Settings.model_validate(
+            {"engine": {"unit_function_lists": 3, "coreset_lists_with_model": 0}}
+        ),
+    )
+    assert response.best.cost <= plain.best.cost  # on this program refining keeps or improves the answer
+    reference = tmp_path / "reference"
+    subprocess.run(["clang-19", "-O0", "-w", str(UNIT_PROGRAM), "-o", str(reference)], check=True)
+    expected = subprocess.run([str(reference)], check=True, capture_output=True, text=True).stdout
+    assert _run_object(response.object_code, tmp_path) == expected
 
 
 def test_per_function_lists_can_be_switched_off_and_skip_a_single_function(pool, unit_ir, add_ir):
