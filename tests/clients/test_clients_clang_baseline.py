@@ -9,12 +9,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from clients_helpers import HTTP_PORT
-from test_clients_never_larger import C_SOURCES, DATA, OPTCC, compile_unit
 
 from optserve.clients import elf
 from optserve.clients.settings import OptccSettings
 from optserve.serve.metrics import parse_exposition
+from tests.clients.clients_helpers import HTTP_PORT
+from tests.clients.test_clients_never_larger import C_SOURCES, DATA, OPTCC, compile_unit
 
 # A budget (the baseline is sent only with one: clang's compile has ended when the service is asked) large
 # enough that this loaded machine never cuts the service's answer short.
