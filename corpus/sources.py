@@ -95,7 +95,8 @@ class SourceLayout:
 def _run(cmd: list[str], cwd: Path | None = None) -> str:
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
     if proc.returncode != 0:
-        raise SourceError(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
+        said = (proc.stderr.strip() or proc.stdout.strip())[-2000:]  # csmith reports on stdout
+        raise SourceError(f"{' '.join(cmd)} failed ({proc.returncode}): {said}")
     return proc.stdout
 
 
