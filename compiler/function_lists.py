@@ -236,12 +236,19 @@ def link(parts: UnitParts, function_irs: Mapping[str, str], context: llvm.Contex
     unit = llvm.parse_assembly(parts.shell, context=context)
     for name in parts.functions:
         unit.link_in(llvm.parse_assembly(function_irs[name], context=context))
-    for name, linkage in parts.local_linkage.items():
-        value = _global_value(unit, name)
-        if value is not None and not value.is_declaration:
-            value.linkage = linkage
+    _restore_local_linkage(unit, parts)
     unit.verify()
     return unit
+
+
+def _restore_local_linkage(
+    unit: llvm.ModuleRef, parts: UnitParts, keep: frozenset[str] = frozenset()
+) -> None:
+    """Give the unit's symbols their local linkage back (the split made them external), except `keep`."""
+    for name, linkage in parts.local_linkage.items():
+        value = _global_value(unit, name)
+        if name not in keep and value is not None and not value.is_declaration:
+            value.linkage = linkage
 
 
 def _link_with_rest(parts: UnitParts, optimized: Mapping[str, str], default: Sequence[str]) -> llvm.ModuleRef:
@@ -254,19 +261,13 @@ def _link_with_rest(parts: UnitParts, optimized: Mapping[str, str], default: Seq
         if name not in optimized:
             unit.link_in(llvm.parse_assembly(function_ir, context=context))
     modules = [llvm.parse_assembly(text, context=context) for text in optimized.values()]
-    used = {name for module in modules for name in _referenced_outside(module)}
-    for name, linkage in parts.local_linkage.items():
-        value = _global_value(unit, name)
-        if name not in used and value is not None and not value.is_declaration:
-            value.linkage = linkage
+    used = frozenset(name for module in modules for name in _referenced_outside(module))
+    _restore_local_linkage(unit, parts, keep=used)
     unit.verify()
     optimize_module(unit, default)
     for module in modules:
         unit.link_in(module)
-    for name, linkage in parts.local_linkage.items():
-        value = _global_value(unit, name)
-        if value is not None and not value.is_declaration:
-            value.linkage = linkage
+    _restore_local_linkage(unit, parts)
     unit.verify()
     return unit
 
