@@ -93,11 +93,15 @@ def test_time_limit_stops_early_and_a_rerun_finishes_without_repeats(built_corpu
 
 
 def _journaled(layout):
-    return {
-        k: r
-        for shard in layout.shards()
-        for k, r in Journal(layout.label_journal("autotune", shard)).records().items()
-    }
+    """Every record finished so far: journals of open shards plus label files of finished ones
+    (a finished shard's journal is folded into its label file and removed)."""
+    finished = {}
+    for shard in layout.shards():
+        path = layout.label_path("autotune", shard)
+        if path.exists():
+            finished.update({r["key"]: r for r in read_jsonl(path)})
+        finished.update(Journal(layout.label_journal("autotune", shard)).records())
+    return finished
 
 
 @pytest.mark.slow  # ~15 s idle, longer on a busy machine
