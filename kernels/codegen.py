@@ -239,7 +239,7 @@ def emitted_statements(node: object, memo: dict | None = None) -> int:
 
 def plan_schedule(spec: LoopNestSpec, schedule: Schedule, target: Target) -> tuple[object, bool]:
     """The plan of a schedule and whether its innermost loop is vectorized (on packed operands, if any)."""
-    layout = packed_layout(spec, schedule.compute[-1].index)
+    layout = packed_layout(spec, schedule.compute[-1].index, schedule.pack)
     planner = _Planner(layout.spec if layout else spec, schedule, target)
     return planner.plan(), planner.vectorized
 
@@ -422,10 +422,10 @@ def _fma(width: int) -> str:
 def generate_ir(spec: LoopNestSpec, schedule: Schedule, target: Target) -> str:
     """LLVM IR text with `kernel(out, in0, in1)` (out += in0 * in1 as scheduled) and `bench(..., reps)`.
 
-    Where the backend packs (kernels/packing.py: no index contiguous in every tensor, or the innermost loop
-    runs over the output's contiguous index and an input is strided along it), `kernel` copies those
-    inputs into buffers and calls the scheduled nest on them."""
-    layout = packed_layout(spec, schedule.compute[-1].index)
+    Where the backend packs (kernels/packing.py: no index contiguous in every tensor, the innermost loop
+    runs over the output's contiguous index and an input is strided along it, or the schedule's `pack`
+    line names an input), `kernel` copies those inputs into buffers and calls the scheduled nest on them."""
+    layout = packed_layout(spec, schedule.compute[-1].index, schedule.pack)
     scheduled = layout.spec if layout else spec
     emitter = _Emitter(scheduled, schedule, target)
     plan = emitter.planner.plan()

@@ -11,12 +11,20 @@ Two cases pack, both along the output's contiguous (last) index:
   vectorized, A broadcast). Tile templates choose it (kernels/tiling.py: `pack`), so the search measures
   both layouts and keeps the faster. matvec is never packed: its matrix is read once.
 
-The kernel copies the input into a buffer of its own at every call (counted in the kernel's time) with a
-blocked transpose: width x width tiles (width at most COPY_WIDTH), loaded as `width` vectors along the
-source's contiguous dimension, transposed in registers with shuffles and stored as `width` vectors along
-the packed one, so both sides touch whole cache lines (an element-at-a-time copy in packed order read B at
-a 2 KB stride at 512^3 and lost to the partial sums). The schedule text does not change: it names indices,
-not layouts.
+A third case packs the other operand, chosen by the schedule's `pack` line (kernels/schedule.py), which
+tile templates write (kernels/tiling.py: `pack`): an input constant along the output's contiguous index
+(broadcast into the register tile, A) whose last dimension is an output index (a row, m) rather than the
+reduction (`A[k,m]`: A^T·B, A^T·B^T). The register tile reads it mr floats at a time at a stride of a
+whole row per step of k (2 KB at 512^3: every step a new cache line, in the same few cache sets); packed as
+`A'[m,k]` (its largest reduction dimension moved last) it is read as in an ordinary matmul, one
+contiguous stream per register-tile row. The schedule must say so: the loop nest is the same either way.
+
+The kernel copies each packed input into a buffer of its own at every call (counted in the kernel's time)
+with a blocked transpose: width x width tiles (width at most COPY_WIDTH), loaded as `width` vectors along
+the source's contiguous dimension, transposed in registers with shuffles and stored as `width` vectors
+along the packed one, so both sides touch whole cache lines (an element-at-a-time copy in packed order
+read B at a 2 KB stride at 512^3 and lost to the partial sums). In the first two cases the schedule text
+does not change (it names indices, not layouts; its innermost loop tells which layout it runs on).
 """
 
 from __future__ import annotations
@@ -46,19 +54,63 @@ def packing_required(spec: LoopNestSpec) -> bool:
     return not any(all(s[i] in (0, 1) for s in strides) for i in spec.indices)
 
 
-def packed_layout(spec: LoopNestSpec, inner: str | None = None) -> PackedLayout | None:
+def row_packable(spec: LoopNestSpec) -> tuple[str, ...]:
+    """Inputs a schedule may pack along the reduction (the module docstring's third case), by name: constant
+    along the output's contiguous index, last dimension an output index, a reduction index of its own
+    dimension to move last. Empty where nothing can be packed so (A·B, A·B^T, matvec, convolutions)."""
+    vector = spec.output.dims[-1][0]
+    names = []
+    for tensor in spec.inputs:
+        if spec.strides(tensor)[vector] == 0 and _row_pack_order(spec, tensor) is not None:
+            names.append(tensor.name)
+    return tuple(names)
+
+
+def _row_pack_order(spec: LoopNestSpec, tensor: TensorRef) -> tuple[int, ...] | None:
+    """Source dimensions in packed order: the dimension of the tensor's largest reduction index moved
+    last; None unless its last dimension is a single output index and such a reduction dimension exists."""
+    last = tensor.dims[-1]
+    if len(last) != 1 or last[0] not in spec.output_indices:
+        return None
+    size = spec.size_of
+    reductions = [
+        (size[dim[0]], -j)
+        for j, dim in enumerate(tensor.dims)
+        if len(dim) == 1 and dim[0] not in spec.output_indices and size[dim[0]] > 1
+    ]
+    if not reductions:
+        return None
+    moved = -max(reductions)[1]
+    return tuple(j for j in range(len(tensor.dims)) if j != moved) + (moved,)
+
+
+def packed_layout(
+    spec: LoopNestSpec, inner: str | None = None, rows: tuple[str, ...] = ()
+) -> PackedLayout | None:
     """The packed operands of a nest whose innermost loop runs over `inner` (None: the output's contiguous
-    index, i.e. the layout a packing template asks for); None where nothing is packed (see the module
-    docstring for when that is)."""
+    index, i.e. the layout a packing template asks for), with the inputs named in `rows` packed along the
+    reduction (a schedule's `pack` line; see `row_packable`); None where nothing is packed (see the
+    module docstring for when that is)."""
     vector = spec.output.dims[-1][0]
     required = packing_required(spec)
-    if not required and inner is not None and inner != vector:
-        return None
+    if inner is not None and inner != vector:
+        rows = ()  # the register tile broadcasts a row operand only when it vectorizes the output's index
+        if not required:
+            return None
+    unknown = set(rows) - set(row_packable(spec))
+    if unknown:
+        raise ValueError(f"cannot pack {sorted(unknown)} along the reduction in {spec.text()}")
     output_indices = spec.output_indices
     inputs: list[TensorRef] = []
     orders: list[tuple[int, ...] | None] = []
     for tensor in spec.inputs:
         strides = spec.strides(tensor)
+        if tensor.name in rows:
+            order = _row_pack_order(spec, tensor)
+            assert order is not None  # row_packable checked it
+            inputs.append(TensorRef(f"{tensor.name}_packed", tuple(tensor.dims[j] for j in order)))
+            orders.append(order)
+            continue
         if strides[vector] in (0, 1):
             inputs.append(tensor)
             orders.append(None)
@@ -81,17 +133,26 @@ def packed_layout(spec: LoopNestSpec, inner: str | None = None) -> PackedLayout 
 
 
 def packed_reuse(spec: LoopNestSpec) -> int | None:
-    """How many times the nest reads each packed element (the least over the packed inputs: the product of
-    the output indices the input does not use; A·B^T: m); None where packing is no choice (nothing may be
-    packed, or it is required)."""
-    layout = packed_layout(spec)
-    if layout is None or packing_required(spec):
+    """How many times the nest reads each element packed by choice (the least over those inputs: the
+    product of the output indices the input does not use; A·B^T: m, A^T·B: n); None where packing is no
+    choice (nothing may be packed, or only what is required)."""
+    rows = row_packable(spec)
+    chosen = packed_layout(spec, rows=rows)
+    forced = packed_layout(spec) if packing_required(spec) else None
+    if chosen is None:
+        return None
+    optional = [
+        tensor
+        for tensor, order, before in zip(
+            spec.inputs, chosen.orders, forced.orders if forced else (None, None), strict=True
+        )
+        if order is not None and order != before
+    ]
+    if not optional:
         return None
     size = spec.size_of
     return min(
-        math.prod(size[i] for i in spec.output_indices if spec.strides(tensor)[i] == 0)
-        for tensor, order in zip(spec.inputs, layout.orders, strict=True)
-        if order is not None
+        math.prod(size[i] for i in spec.output_indices if spec.strides(tensor)[i] == 0) for tensor in optional
     )
 
 
