@@ -30,7 +30,6 @@ import dataclasses
 import functools
 import json
 import random
-import time
 from pathlib import Path
 
 from optserve.kernels.codegen import Target
@@ -38,6 +37,7 @@ from optserve.kernels.jit import host_target
 from optserve.kernels.packing import packed_reuse
 from optserve.kernels.schedule import Schedule
 from optserve.kernels.tiling import TileTemplate, tiled_schedule
+from optserve.policies import clock
 from optserve.policies.env import AgentState, Evaluator
 from optserve.policies.outcome import SearchOutcome
 
@@ -118,7 +118,7 @@ def measure_in_order(
     best: SearchOutcome | None = None
     timed_out = False
     for actions, schedule in options:
-        if best is not None and best.gflops and time.perf_counter() >= deadline:
+        if best is not None and best.gflops and clock.now() >= deadline:
             timed_out = True
             break
         gflops = evaluator.gflops(schedule)
