@@ -2,7 +2,7 @@
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/looptune_packing.py --sizes 256,512 --rounds 3
     OPENBLAS_NUM_THREADS=1 python benchmarks/looptune_packing.py --kinds "A·B,A^T·B,A·B^T,A^T·B^T" \
-        --variants blocked,a-packed --sizes 256,512 --rounds 3
+        --variants blocked,a-transposed,a-packed --sizes 256,512 --rounds 3
 
 Per contraction and size, every template of the bundled cover is compiled in each variant and timed in
 interleaved rounds with numpy single-thread (best per variant):
@@ -13,8 +13,10 @@ interleaved rounds with numpy single-thread (best per variant):
 - `packed, blocked`: B packed by the blocked transpose (kernels/packing.py): vector tiles transposed in
   registers; A read in place (the schedules' `pack` line dropped): the backend before A was packed. For
   A·B and A^T·B nothing else is packed: the cover as it is.
-- `A packed` (A^T·B, A^T·B^T): A read `A[k,m]` packed as `A'[m,k]` too (the schedules' `pack A`), B as in
-  `packed, blocked`: what the cover's templates do now.
+- `A transposed` (A^T·B, A^T·B^T): A read `A[k,m]` copied as `A'[m,k]` by the blocked transpose (the
+  schedules' `pack A`, panels turned off), B as in `packed, blocked`.
+- `A packed` (A^T·B, A^T·B^T): A copied in panels (kernels/packing.py: the register tile's rows
+  contiguous at each reduction step), B as in `packed, blocked`: what the cover's templates do now.
 A variant that makes the same kernels as `packed, blocked` for a kind is not timed for it.
 Prints one line per contraction and size; `--json-out` keeps the numbers.
 """
@@ -38,8 +40,8 @@ KINDS = {
     "A·B^T": "C[m,n] += A[m,k] * B[n,k]",
     "A^T·B^T": "C[m,n] += A[k,m] * B[n,k]",
 }
-VARIANTS = ("partial sums", "packed, element copy", "packed, blocked", "A packed")
-SLUGS = dict(zip(("partial", "element", "blocked", "a-packed"), VARIANTS, strict=True))  # for --variants
+VARIANTS = ("partial sums", "packed, element copy", "packed, blocked", "A transposed", "A packed")
+SLUGS = dict(zip(("partial", "element", "blocked", "a-transposed", "a-packed"), VARIANTS, strict=True))
 
 
 @contextlib.contextmanager
@@ -62,6 +64,19 @@ def element_copy():
         codegen.pack_function_ir, packing.SCALAR_BLOCK = original, saved
 
 
+@contextlib.contextmanager
+def no_panels():
+    """A packed by the blocked transpose as A'[m,k], never in panels."""
+    import optserve.kernels.codegen as codegen
+
+    original = codegen.schedule_panels
+    codegen.schedule_panels = lambda spec, schedule: (None, None)
+    try:
+        yield
+    finally:
+        codegen.schedule_panels = original
+
+
 def compile_variant(spec, variant: str, target) -> dict:
     from optserve.kernels.jit import compile_schedule
     from optserve.kernels.tiling import tiled_schedule
@@ -69,11 +84,12 @@ def compile_variant(spec, variant: str, target) -> dict:
 
     templates = unpacked(load_cover()) if variant == "partial sums" else list(load_cover())
     kernels = {}
-    with element_copy() if variant == "packed, element copy" else contextlib.nullcontext():
+    copy = element_copy() if variant == "packed, element copy" else contextlib.nullcontext()
+    with copy, no_panels() if variant == "A transposed" else contextlib.nullcontext():
         for template in templates:
             if fits(template, target):
                 schedule = tiled_schedule(spec, template, target.vector_widths[0])
-                if variant != "A packed":
+                if variant not in ("A packed", "A transposed"):
                     schedule = dataclasses.replace(schedule, pack=())
                 kernels[template.name()] = compile_schedule(spec, schedule, target=target)
     return kernels
@@ -87,7 +103,7 @@ def applies(variant: str, spec) -> bool:
         return spec.text() == KINDS["A·B^T"]
     if variant == "packed, element copy":
         return packed_layout(spec) is not None
-    if variant == "A packed":
+    if variant in ("A packed", "A transposed"):
         return bool(row_packable(spec))
     return True
 

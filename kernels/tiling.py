@@ -18,8 +18,8 @@ vector partial sums), the row index reuses one operand's vector load across rows
 (the default; `-u` in a name turns it off) reads the strides of the packed operands where the backend may
 pack (kernels/packing.py): for `A·B^T` the vector index is then n on a packed B (an ordinary matmul), and
 without it k (partial sums); the schedule's innermost loop tells the code generator which one it got. For
-`A^T·B` and `A^T·B^T` it also packs A (read `A[k,m]`) as `A'[m,k]`, so the register tile reads A as in
-an ordinary matmul; the loop nest is the same, so the schedule says so in its `pack` line.
+`A^T·B` and `A^T·B^T` it also packs A (read `A[k,m]`) in panels of the register tile's rows, so the tile
+reads A as one contiguous stream; the loop nest is the same, so the schedule says so in its `pack` line.
 """
 
 from __future__ import annotations

@@ -10,12 +10,14 @@ import llvmlite.binding as llvm
 import numpy as np
 import pytest
 
-from optserve.kernels.codegen import Target, generate_ir
+from optserve.kernels.codegen import Target, generate_ir, schedule_panels
 from optserve.kernels.jit import compile_ir, new_target_machine
 from optserve.kernels.packing import (
     pack_function_ir,
     packed_layout,
     packed_reuse,
+    panel_function_ir,
+    panel_of,
     row_packable,
     transpose_masks,
 )
@@ -196,3 +198,65 @@ def test_a_schedule_packs_only_what_may_be_packed_and_round_trips_its_pack_line(
     assert tiled_schedule(matmul, TileTemplate(4, 2), 16).pack == ()  # nothing to pack: the twin's nest
     with pytest.raises(SpecError, match="bad schedule line"):
         Schedule.from_text("pack A\n" + schedule.text())  # only after the write-back nest
+
+
+@pytest.mark.parametrize("layout", ["A^T·B", "A^T·B^T", "batched A^T·B"])
+def test_every_pool_template_packing_a_in_panels_matches_numpy(layout):
+    """The panel copy (A's register-tile rows contiguous per reduction step) under every register tile,
+    block and order of the pool, on sizes that leave a partial panel and tails in every loop."""
+    from optserve.policies.tiles import template_pool
+
+    sizes = {"m": 37, "k": 29, "n": 45} | ({"b": 2} if layout.startswith("batched") else {})
+    spec = LoopNestSpec.parse(LAYOUTS[layout], sizes)
+    target = Target(vector_widths=(16, 8), accumulator_registers=28)
+    rng = np.random.default_rng(5)
+    out, lhs, rhs = (rng.uniform(-1, 1, spec.shape(t)).astype(np.float32) for t in spec.tensors)
+    expected = reference(spec, out.copy(), lhs, rhs)
+    widths = set()
+    for template in template_pool()[:60]:
+        schedule = tiled_schedule(spec, template, 16)
+        text = generate_ir(spec, schedule, target)
+        panel = schedule_panels(spec, schedule)[0]
+        assert panel is not None and f"[{panel.size} x float]" in text  # tiled schedules keep to panels
+        widths.add(panel.width)
+        kernel = compile_ir(spec, schedule, text)
+        result = out.copy()
+        kernel(result, lhs, rhs)
+        kernel.close()
+        np.testing.assert_allclose(result, expected, rtol=1e-4, atol=1e-4, err_msg=template.name())
+    assert len(widths) >= 5  # register tiles of many heights, most leaving a partial last panel
+
+
+def test_a_row_loop_that_splits_a_panel_falls_back_to_the_transposed_copy():
+    spec = LoopNestSpec.parse(LAYOUTS["A^T·B"], {"m": 37, "k": 29, "n": 53})
+    # rows in steps of 5 around a register tile of 4: a step of 5 rows crosses panels of 4
+    loops = (Loop("m", 7, 2), Loop("k", 29), Loop("m", 1, 1), Loop("m", 4), Loop("n", 53))
+    schedule = Schedule(loops, Schedule.base(spec).writeback, ("A",))
+    schedule.check(spec)
+    assert schedule_panels(spec, schedule) == (None, None)
+    run_on(spec, schedule, Target(vector_widths=(16, 8)))  # A copied as A_packed[m,k] instead
+
+
+@pytest.mark.parametrize("width", [1, 4, 6, 14])
+@pytest.mark.parametrize(
+    "layout, sizes",
+    [("A^T·B", {"m": 37, "k": 29, "n": 5}), ("batched A^T·B", {"b": 3, "m": 13, "k": 40, "n": 3})],
+)
+def test_panel_copy_puts_each_reduction_steps_tile_rows_side_by_side(layout, sizes, width):
+    spec = LoopNestSpec.parse(LAYOUTS[layout], sizes)
+    panel = panel_of(spec, spec.inputs[0], width)
+    assert panel is not None
+    text = panel_function_ir("pack", panel)
+    text += "\ndefine void @run(ptr %s, ptr %d) {\nentry:\n  call void @pack(ptr %s, ptr %d)\n  ret void\n}\n"
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(text), new_target_machine())
+    engine.finalize_object()
+    run = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(engine.get_function_address("run"))
+    source = np.random.default_rng(0).uniform(-1, 1, spec.shape(spec.inputs[0])).astype(np.float32)
+    packed = np.full(panel.size, np.nan, dtype=np.float32)
+    run(source.ctypes.data, packed.ctypes.data)
+    engine.close()
+    batches = source.reshape(panel.batch, panel.depth, panel.rows)
+    padded = np.full((panel.batch, panel.depth, panel.padded), np.nan, dtype=np.float32)
+    padded[:, :, : panel.rows] = batches  # the padding is never written (nor read by the kernel)
+    expected = padded.reshape(panel.batch, panel.depth, -1, width).transpose(0, 2, 1, 3).reshape(-1)
+    np.testing.assert_array_equal(packed, expected)
