@@ -9,10 +9,10 @@ innermost one), so `split` never needs to know anything but the loop it splits.
 Our backend accumulates straight into the output from registers, so the write-back nest generates no code;
 it is kept so the published state and action space (which see and move it) stay unchanged.
 
-A schedule may end with `pack A`: the inputs the kernel copies into a layout with the reduction last
-before running the nest (kernels/packing.py: an `A[k,m]` read transposed). The loop nest is the same
-either way, so the choice is part of the schedule (tile templates make it); without the line, and in the
-state the agent sees, nothing changes.
+A schedule may end with `pack A`: the inputs the kernel copies into the layout its register tile reads
+before running the nest (kernels/packing.py: an `A[k,m]` read transposed, copied in panels). The loop
+nest is the same either way, so the choice is part of the schedule (tile templates make it); without the
+line, and in the state the agent sees, nothing changes.
 """
 
 from __future__ import annotations
