@@ -500,6 +500,8 @@ def schedule_panels(spec: LoopNestSpec, schedule: Schedule) -> tuple[Panel | Non
     to whole panels (every loop over the row index but the innermost covers whole register tiles: tiled
     schedules do); None elsewhere (where a row-packed input is transposed instead)."""
     panels: list[Panel | None] = [None, None]
+    if schedule.compute[-1].index != spec.output.dims[-1][0]:
+        return None, None  # packed_layout packs nothing along the reduction then (Schedule.check refuses it)
     for position, tensor in enumerate(spec.inputs):
         if tensor.name not in schedule.pack:
             continue

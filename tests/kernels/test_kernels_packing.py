@@ -234,6 +234,8 @@ def test_a_row_loop_that_splits_a_panel_falls_back_to_the_transposed_copy():
     schedule = Schedule(loops, Schedule.base(spec).writeback, ("A",))
     schedule.check(spec)
     assert schedule_panels(spec, schedule) == (None, None)
+    k_innermost = Schedule((Loop("m", 37), Loop("n", 53), Loop("k", 29)), schedule.writeback, ("A",))
+    assert schedule_panels(spec, k_innermost) == (None, None)  # no broadcast A to pack: none
     run_on(spec, schedule, Target(vector_widths=(16, 8)))  # A copied as A_packed[m,k] instead
 
 
