@@ -26,7 +26,7 @@ def main() -> None:
     from optserve.kernels.schedule import Schedule
     from optserve.kernels.spec import SpecError
     from optserve.kernels.tiling import tiled_schedule
-    from optserve.policies.suites import HELD_OUT, training_suite
+    from optserve.looptune_training.suites import HELD_OUT, training_suite
     from optserve.policies.tiles import fits, load_cover, template_pool
 
     skipped = set(filter(None, args.skip.split(",")))

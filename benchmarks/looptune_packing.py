@@ -1,6 +1,8 @@
-"""Packing a strided operand: the cover's templates on each layout of A·B^T and A^T·B^T, beside numpy.
+"""Packing an operand: the cover's templates on each layout of the four matmul layouts, beside numpy.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/looptune_packing.py --sizes 256,512 --rounds 3
+    OPENBLAS_NUM_THREADS=1 python benchmarks/looptune_packing.py --kinds "A·B,A^T·B,A·B^T,A^T·B^T" \
+        --variants blocked,a-transposed,a-packed --sizes 256,512 --rounds 3
 
 Per contraction and size, every template of the bundled cover is compiled in each variant and timed in
 interleaved rounds with numpy single-thread (best per variant):
@@ -9,7 +11,13 @@ interleaved rounds with numpy single-thread (best per variant):
 - `packed, element copy`: B packed as `B'[k,n]` by the copy the backend used before, one element at a
   time in packed order (for A^T·B^T, what it did before; the copy reads B at a stride of k floats).
 - `packed, blocked`: B packed by the blocked transpose (kernels/packing.py): vector tiles transposed in
-  registers, what the backend does now.
+  registers; A read in place (the schedules' `pack` line dropped): the backend before A was packed. For
+  A·B and A^T·B nothing else is packed: the cover as it is.
+- `A transposed` (A^T·B, A^T·B^T): A read `A[k,m]` copied as `A'[m,k]` by the blocked transpose (the
+  schedules' `pack A`, panels turned off), B as in `packed, blocked`.
+- `A packed` (A^T·B, A^T·B^T): A copied in panels (kernels/packing.py: the register tile's rows
+  contiguous at each reduction step), B as in `packed, blocked`: what the cover's templates do now.
+A variant that makes the same kernels as `packed, blocked` for a kind is not timed for it.
 Prints one line per contraction and size; `--json-out` keeps the numbers.
 """
 
@@ -22,11 +30,18 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
+import dataclasses  # noqa: E402
 import json  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-KINDS = {"A·B^T": "C[m,n] += A[m,k] * B[n,k]", "A^T·B^T": "C[m,n] += A[k,m] * B[n,k]"}
-VARIANTS = ("partial sums", "packed, element copy", "packed, blocked")
+KINDS = {
+    "A·B": "C[m,n] += A[m,k] * B[k,n]",
+    "A^T·B": "C[m,n] += A[k,m] * B[k,n]",
+    "A·B^T": "C[m,n] += A[m,k] * B[n,k]",
+    "A^T·B^T": "C[m,n] += A[k,m] * B[n,k]",
+}
+VARIANTS = ("partial sums", "packed, element copy", "packed, blocked", "A transposed", "A packed")
+SLUGS = dict(zip(("partial", "element", "blocked", "a-transposed", "a-packed"), VARIANTS, strict=True))
 
 
 @contextlib.contextmanager
@@ -49,6 +64,19 @@ def element_copy():
         codegen.pack_function_ir, packing.SCALAR_BLOCK = original, saved
 
 
+@contextlib.contextmanager
+def no_panels():
+    """A packed by the blocked transpose as A'[m,k], never in panels."""
+    import optserve.kernels.codegen as codegen
+
+    original = codegen.schedule_panels
+    codegen.schedule_panels = lambda spec, schedule: (None, None)
+    try:
+        yield
+    finally:
+        codegen.schedule_panels = original
+
+
 def compile_variant(spec, variant: str, target) -> dict:
     from optserve.kernels.jit import compile_schedule
     from optserve.kernels.tiling import tiled_schedule
@@ -56,15 +84,31 @@ def compile_variant(spec, variant: str, target) -> dict:
 
     templates = unpacked(load_cover()) if variant == "partial sums" else list(load_cover())
     kernels = {}
-    with element_copy() if variant == "packed, element copy" else contextlib.nullcontext():
+    copy = element_copy() if variant == "packed, element copy" else contextlib.nullcontext()
+    with copy, no_panels() if variant == "A transposed" else contextlib.nullcontext():
         for template in templates:
             if fits(template, target):
                 schedule = tiled_schedule(spec, template, target.vector_widths[0])
+                if variant not in ("A packed", "A transposed"):
+                    schedule = dataclasses.replace(schedule, pack=())
                 kernels[template.name()] = compile_schedule(spec, schedule, target=target)
     return kernels
 
 
-def time_case(einsum: str, size: int, rounds: int) -> dict:
+def applies(variant: str, spec) -> bool:
+    """The variant makes kernels of its own for this contraction."""
+    from optserve.kernels.packing import packed_layout, row_packable
+
+    if variant == "partial sums":
+        return spec.text() == KINDS["A·B^T"]
+    if variant == "packed, element copy":
+        return packed_layout(spec) is not None
+    if variant in ("A packed", "A transposed"):
+        return bool(row_packable(spec))
+    return True
+
+
+def time_case(einsum: str, size: int, rounds: int, variants: list[str]) -> dict:
     from optserve.kernels.jit import host_target
     from optserve.kernels.measure import measure
     from optserve.kernels.reference import numpy_gflops_of
@@ -72,7 +116,7 @@ def time_case(einsum: str, size: int, rounds: int) -> dict:
 
     spec = LoopNestSpec.parse(einsum, {"m": size, "k": size, "n": size})
     target = host_target()
-    variants = [v for v in VARIANTS if v != "partial sums" or einsum == KINDS["A·B^T"]]
+    variants = [v for v in variants if applies(v, spec)]
     kernels = {(v, name): k for v in variants for name, k in compile_variant(spec, v, target).items()}
     best = dict.fromkeys(kernels, 0.0)
     numpy = 0.0
@@ -94,7 +138,12 @@ def time_case(einsum: str, size: int, rounds: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="256,512", help="m = k = n, comma-separated")
-    parser.add_argument("--kinds", default=",".join(KINDS), help="comma-separated: " + ", ".join(KINDS))
+    parser.add_argument("--kinds", default="A·B^T,A^T·B^T", help="comma-separated: " + ", ".join(KINDS))
+    parser.add_argument(
+        "--variants",
+        default="partial,element,blocked",
+        help="comma-separated: " + ", ".join(f"{slug} ({label})" for slug, label in SLUGS.items()),
+    )
     parser.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds")
     parser.add_argument("--json-out", help="write the results here")
     args = parser.parse_args()
@@ -103,7 +152,7 @@ def main() -> None:
     results = []
     for kind in args.kinds.split(","):
         for size in (int(s) for s in args.sizes.split(",")):
-            result = time_case(KINDS[kind], size, args.rounds)
+            result = time_case(KINDS[kind], size, args.rounds, [SLUGS[v] for v in args.variants.split(",")])
             numpy = result["numpy"]
             cells = [
                 f"{v} {r['gflops']:.1f} ({r['template']}, {r['ratio']:.2f}x)"

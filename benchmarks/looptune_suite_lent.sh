@@ -7,6 +7,7 @@
 #   carry: .carry/llvmlite047.tar.xz
 #   bash benchmarks/looptune_suite_lent.sh suite <search seconds> [relearn | COVER]  # held-out suite, 22 shapes
 #   bash benchmarks/looptune_suite_lent.sh sizes <search seconds> [relearn | COVER]  # GFLOPS vs size, 48 shapes
+#   bash benchmarks/looptune_suite_lent.sh packing   # each operand layout of the 4 matmuls at 256^3, 512^3 (~3 min)
 # `relearn` first learns the tile cover there (150 templates x 45 training shapes, sharded, < 1 min), which
 # the decisions then use (in this copy of the repository only; it comes back as $OUT/tiles.json); COVER, a
 # carried tiles.json (an earlier call's), is used instead of the bundled one. At 60 s of search per shape
@@ -15,16 +16,22 @@
 #   python benchmarks/looptune_<part>.py --merge looptune_<part>.json --out docs/bench/looptune_<part>_lent.md \
 #     --json-out runs/looptune_<part>_lent.json --command "bash benchmarks/looptune_suite_lent.sh <args>"
 set -u
-PART=${1:?suite or sizes}; SEARCH_S=${2:-60}; RELEARN=${3:-}
+PART=${1:?suite, sizes or packing}; SEARCH_S=${2:-60}; RELEARN=${3:-}
 REPO=$PWD
 WORKERS=${WORKERS:-$(($(nproc) - 1))}
 source benchmarks/looptune_lent_setup.sh
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/parts"
 cd /tmp  # so that `optserve` resolves to the /tmp/ns namespace, not the repository's optserve/ folder
 python3 -c 'import llvmlite; assert llvmlite.__version__ == "0.47.0", llvmlite.__version__' || exit 1
+if [ "$PART" = packing ]; then  # one process on core 1 (benchmarks/looptune_packing.py, the bundled cover)
+  taskset -c 1 python3 "$REPO/benchmarks/looptune_packing.py" --kinds "A·B,A^T·B,A·B^T,A^T·B^T" \
+    --variants blocked,a-transposed,a-packed --sizes 256,512 --rounds 3 \
+    --json-out "$OUT/looptune_packing.json" 2>&1 | tee "$OUT/looptune_packing.log"
+  exit "${PIPESTATUS[0]}"
+fi
 case $PART in
   suite|sizes) SCRIPT=$REPO/benchmarks/looptune_$PART.py ;;
-  *) echo "part must be suite or sizes" >&2; exit 2 ;;
+  *) echo "part must be suite, sizes or packing" >&2; exit 2 ;;
 esac
 
 sharded() {  # sharded NAME ARGS...: `python3 ARGS --shard k/WORKERS` on core k+1 ({k} in ARGS: k), all at once

@@ -23,7 +23,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from optserve.kernels.packing import COPY_WIDTH, PackedLayout, pack_function_ir, packed_layout
+from optserve.kernels.packing import (
+    COPY_WIDTH,
+    PackedLayout,
+    Panel,
+    pack_function_ir,
+    packed_layout,
+    panel_function_ir,
+    panel_of,
+)
 from optserve.kernels.schedule import Schedule, covered_extents, iteration_extents
 from optserve.kernels.spec import LoopNestSpec, SpecError
 
@@ -239,7 +247,7 @@ def emitted_statements(node: object, memo: dict | None = None) -> int:
 
 def plan_schedule(spec: LoopNestSpec, schedule: Schedule, target: Target) -> tuple[object, bool]:
     """The plan of a schedule and whether its innermost loop is vectorized (on packed operands, if any)."""
-    layout = packed_layout(spec, schedule.compute[-1].index)
+    layout = packed_layout(spec, schedule.compute[-1].index, schedule.pack)
     planner = _Planner(layout.spec if layout else spec, schedule, target)
     return planner.plan(), planner.vectorized
 
@@ -248,9 +256,19 @@ class _Emitter:
     """Lowers a plan to LLVM IR text. Accumulators are SSA values (phis across runtime loops), so the IR
     needs no clean-up passes; addresses are one getelementptr from a per-loop base pointer."""
 
-    def __init__(self, spec: LoopNestSpec, schedule: Schedule, target: Target):
+    def __init__(
+        self,
+        spec: LoopNestSpec,
+        schedule: Schedule,
+        target: Target,
+        panels: tuple[Panel | None, Panel | None] = (None, None),
+    ):
         self.planner = _Planner(spec, schedule, target)
         self.strides = [spec.strides(t) for t in spec.tensors]  # output, input 0, input 1
+        self.panels: list[Panel | None] = [None, *panels]  # inputs in panels: their own addressing
+        for t, panel in enumerate(self.panels):
+            if panel is not None:
+                self.strides[t] = panel.strides
         self.inner = schedule.compute[-1].index
         self.lines: list[str] = []
         self.counter = 0
@@ -290,8 +308,8 @@ class _Emitter:
                 self._emit(item)
         elif isinstance(node, Shift):
             saved = list(self.consts)
-            for t, strides in enumerate(self.strides):
-                self.consts[t] += node.amount * strides[node.index]
+            for t in range(len(self.strides)):
+                self.consts[t] += self._moved(t, node.index, node.amount)
             self._emit(node.body)
             self.consts = saved
         elif isinstance(node, RuntimeLoop):
@@ -319,8 +337,8 @@ class _Emitter:
         counter = self.name("i")
         saved = (list(self.pointers), list(self.offsets), dict(self.enclosing))
         self.enclosing[node.index] = (counter, bound)
-        for t, strides in enumerate(self.strides):
-            stride = strides[node.index] * node.step
+        for t in range(len(self.strides)):
+            stride = self._moved(t, node.index, node.step)
             if stride:
                 moved = counter if stride == 1 else self.op(f"mul nuw nsw i64 {counter}, {stride}")
                 if self.offsets[t] is not None:
@@ -347,6 +365,11 @@ class _Emitter:
         self.lines[phi_at:phi_at] = phis
         self.start_block(done)
         self.pointers, self.offsets, self.enclosing = saved
+
+    def _moved(self, t: int, index: str, amount: int) -> int:
+        """Floats between elements of tensor t `amount` apart along `index`."""
+        panel = self.panels[t]
+        return panel.offset(index, amount) if panel else amount * self.strides[t][index]
 
     def _address(self, t: int, const: int) -> str:
         if const == 0:
@@ -422,12 +445,13 @@ def _fma(width: int) -> str:
 def generate_ir(spec: LoopNestSpec, schedule: Schedule, target: Target) -> str:
     """LLVM IR text with `kernel(out, in0, in1)` (out += in0 * in1 as scheduled) and `bench(..., reps)`.
 
-    Where the backend packs (kernels/packing.py: no index contiguous in every tensor, or the innermost loop
-    runs over the output's contiguous index and an input is strided along it), `kernel` copies those
-    inputs into buffers and calls the scheduled nest on them."""
-    layout = packed_layout(spec, schedule.compute[-1].index)
+    Where the backend packs (kernels/packing.py: no index contiguous in every tensor, the innermost loop
+    runs over the output's contiguous index and an input is strided along it, or the schedule's `pack`
+    line names an input), `kernel` copies those inputs into buffers and calls the scheduled nest on them."""
+    layout = packed_layout(spec, schedule.compute[-1].index, schedule.pack)
     scheduled = layout.spec if layout else spec
-    emitter = _Emitter(scheduled, schedule, target)
+    panels = schedule_panels(spec, schedule)
+    emitter = _Emitter(scheduled, schedule, target, panels)
     plan = emitter.planner.plan()
     statements = emitted_statements(plan)
     if statements > target.max_total_statements:
@@ -450,7 +474,7 @@ def generate_ir(spec: LoopNestSpec, schedule: Schedule, target: Target) -> str:
             body,
             "}",
             "",
-            *(_packing_ir(spec, layout, nest_name, target) if layout else []),
+            *(_packing_ir(spec, layout, panels, nest_name, target) if layout else []),
             f"define void @{BENCH_NAME}(ptr %out, ptr %in0, ptr %in1, i64 %reps) {{",
             "entry:",
             "  br label %loop",
@@ -471,7 +495,34 @@ def generate_ir(spec: LoopNestSpec, schedule: Schedule, target: Target) -> str:
     )
 
 
-def _packing_ir(spec: LoopNestSpec, layout: PackedLayout, nest_name: str, target: Target) -> list[str]:
+def schedule_panels(spec: LoopNestSpec, schedule: Schedule) -> tuple[Panel | None, Panel | None]:
+    """Per input: its panel layout where the schedule packs it along the reduction and its row loops keep
+    to whole panels (every loop over the row index but the innermost covers whole register tiles: tiled
+    schedules do); None elsewhere (where a row-packed input is transposed instead)."""
+    panels: list[Panel | None] = [None, None]
+    if schedule.compute[-1].index != spec.output.dims[-1][0]:
+        return None, None  # packed_layout packs nothing along the reduction then (Schedule.check refuses it)
+    for position, tensor in enumerate(spec.inputs):
+        if tensor.name not in schedule.pack:
+            continue
+        row = tensor.dims[-1][0]
+        extents = iteration_extents(schedule.compute)
+        rows = [(lp, e) for lp, e in zip(schedule.compute, extents, strict=True) if lp.index == row]
+        if not rows or rows[-1][0].tail:
+            continue
+        width = rows[-1][0].size
+        if all(extent % width == 0 for _, extent in rows[:-1]):
+            panels[position] = panel_of(spec, tensor, width)
+    return panels[0], panels[1]
+
+
+def _packing_ir(
+    spec: LoopNestSpec,
+    layout: PackedLayout,
+    panels: tuple[Panel | None, Panel | None],
+    nest_name: str,
+    target: Target,
+) -> list[str]:
     """Buffers, copy functions and the `kernel` that packs, then runs the scheduled nest on the buffers."""
     lines: list[str] = []
     arguments = ["ptr %out", "ptr %in0", "ptr %in1"]
@@ -479,12 +530,14 @@ def _packing_ir(spec: LoopNestSpec, layout: PackedLayout, nest_name: str, target
     for position, (tensor, order) in enumerate(zip(spec.inputs, layout.orders, strict=True)):
         if order is None:
             continue
-        shape = spec.shape(tensor)
-        lines.append(
-            f"@buffer{position} = internal global [{math.prod(shape)} x float] zeroinitializer, align 64"
-        )
-        width = min(target.vector_widths[0], COPY_WIDTH) if target.vector_widths else 1
-        lines += [pack_function_ir(f"pack{position}", shape, order, width), ""]
+        panel = panels[position]
+        size = panel.size if panel else math.prod(spec.shape(tensor))
+        lines.append(f"@buffer{position} = internal global [{size} x float] zeroinitializer, align 64")
+        if panel:
+            lines += [panel_function_ir(f"pack{position}", panel), ""]
+        else:
+            width = min(target.vector_widths[0], COPY_WIDTH) if target.vector_widths else 1
+            lines += [pack_function_ir(f"pack{position}", spec.shape(tensor), order, width), ""]
         calls.append(f"  call void @pack{position}(ptr %in{position}, ptr @buffer{position})")
         arguments[position + 1] = f"ptr @buffer{position}"
     return [

@@ -12,6 +12,7 @@ import ctypes
 import functools
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import llvmlite.binding as llvm
@@ -49,14 +50,15 @@ def measure(
     warmup_calls: int = 20,
     run_seconds: float = 1e-3,
     deadline: float | None = None,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> Timing:
-    """Best-of-`runs` GFLOPS after `warmup_calls` untimed calls. With a `deadline` (perf_counter), a kernel
+    """Best-of-`runs` GFLOPS after `warmup_calls` untimed calls. With a `deadline` (on `clock`), a kernel
     whose protocol would end past it is timed by its first call alone (repeats 0): a slow nest, such as a
     scalar base schedule of a large contraction, then costs one call of a budget instead of many."""
     out, lhs, rhs = random_operands(kernel)
     if deadline is not None:
         first = kernel.run_repeated(out, lhs, rhs, 1)
-        if time.perf_counter() + first * (max(0, warmup_calls - 1) + runs) > deadline:
+        if clock() + first * (max(0, warmup_calls - 1) + runs) > deadline:
             return Timing(gflops=kernel.spec.flops / first / 1e9, seconds=first, repeats=0)
         warmup_calls -= 1
     per_call = kernel.run_repeated(out, lhs, rhs, max(1, warmup_calls)) / max(1, warmup_calls)

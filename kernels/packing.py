@@ -11,12 +11,23 @@ Two cases pack, both along the output's contiguous (last) index:
   vectorized, A broadcast). Tile templates choose it (kernels/tiling.py: `pack`), so the search measures
   both layouts and keeps the faster. matvec is never packed: its matrix is read once.
 
-The kernel copies the input into a buffer of its own at every call (counted in the kernel's time) with a
-blocked transpose: width x width tiles (width at most COPY_WIDTH), loaded as `width` vectors along the
-source's contiguous dimension, transposed in registers with shuffles and stored as `width` vectors along
-the packed one, so both sides touch whole cache lines (an element-at-a-time copy in packed order read B at
-a 2 KB stride at 512^3 and lost to the partial sums). The schedule text does not change: it names indices,
-not layouts.
+A third case packs the other operand, chosen by the schedule's `pack` line (kernels/schedule.py), which
+tile templates write (kernels/tiling.py: `pack`): an input constant along the output's contiguous index
+(broadcast into the register tile, A) whose last dimension is an output index (a row, m) rather than the
+reduction (`A[k,m]`: A^T·B, A^T·B^T). The register tile reads it mr floats at a time at a stride of a
+whole row per step of k (2 KB at 512^3: every step a new cache line, in the same few cache sets). Packed
+in panels (`Panel`, as BLAS packs A: per mr rows, k x mr floats, the mr of one step of k side by side) the
+tile reads one contiguous stream; the copy moves runs of mr floats, no transposing. Where the schedule's
+row loops do not keep to whole panels (a hand-written schedule), A is transposed instead (`A'[m,k]`, its
+largest reduction dimension moved last: read as in an ordinary matmul, one stream per row). The schedule
+must say so in its `pack` line: the loop nest is the same either way.
+
+The kernel copies each packed input into a buffer of its own at every call (counted in the kernel's time)
+with a blocked transpose: width x width tiles (width at most COPY_WIDTH), loaded as `width` vectors along
+the source's contiguous dimension, transposed in registers with shuffles and stored as `width` vectors
+along the packed one, so both sides touch whole cache lines (an element-at-a-time copy in packed order
+read B at a 2 KB stride at 512^3 and lost to the partial sums). In the first two cases the schedule text
+does not change (it names indices, not layouts; its innermost loop tells which layout it runs on).
 """
 
 from __future__ import annotations
@@ -46,19 +57,63 @@ def packing_required(spec: LoopNestSpec) -> bool:
     return not any(all(s[i] in (0, 1) for s in strides) for i in spec.indices)
 
 
-def packed_layout(spec: LoopNestSpec, inner: str | None = None) -> PackedLayout | None:
+def row_packable(spec: LoopNestSpec) -> tuple[str, ...]:
+    """Inputs a schedule may pack along the reduction (the module docstring's third case), by name: constant
+    along the output's contiguous index, last dimension an output index, a reduction index of its own
+    dimension to move last. Empty where nothing can be packed so (A·B, A·B^T, matvec, convolutions)."""
+    vector = spec.output.dims[-1][0]
+    names = []
+    for tensor in spec.inputs:
+        if spec.strides(tensor)[vector] == 0 and _row_pack_order(spec, tensor) is not None:
+            names.append(tensor.name)
+    return tuple(names)
+
+
+def _row_pack_order(spec: LoopNestSpec, tensor: TensorRef) -> tuple[int, ...] | None:
+    """Source dimensions in packed order: the dimension of the tensor's largest reduction index moved
+    last; None unless its last dimension is a single output index and such a reduction dimension exists."""
+    last = tensor.dims[-1]
+    if len(last) != 1 or last[0] not in spec.output_indices:
+        return None
+    size = spec.size_of
+    reductions = [
+        (size[dim[0]], -j)
+        for j, dim in enumerate(tensor.dims)
+        if len(dim) == 1 and dim[0] not in spec.output_indices and size[dim[0]] > 1
+    ]
+    if not reductions:
+        return None
+    moved = -max(reductions)[1]
+    return tuple(j for j in range(len(tensor.dims)) if j != moved) + (moved,)
+
+
+def packed_layout(
+    spec: LoopNestSpec, inner: str | None = None, rows: tuple[str, ...] = ()
+) -> PackedLayout | None:
     """The packed operands of a nest whose innermost loop runs over `inner` (None: the output's contiguous
-    index, i.e. the layout a packing template asks for); None where nothing is packed (see the module
-    docstring for when that is)."""
+    index, i.e. the layout a packing template asks for), with the inputs named in `rows` packed along the
+    reduction (a schedule's `pack` line; see `row_packable`); None where nothing is packed (see the
+    module docstring for when that is)."""
     vector = spec.output.dims[-1][0]
     required = packing_required(spec)
-    if not required and inner is not None and inner != vector:
-        return None
+    if inner is not None and inner != vector:
+        rows = ()  # the register tile broadcasts a row operand only when it vectorizes the output's index
+        if not required:
+            return None
+    unknown = set(rows) - set(row_packable(spec))
+    if unknown:
+        raise ValueError(f"cannot pack {sorted(unknown)} along the reduction in {spec.text()}")
     output_indices = spec.output_indices
     inputs: list[TensorRef] = []
     orders: list[tuple[int, ...] | None] = []
     for tensor in spec.inputs:
         strides = spec.strides(tensor)
+        if tensor.name in rows:
+            order = _row_pack_order(spec, tensor)
+            assert order is not None  # row_packable checked it
+            inputs.append(TensorRef(f"{tensor.name}_packed", tuple(tensor.dims[j] for j in order)))
+            orders.append(order)
+            continue
         if strides[vector] in (0, 1):
             inputs.append(tensor)
             orders.append(None)
@@ -80,18 +135,146 @@ def packed_layout(spec: LoopNestSpec, inner: str | None = None) -> PackedLayout 
     return PackedLayout(packed, (orders[0], orders[1]))
 
 
+@dataclass(frozen=True)
+class Panel:
+    """A row-packed input copied in panels, as BLAS packs A: per value of its leading (batch) dimensions,
+    ceil(rows / width) panels of depth x width floats, `width` consecutive rows (the register tile's) at
+    each step of the reduction, so the tile reads one contiguous stream; the last panel is zero-padded."""
+
+    row: str  # the row index (the source's last dimension)
+    reduction: str  # the reduction index (the source's second last dimension)
+    width: int  # rows per panel: the register tile's
+    rows: int
+    depth: int
+    batch: int  # product of the leading dimensions
+    strides: dict[str, int]  # floats per step of each index; the row index's for whole panels only
+
+    @property
+    def padded(self) -> int:
+        """Rows with the last panel's padding."""
+        return -(-self.rows // self.width) * self.width
+
+    @property
+    def size(self) -> int:
+        """Floats in the buffer."""
+        return self.batch * self.padded * self.depth
+
+    def offset(self, index: str, amount: int) -> int:
+        """Floats between two elements `amount` apart along `index`: a move of the row index is either a
+        whole number of panels or stays inside one (the tiled schedule's row loops guarantee it)."""
+        if index != self.row or amount % self.width == 0:
+            return amount * self.strides[index]
+        if not 0 < amount < self.width:
+            raise ValueError(f"a move of {amount} rows crosses a panel of {self.width}")
+        return amount
+
+
+def panel_of(spec: LoopNestSpec, tensor: TensorRef, width: int) -> Panel | None:
+    """The panel layout of a row-packable input for register tiles of `width` rows; None unless its last
+    two dimensions are (reduction, row) and every dimension is a single index (else it is transposed)."""
+    if len(tensor.dims) < 2 or any(len(dim) != 1 for dim in tensor.dims) or width < 1:
+        return None
+    order = _row_pack_order(spec, tensor)
+    if order is None or order[-1] != len(tensor.dims) - 2:
+        return None
+    shape = spec.shape(tensor)
+    row, reduction = tensor.dims[-1][0], tensor.dims[-2][0]
+    rows, depth = shape[-1], shape[-2]
+    strides = dict.fromkeys(spec.indices, 0)
+    step = -(-rows // width) * width * depth
+    for dim, extent in zip(reversed(tensor.dims[:-2]), reversed(shape[:-2]), strict=True):
+        strides[dim[0]] = step
+        step *= extent
+    strides[row], strides[reduction] = depth, width
+    return Panel(row, reduction, width, rows, depth, math.prod(shape[:-2]), strides)
+
+
+def panel_function_ir(name: str, panel: Panel, block: int = 16) -> str:
+    """IR of `name(src, dst)`: dst = src (row-major [batch.., depth, rows]) in `panel`'s layout. Copied in
+    blocks of `block` reduction steps, panel after panel inside a block: the block's source rows stay in
+    the L1 cache while every panel takes its part, and each panel's part is written as one stream."""
+    out = _Writer()
+    full, last = divmod(panel.rows, panel.width)
+    panel_floats = panel.width * panel.depth
+
+    def copy(src: str, dst: str, count: int) -> None:
+        """`count` consecutive floats, in vectors of 8, 4, 2 and single floats."""
+        done = 0
+        for width in (8, 4, 2, 1):
+            while count - done >= width:
+                ty = "float" if width == 1 else f"<{width} x float>"
+                at = out.op(f"getelementptr inbounds float, ptr %src, i64 {out.offset(src, str(done), 1)}")
+                value = out.op(f"load {ty}, ptr {at}, align 4")
+                at = out.op(f"getelementptr inbounds float, ptr %dst, i64 {out.offset(dst, str(done), 1)}")
+                out.lines.append(f"  store {ty} {value}, ptr {at}, align 4")
+                done += width
+
+    def steps(src: str, dst: str, count: int, trips: int) -> None:
+        """`trips` reduction steps of one panel of `count` rows."""
+        out.loop(
+            trips, lambda k: copy(out.offset(src, k, panel.rows), out.offset(dst, k, panel.width), count)
+        )
+
+    def panels(src: str, dst: str, trips: int) -> None:
+        """`trips` reduction steps of every panel, the padded last one included."""
+        out.loop(
+            full,
+            lambda q: steps(
+                out.offset(src, q, panel.width), out.offset(dst, q, panel_floats), panel.width, trips
+            ),
+        )
+        if last:
+            at_src, at_dst = str(full * panel.width), str(full * panel_floats)
+            steps(out.offset(src, at_src, 1), out.offset(dst, at_dst, 1), last, trips)
+
+    def batch(b: str) -> None:
+        src, dst = (
+            out.offset("0", b, panel.depth * panel.rows),
+            out.offset("0", b, panel.padded * panel.depth),
+        )
+        blocks, rest = divmod(panel.depth, block)
+        src_block, dst_block = block * panel.rows, block * panel.width
+        out.loop(
+            blocks, lambda kb: panels(out.offset(src, kb, src_block), out.offset(dst, kb, dst_block), block)
+        )
+        if rest:
+            at_src, at_dst = str(blocks * src_block), str(blocks * dst_block)
+            panels(out.offset(src, at_src, 1), out.offset(dst, at_dst, 1), rest)
+
+    out.loop(panel.batch, batch)
+    return "\n".join(
+        [
+            f"define internal void @{name}(ptr noalias nocapture readonly %src,"
+            " ptr noalias nocapture %dst) {",
+            "entry:",
+            *out.lines,
+            "  ret void",
+            "}",
+        ]
+    )
+
+
 def packed_reuse(spec: LoopNestSpec) -> int | None:
-    """How many times the nest reads each packed element (the least over the packed inputs: the product of
-    the output indices the input does not use; A·B^T: m); None where packing is no choice (nothing may be
-    packed, or it is required)."""
-    layout = packed_layout(spec)
-    if layout is None or packing_required(spec):
+    """How many times the nest reads each element packed by choice (the least over those inputs: the
+    product of the output indices the input does not use; A·B^T: m, A^T·B: n); None where packing is no
+    choice (nothing may be packed, or only what is required)."""
+    rows = row_packable(spec)
+    chosen = packed_layout(spec, rows=rows)
+    forced = packed_layout(spec) if packing_required(spec) else None
+    if chosen is None:
+        return None
+    optional = [
+        tensor
+        for tensor, order, before in zip(
+            spec.inputs, chosen.orders, forced.orders if forced else (None, None), strict=True
+        )
+        if order is not None and order != before
+    ]
+    if not optional:
         return None
     size = spec.size_of
     return min(
-        math.prod(size[i] for i in spec.output_indices if spec.strides(tensor)[i] == 0)
-        for tensor, order in zip(spec.inputs, layout.orders, strict=True)
-        if order is not None
+        math.prod(size[i] for i in spec.output_indices if spec.strides(tensor)[i] == 0) for tensor in optional
     )
 
 

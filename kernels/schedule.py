@@ -8,6 +8,11 @@ innermost one), so `split` never needs to know anything but the loop it splits.
 
 Our backend accumulates straight into the output from registers, so the write-back nest generates no code;
 it is kept so the published state and action space (which see and move it) stay unchanged.
+
+A schedule may end with `pack A`: the inputs the kernel copies into the layout its register tile reads
+before running the nest (kernels/packing.py: an `A[k,m]` read transposed, copied in panels). The loop
+nest is the same either way, so the choice is part of the schedule (tile templates make it); without the
+line, and in the state the agent sees, nothing changes.
 """
 
 from __future__ import annotations
@@ -16,8 +21,10 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+from optserve.kernels.packing import row_packable
 from optserve.kernels.spec import LoopNestSpec, SpecError
 
+_PACK = re.compile(r"^\s*pack\s+([A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*)\s*$")
 _LINE = re.compile(r"^\s*for\s+([A-Za-z_][A-Za-z0-9_]*)\s+in\s+(\d+)(?:\s+r\s+(\d+))?\s*:?\s*$")
 
 
@@ -34,6 +41,7 @@ class Schedule:
 
     compute: tuple[Loop, ...]
     writeback: tuple[Loop, ...]
+    pack: tuple[str, ...] = ()  # inputs packed along the reduction (kernels/packing.py: row_packable)
 
     @classmethod
     def base(cls, spec: LoopNestSpec) -> Schedule:
@@ -58,28 +66,38 @@ class Schedule:
         for depth, loop in enumerate(self.writeback):
             lines.append("  " * depth + _loop_text(loop))
         lines.append("  " * len(self.writeback) + "write-back")
+        if self.pack:
+            lines.append("pack " + ", ".join(self.pack))
         return "\n".join(lines)
 
     @classmethod
     def from_text(cls, text: str) -> Schedule:
-        """Parse `text()` output (indentation is ignored; `compute` and `write-back` end the nests)."""
+        """Parse `text()` output (indentation is ignored; `compute` and `write-back` end the nests, a
+        `pack` line may follow)."""
         nests: list[list[Loop]] = [[], []]
         nest = 0
+        pack: tuple[str, ...] = ()
         for raw in text.strip().splitlines():
             line = raw.strip()
             if line in ("compute", "write-back"):
                 nest += 1
+                continue
+            packed = _PACK.match(line)
+            if packed and nest == 2 and not pack:
+                pack = tuple(name.strip() for name in packed.group(1).split(","))
                 continue
             match = _LINE.match(line)
             if not match or nest > 1:
                 raise SpecError(f"bad schedule line {raw!r} (expected 'for <index> in <size> r <tail>')")
             index, size, tail = match.groups()
             nests[nest].append(Loop(index, int(size), int(tail or 0)))
-        return cls(compute=tuple(nests[0]), writeback=tuple(nests[1]))
+        return cls(compute=tuple(nests[0]), writeback=tuple(nests[1]), pack=pack)
 
     def compute_key(self) -> str:
         """Hash of what decides the generated code (the compute nest): the evaluation cache key."""
         body = ";".join(f"{lp.index}:{lp.size}:{lp.tail}" for lp in self.compute)
+        if self.pack:  # only then: the keys of every schedule without packing stay as they were
+            body += ";pack:" + ",".join(self.pack)
         return hashlib.sha1(body.encode()).hexdigest()[:16]
 
     def key(self) -> str:
@@ -92,6 +110,19 @@ class Schedule:
             raise SpecError(f"{len(self.loops)} loops, at most {max_loops} allowed")
         _check_nest(self.compute, spec.size_of, set(spec.indices), "compute")
         _check_nest(self.writeback, spec.size_of, set(spec.output_indices), "write-back")
+        if self.pack:
+            allowed = row_packable(spec)
+            wrong = [name for name in self.pack if name not in allowed]
+            if wrong or len(set(self.pack)) != len(self.pack):
+                raise SpecError(
+                    f"cannot pack {', '.join(self.pack)}: only inputs read with an output index last and a"
+                    f" reduction index of their own ({', '.join(allowed) or 'none here'}), each once"
+                )
+            if self.compute and self.compute[-1].index != spec.output.dims[-1][0]:
+                raise SpecError(
+                    f"pack needs the innermost loop over {spec.output.dims[-1][0]}, the output's contiguous"
+                    " index (the register tile broadcasts the packed input along it)"
+                )
 
 
 def split_loop(nest: tuple[Loop, ...], pos: int, factor: int) -> tuple[Loop, ...]:

@@ -17,7 +17,9 @@ vector index is contiguous or constant in every tensor (an output index, else a 
 vector partial sums), the row index reuses one operand's vector load across rows. A template's `pack`
 (the default; `-u` in a name turns it off) reads the strides of the packed operands where the backend may
 pack (kernels/packing.py): for `A·B^T` the vector index is then n on a packed B (an ordinary matmul), and
-without it k (partial sums); the schedule's innermost loop tells the code generator which one it got.
+without it k (partial sums); the schedule's innermost loop tells the code generator which one it got. For
+`A^T·B` and `A^T·B^T` it also packs A (read `A[k,m]`) in panels of the register tile's rows, so the tile
+reads A as one contiguous stream; the loop nest is the same, so the schedule says so in its `pack` line.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from optserve.kernels.packing import packed_layout, packing_required
+from optserve.kernels.packing import packed_layout, packing_required, row_packable
 from optserve.kernels.schedule import Loop, Schedule
 from optserve.kernels.spec import LoopNestSpec
 
@@ -53,7 +55,8 @@ class TileTemplate:
     r_block: int | None = None  # elements of the row index per block, rounded to the tile (None: all)
     order: str = "rv"  # which tile loop is outer: "rv" (rows) or "vr" (vector index)
     # vectorize the output's contiguous index, packing an input strided along it (kernels/packing.py),
-    # rather than a reduction index contiguous everywhere (partial sums); only A.B^T-like kinds differ
+    # rather than a reduction index contiguous everywhere (partial sums), and pack an input read with the
+    # reduction not last (A[k,m]) along it; only A.B^T-, A^T.B- and A^T.B^T-like kinds differ
     pack: bool = True
 
     def name(self) -> str:
@@ -85,7 +88,8 @@ class TileTemplate:
 def roles(spec: LoopNestSpec, pack: bool = True) -> Roles:
     """Index roles from the strides (see the module docstring), of the packed operands where the backend
     packs (kernels/packing.py: where it must, or with `pack` where it may); every contraction has some."""
-    layout = packed_layout(spec) if pack or packing_required(spec) else None
+    rows = row_packable(spec) if pack else ()
+    layout = packed_layout(spec, rows=rows) if pack or packing_required(spec) else None
     spec = layout.spec if layout else spec
     strides = [spec.strides(t) for t in spec.tensors]
     size = spec.size_of
@@ -145,7 +149,8 @@ def tiled_schedule(spec: LoopNestSpec, template: TileTemplate, width: int) -> Sc
         compute += [lp for lp in tile_loops[key] if lp is not None]
     compute += [Loop(i, size[i]) for i in role.reductions] + k_levels[-1:]
     compute += [row_levels[i][-1] for i in role.rows] + [v_levels[-1]]
-    return Schedule(tuple(lp for lp in compute if lp is not None), Schedule.base(spec).writeback)
+    packed = row_packable(spec) if template.pack and role.vector == spec.output.dims[-1][0] else ()
+    return Schedule(tuple(lp for lp in compute if lp is not None), Schedule.base(spec).writeback, packed)
 
 
 def _row_tiles(rows: tuple[str, ...], size: dict[str, int], mr: int) -> dict[str, int]:

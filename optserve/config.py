@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -125,6 +126,11 @@ class LoopTuneSettings(_Section):
         0.5,
         gt=0,
         description="measuring budget of the quick decision (policy_tiles), the base timed last in it",
+    )
+    budget_clock: Literal["wall", "cpu"] = Field(
+        "wall",
+        description="what a search's time budget counts: wall time, or the deciding thread's CPU time (the"
+        " same candidates measured whatever the machine's load; longer wall time under load)",
     )
     polish_timing_repeats: int = Field(3, gt=0, description="best-of-N timing runs in the quick decision")
     polish_warmup_calls: int = Field(2, ge=0, description="untimed calls before timing in the quick decision")

@@ -14,6 +14,7 @@ from optserve.kernels.jit import compile_schedule, host_target
 from optserve.kernels.measure import measure, numpy_gflops, peak_gflops
 from optserve.kernels.schedule import Schedule
 from optserve.kernels.spec import LoopNestSpec, SpecError
+from optserve.policies import clock
 from optserve.policies.env import Evaluator
 from optserve.policies.methods import QUICK_METHODS, SearchMethod
 from optserve.policies.search import SEARCHES, run_search
@@ -57,7 +58,8 @@ def measure_schedule(
     deadline: float | None = None,
 ) -> float:
     """Compile, time (warm-up, best of N; `quick`: the polish's shorter protocol; a kernel too slow to finish
-    it by `deadline`: one call) and free one schedule; its GFLOPS. Compile seconds go to the log."""
+    it by `deadline`, on the budget clock: one call) and free one schedule; its GFLOPS. Compile seconds go
+    to the log."""
     settings = settings or LoopTuneSettings()
     kernel = compile_schedule(spec, schedule, target=host_target(settings.max_kernel_statements))
     if compile_log is not None:
@@ -66,7 +68,7 @@ def measure_schedule(
     if quick:
         runs, warmup = settings.polish_timing_repeats, settings.polish_warmup_calls
     try:
-        return measure(kernel, runs=runs, warmup_calls=warmup, deadline=deadline).gflops
+        return measure(kernel, runs=runs, warmup_calls=warmup, deadline=deadline, clock=clock.now).gflops
     finally:
         kernel.close()
 
@@ -128,20 +130,36 @@ def schedule_nest(
     are None when the budget ran out first. After the first schedule, a timing that would end more than
     CUT_SLACK past the budget is cut to one call. GFLOPS are noisy on a busy machine. Raises SpecError for
     a bad method or time limit.
+
+    The budget is counted on `settings.budget_clock` (policies/clock.py: wall time, or the deciding thread's
+    CPU time); `seconds` and `search_seconds` are wall time either way.
     """
     settings = settings or LoopTuneSettings()
+    with clock.budget_clock(settings.budget_clock):
+        return _schedule_nest(spec, method, time_limit_s, measure, emit_ir, settings)
+
+
+def _schedule_nest(
+    spec: LoopNestSpec,
+    method: str,
+    time_limit_s: float,
+    measure: bool,
+    emit_ir: bool,
+    settings: LoopTuneSettings,
+) -> ScheduleResult:
     if method not in SEARCHES:
         raise SpecError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
     if not 0 < time_limit_s <= settings.search_time_limit_s:
         raise SpecError(f"time limit must be in (0, {settings.search_time_limit_s}] seconds")
     start = time.perf_counter()
+    budget_start = clock.now()
     compile_log: list[float] = []
     compile_seconds: dict[str, float] = {}  # per compute nest: the chosen one's JIT time without recompiling
     quick = method in QUICK_METHODS
     budget = min(time_limit_s, settings.polish_time_s) if quick else time_limit_s
     # a timing that would end later than this is cut to one call (a scalar base of a large nest); the slack
     # lets one started near the budget's end finish: a cut, cold single call reads slow and loses
-    cut_at = start + budget * (1 + CUT_SLACK)
+    cut_at = budget_start + budget * (1 + CUT_SLACK)
 
     def measure_fn(s: LoopNestSpec, schedule: Schedule) -> float:
         # until one schedule ran, none is cut short: the answer needs one timed in full, deadline or not
@@ -155,7 +173,7 @@ def schedule_nest(
     if method == SearchMethod.BASE and not measure:
         outcome_schedule, actions, gflops, timed_out = base, (), None, False
     else:
-        outcome = run_search(method, evaluator, max(1e-3, budget - (time.perf_counter() - start)))
+        outcome = run_search(method, evaluator, max(1e-3, budget - (clock.now() - budget_start)))
         outcome_schedule, actions, gflops, timed_out = (
             outcome.state.schedule,
             outcome.actions,

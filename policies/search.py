@@ -9,11 +9,11 @@ them by GFLOPS, as the text describes.)
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from optserve.kernels.schedule import Schedule
+from optserve.policies import clock
 from optserve.policies.env import EPISODE_STEPS, AgentState, Evaluator, apply_action, available_actions
 from optserve.policies.methods import SearchMethod
 from optserve.policies.outcome import SearchOutcome  # re-exported: callers import it from here
@@ -29,7 +29,7 @@ class _Search:
     expanded: set = field(default_factory=set)
 
     def expired(self) -> bool:
-        if time.perf_counter() >= self.deadline:
+        if clock.now() >= self.deadline:
             self.timed_out = True
         return self.timed_out
 
@@ -174,4 +174,4 @@ def run_search(method: str, evaluator: Evaluator, time_limit_s: float) -> Search
     if method not in SEARCHES:
         raise ValueError(f"unknown search {method!r}; choose from {', '.join(SEARCHES)}")
     root = AgentState(Schedule.base(evaluator.spec))
-    return SEARCHES[method](evaluator, root, time.perf_counter() + time_limit_s)
+    return SEARCHES[method](evaluator, root, clock.now() + time_limit_s)

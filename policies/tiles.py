@@ -11,13 +11,14 @@ training shape's best (the templates' greedy cover, as for the action templates)
 - `policy_tiles`: the Q-policy's final schedule and the cover's templates, measured within the polish
   budget (cover first), the fastest kept: the service's default decision.
 
-Where the backend may pack an operand (kernels/packing.py: A·B^T-like kinds), every template comes in two
-layouts: packed (the template as bundled) and unpacked (`-u`: partial sums along the contiguous reduction
-index). Both methods measure both, so the faster layout is kept; for every other kind the twin is the same
-nest and is not measured again. The quick decision may not reach the layout it measures second, so it
-measures the packed ones first only where each packed element is read at least PACK_REUSE times (A·B^T:
-m >= 32); below that the copy costs about what it saves (A·B^T 16 x 2048 x 48 here: 51 GFLOPS packed, 88
-unpacked; 32 x 256 x 256: 96 both ways; 100^3: 87 packed, 66 unpacked).
+Where the backend may pack an operand (kernels/packing.py: A·B^T-like kinds, B; A^T·B and A^T·B^T, A read
+`A[k,m]`), every template comes in two layouts: packed (the template as bundled) and unpacked (`-u`:
+partial sums along the contiguous reduction index for A·B^T, A read in place for A^T·B). Both methods
+measure both, so the faster layout is kept; for every other kind the twin is the same nest and is not
+measured again. The quick decision may not reach the layout it measures second, so it measures the packed
+ones first only where each element packed by choice is read at least PACK_REUSE times (A·B^T: m >= 32;
+A^T·B: n >= 32); below that the copy costs about what it saves (A·B^T 16 x 2048 x 48 here: 51 GFLOPS
+packed, 88 unpacked; 32 x 256 x 256: 96 both ways; 100^3: 87 packed, 66 unpacked).
 
 Both measure the base schedule last, as the fallback: it is often scalar, and on a large contraction one
 timing of it costs more than measuring the whole cover, so measured first it would use up the budget.
@@ -29,7 +30,6 @@ import dataclasses
 import functools
 import json
 import random
-import time
 from pathlib import Path
 
 from optserve.kernels.codegen import Target
@@ -37,6 +37,7 @@ from optserve.kernels.jit import host_target
 from optserve.kernels.packing import packed_reuse
 from optserve.kernels.schedule import Schedule
 from optserve.kernels.tiling import TileTemplate, tiled_schedule
+from optserve.policies import clock
 from optserve.policies.env import AgentState, Evaluator
 from optserve.policies.outcome import SearchOutcome
 
@@ -117,7 +118,7 @@ def measure_in_order(
     best: SearchOutcome | None = None
     timed_out = False
     for actions, schedule in options:
-        if best is not None and best.gflops and time.perf_counter() >= deadline:
+        if best is not None and best.gflops and clock.now() >= deadline:
             timed_out = True
             break
         gflops = evaluator.gflops(schedule)

@@ -152,7 +152,7 @@ def record_measured(monkeypatch, deadlines: list | None = None) -> list[Schedule
     return measured
 
 
-@pytest.mark.parametrize("kind", ["matmul", "matmul_bt"])
+@pytest.mark.parametrize("kind", ["matmul", "matmul_bt", "matmul_at"])
 def test_quick_decision_measures_the_cover_before_the_base_and_each_schedule_once(monkeypatch, kind):
     spec = LoopNestSpec.parse(KINDS[kind], {"m": 96, "k": 80, "n": 112})
     from optserve.config import LoopTuneSettings
@@ -165,7 +165,7 @@ def test_quick_decision_measures_the_cover_before_the_base_and_each_schedule_onc
     evaluator = Evaluator(spec, more_loops_are_faster)
     cover = [s for _, s in candidates(evaluator, load_cover(), host_target())]
     twins = [s for _, s in candidates(evaluator, unpacked(load_cover()), host_target()) if s not in cover]
-    assert bool(twins) == (kind == "matmul_bt")  # the unpacked layout differs only where B may be packed
+    assert bool(twins) == (kind != "matmul")  # the unpacked layout differs only where B or A may be packed
     assert measured[0] != Schedule.base(spec) and measured[: len(cover)] == cover
     assert len(measured) == len(set(s.compute_key() for s in measured)) == result.evaluations
     # the cover, the Q-policy's schedule, the cover's unpacked twins, the base
@@ -248,3 +248,33 @@ def test_the_decision_measures_the_layout_likely_to_win_first(monkeypatch, m, pa
     first = measured[: len(candidates(Evaluator(spec, more_loops_are_faster), layout, host_target()))]
     assert {s.compute[-1].index for s in first} == ({"n"} if packed_first else {"k"})
     assert {s.compute[-1].index for s in measured} >= {"n", "k"}  # both layouts measured with time left
+
+
+def test_tiles_search_measures_a_transposed_a_packed_and_in_place():
+    spec = LoopNestSpec.parse(KINDS["matmul_at"], {"m": 96, "k": 80, "n": 112})
+    seen: list[Schedule] = []
+
+    def record(spec, schedule):
+        seen.append(schedule)
+        return 1.0
+
+    run_search("tiles", Evaluator(spec, record), 60.0)
+    cover = len(candidates(Evaluator(spec, record), load_cover(), host_target()))
+    assert {s.pack for s in seen[:cover]} == {("A",)}  # the cover first, A copied as A_packed[m,k]
+    in_place = [s for s in seen[cover:-1] if not s.pack]
+    assert {s.compute for s in in_place} >= {s.compute for s in seen[:cover]}  # then every twin in place
+    assert len(seen) == len({s.compute_key() for s in seen})
+
+
+@pytest.mark.parametrize("n, packed_first", [(16, False), (256, True)])
+def test_the_decision_packs_a_first_only_where_it_is_read_often(monkeypatch, n, packed_first):
+    """A^T·B: each element of A is read by n columns; with 16 the in-place twins are measured first."""
+    from optserve.config import LoopTuneSettings
+
+    measured = record_measured(monkeypatch)
+    spec = LoopNestSpec.parse(KINDS["matmul_at"], {"m": 112, "k": 80, "n": n})
+    schedule_nest(spec, "policy_tiles", time_limit_s=30.0, settings=LoopTuneSettings(polish_time_s=30.0))
+    layout = load_cover() if packed_first else unpacked(load_cover())
+    first = measured[: len(candidates(Evaluator(spec, more_loops_are_faster), layout, host_target()))]
+    assert {s.pack for s in first} == ({("A",)} if packed_first else {()})
+    assert {s.pack for s in measured} == {("A",), ()}  # both layouts measured with time left
