@@ -53,7 +53,10 @@ class TokenBound:
         if set(to_unicode.values()) != set(type(backend.pre_tokenizer).alphabet()):
             return None  # a `tokenizers` with another table: the vocabulary strings would be misread
         to_byte = {char: b for b, char in to_unicode.items()}
-        added = [token.content.encode() for token in tokenizer.added_tokens_decoder.values()]
+        added_tokens = list(tokenizer.added_tokens_decoder.values())
+        if any(token.lstrip or token.rstrip for token in added_tokens):
+            return None  # such a token also takes the whitespace beside it: more bytes than its own
+        added = [token.content.encode() for token in added_tokens]
         longest = np.zeros(256)
         for piece in backend.get_vocab(with_added_tokens=False):
             if any(char not in to_byte for char in piece):

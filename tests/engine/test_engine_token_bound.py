@@ -82,6 +82,15 @@ def test_a_tokenizer_with_a_normalizer_gets_no_bound():
     assert TokenBound.of(PreTrainedTokenizerFast(tokenizer_object=backend)) is None
 
 
+def test_an_added_token_that_takes_whitespace_beside_it_gives_no_bound(tiny_model_dir):
+    from tokenizers import AddedToken
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    tokenizer.add_tokens([AddedToken("<mask>", lstrip=True)])  # " <mask>" is one token: 7 bytes, not 6
+    assert TokenBound.of(tokenizer) is None
+
+
 def test_a_module_far_over_the_context_is_refused_by_the_bound(torch_engine):
     module = _long_module(1200)
     with pytest.raises(PromptTooLongError, match="at least"):  # the bound's words: it was not tokenized
