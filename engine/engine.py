@@ -6,10 +6,12 @@ KV-cached) -> answers -> parsed pass lists with log-probabilities and predicted 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import time
 from collections.abc import Hashable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from optserve.engine.backend import Decoder, DecodeRequest
@@ -17,6 +19,7 @@ from optserve.engine.grammar import TokenGrammar
 from optserve.engine.interface import Candidate, Generation, PromptTooLongError, SamplingOptions, Strategy
 from optserve.engine.profile import ModelProfile, ParsedAnswer, encode_example
 from optserve.engine.sampling import PriorityOptions, SearchResult, nucleus_sampling, priority_sampling
+from optserve.engine.token_bound import TokenBound
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +35,10 @@ class ModelEngine:
         self.profile = ModelProfile.load(self.model_dir)
         self.model_id = self.profile.model_id
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_dir)
+        self.token_bound = TokenBound.of(self.tokenizer)
+        # Prompts are normalized and tokenized here, off the event loop: a long module takes seconds, and the
+        # loop answers health checks meanwhile. One thread: HF tokenizers are not safe to share by threads.
+        self._prompt_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engine-prompt")
         self.answer = self.profile.answer_format()
         self.decoder = decoder
         self.context_length = context_length
@@ -74,15 +81,26 @@ class ModelEngine:
     def prompt_ids(
         self, ir: str, feedback: str | None = None, objective: str | None = None
     ) -> tuple[int, ...]:
+        """The prompt's token ids; PromptTooLongError past the context (by the token bound, if it shows).
+
+        Seconds for a megabyte module: `generate` runs it in the prompt thread.
+        """
         if self.profile.normalize_ir:
             from optserve.compiler.ir import normalize_ir
 
             ir = normalize_ir(ir)
         prompt = self.profile.prompt(ir, feedback, objective)
-        prompt_ids, _ = encode_example(self.profile, self.tokenizer, prompt)
         limit = self.profile.max_prompt_tokens or (
             self.context_length - self.profile.max_new_tokens if self.context_length else None
         )
+        if limit is not None and self.token_bound is not None:  # far too long: known without tokenizing
+            least = self.token_bound.least_tokens(prompt)
+            if least > limit:
+                raise PromptTooLongError(
+                    f"the prompt has at least {least} tokens ({len(prompt.encode())} bytes); "
+                    f"this model takes at most {limit}"
+                )
+        prompt_ids, _ = encode_example(self.profile, self.tokenizer, prompt)
         if limit is not None and len(prompt_ids) > limit:
             raise PromptTooLongError(
                 f"the prompt has {len(prompt_ids)} tokens; this model takes at most {limit}"
@@ -97,8 +115,11 @@ class ModelEngine:
         grammar = self.grammar(options.predict_costs and not options.allowed_lists, options.allowed_lists)
         branching = min(options.top_k, options.max_branch or options.top_k)
         strategy = Strategy(options.strategy)
+        prompt_ids = await asyncio.get_running_loop().run_in_executor(
+            self._prompt_thread, self.prompt_ids, ir, feedback, options.objective
+        )
         request = DecodeRequest(
-            prompt_ids=self.prompt_ids(ir, feedback, options.objective),
+            prompt_ids=prompt_ids,
             grammar=grammar,
             max_new_tokens=self.profile.max_new_tokens,
             top_k=branching if strategy is Strategy.PRIORITY else 1,
@@ -157,4 +178,5 @@ class ModelEngine:
         await self.decoder.check_health()
 
     async def close(self) -> None:
+        self._prompt_thread.shutdown(wait=False, cancel_futures=True)
         await self.decoder.close()

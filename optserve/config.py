@@ -154,6 +154,12 @@ class ServeSettings(_Section):
     max_ongoing_requests: int = Field(8, gt=0, description="concurrent requests one ingress replica runs")
     ray_address: str | None = Field(None, description="join this Ray cluster; None starts a local one")
     ray_num_cpus: int | None = Field(None, gt=0, description="CPUs of the local Ray instance")
+    proxy_ready_timeout_s: float = Field(
+        60.0,
+        gt=0,
+        description="how long Serve's controller waits for a starting proxy before it kills and restarts it "
+        "(RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S; Ray's 5 s is too short on two saturated cores)",
+    )
     default_deadline_s: float = Field(30.0, gt=0, description="Optimize budget when the request gives none")
     max_deadline_s: float = Field(300.0, gt=0)
     result_cache_entries: int = Field(10_000, ge=0, description="Optimize answers kept per ingress replica")

@@ -16,6 +16,8 @@ from optserve.config import ServeSettings, Settings
 _MESSAGE_BYTES_PER_IR_BYTE = 4
 _MESSAGE_OVERHEAD_BYTES = 1 << 20
 _GRPC_TLS_ACTOR = "optserve-grpc-tls"
+# Read by Serve's controller: a proxy not ready within it is killed and started again (Ray's default: 5 s).
+PROXY_READY_TIMEOUT_ENV = "RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S"
 _grpc_tls_front = None  # the running front's actor handle, for `stop`
 
 
@@ -106,6 +108,7 @@ def start(settings: Settings, proxy_location: str = "EveryNode") -> Endpoints:
         }
     serve.start(
         logging_config=LOGGING_CONFIG,
+        controller_options=controller_options(serve_settings),
         proxy_location=proxy_location,
         http_options=HTTPOptions(host=serve_settings.host, port=serve_settings.http_port, **tls),
         grpc_options=gRPCOptions(
@@ -117,6 +120,18 @@ def start(settings: Settings, proxy_location: str = "EveryNode") -> Endpoints:
         return Endpoints(serve_settings.host, serve_settings.http_port, serve_settings.grpc_port)
     tls_port = _start_grpc_tls_front(serve_settings, message_limit)
     return Endpoints(serve_settings.host, serve_settings.http_port, serve_settings.grpc_port, True, tls_port)
+
+
+def controller_options(serve_settings: ServeSettings):
+    """Environment of Serve's controller (applied when this start creates it, not to a running one).
+
+    The controller kills a proxy that is not ready within RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S and starts
+    another; with Ray's 5 s, a proxy starting on two saturated cores was killed and `make serve` failed.
+    """
+    from ray.serve.config import ControllerOptions
+
+    env = {PROXY_READY_TIMEOUT_ENV: str(serve_settings.proxy_ready_timeout_s)}
+    return ControllerOptions(runtime_env={"env_vars": env})
 
 
 def _start_grpc_tls_front(serve_settings: ServeSettings, message_limit: int) -> int:

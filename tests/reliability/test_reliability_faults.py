@@ -11,7 +11,8 @@ import signal
 import subprocess
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import grpc
@@ -318,6 +319,70 @@ def test_torch_engine_replica_killed_while_it_decodes(rel_service, grpc_client, 
     _turned_and_recovered("optserve.v1.PassOrdering", history)
     _recovered(grpc_client, add_ir)
     assert [p for p in _replica_pids("PassOrderingEngine") if p != replica_pid]
+
+
+RETRYABLE = {"UNAVAILABLE", "RESOURCE_EXHAUSTED"}
+
+
+@pytest.mark.slow
+def test_a_steady_stream_across_an_engine_replica_kill_loses_no_call(rel_service, add_ir):
+    """Optimize calls sent at a steady 4 per second (open loop: a call does not wait for the one before) from
+    3 s before a SIGKILL of the PassOrderingEngine replica until 3 s after calls sent after the kill are
+    answered again: every call gets its answer within its deadline, OK or retryable (UNAVAILABLE,
+    RESOURCE_EXHAUSTED); none is lost, hangs or gets INTERNAL. One try per call (no client retries), so the
+    count is of the server's answers; a client with retries (the default) sends the refused ones again."""
+    endpoints, _ = rel_service
+    (replica_pid,) = _replica_pids("PassOrderingEngine")[:1]
+    interval_s, deadline_s = 0.25, 20.0
+    calls: list[tuple[float, Future]] = []  # (sent, its (code, ended))
+
+    def one_call() -> tuple[str, float]:
+        try:
+            one_try.optimize(add_ir, bypass_cache=True, deadline_s=deadline_s)
+            return "OK", time.monotonic()
+        except CallError as err:
+            return err.code.name, time.monotonic()
+
+    def answered_again(killed: float) -> bool:
+        return any(sent > killed and f.done() and f.result()[0] == "OK" for sent, f in calls)
+
+    with (
+        OptserveClient(
+            endpoints.grpc_target, token=TOKEN, application=APP_NAME, retry=None, timeout_s=deadline_s + 10
+        ) as one_try,
+        ThreadPoolExecutor(32) as pool,
+    ):
+        started = time.monotonic()
+        killed = recovered = None
+        while recovered is None or time.monotonic() - recovered < 3.0:
+            now = time.monotonic()
+            if killed is None and now - started >= 3.0:
+                os.kill(replica_pid, signal.SIGKILL)
+                killed = now
+            if killed is not None and recovered is None and answered_again(killed):
+                recovered = now
+            assert killed is None or now - killed < RECOVERY_S, "calls were not answered again"
+            calls.append((now, pool.submit(one_call)))
+            time.sleep(interval_s)  # the stream's pace
+        # Each call ends by its own timeout (deadline + 10 s) at the latest: waiting longer means it hangs.
+        # (sent, code, ended), from the kill
+        outcomes = [
+            (sent - killed, code, ended - killed)
+            for sent, f in calls
+            for code, ended in [f.result(timeout=deadline_s + 30)]
+        ]
+    counts = Counter(code for _, code, _ in outcomes)
+    refused = [sent for sent, code, _ in outcomes if code != "OK"]
+    print(
+        f"{len(outcomes)} calls sent over {outcomes[-1][0] - outcomes[0][0]:.1f} s: {dict(counts)}; "
+        + (f"refused: sent {min(refused):.1f} to {max(refused):.1f} s from the kill; " if refused else "")
+        + f"the first call sent after the kill and answered OK was sent {recovered - killed:.1f} s after it; "
+        f"slowest answer {max(ended - sent for sent, _, ended in outcomes):.1f} s"
+    )
+    assert set(counts) <= {"OK"} | RETRYABLE, [o for o in outcomes if o[1] not in {"OK"} | RETRYABLE]
+    before = [code for _, code, ended in outcomes if ended < 0]
+    assert before and set(before) == {"OK"}  # the stream was answered before the kill
+    assert [p for p in _replica_pids("PassOrderingEngine") if p != replica_pid]  # the kill took
 
 
 def test_result_cache_never_answers_for_another_ir_or_model():

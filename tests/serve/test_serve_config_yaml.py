@@ -32,6 +32,14 @@ def test_the_config_file_registers_the_grpc_services_and_logging_of_the_code():
     assert config.logging_config.log_level == LOGGING_CONFIG.log_level
 
 
+def test_the_config_file_gives_serve_s_controller_the_environment_of_the_code():
+    """The proxy start-up budget `optserve serve` gives Serve's controller (serve.proxy_ready_timeout_s)."""
+    from optserve.config import Settings
+    from optserve.serve.server import controller_options
+
+    assert _config().controller_options == controller_options(Settings().serve)
+
+
 def test_its_import_path_builds_the_app_with_the_deployments_it_overrides(tmp_path):
     """`args.config` names an optserve YAML; the builder reads it, and every deployment the file overrides
     exists in the application it builds."""

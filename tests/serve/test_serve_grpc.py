@@ -61,6 +61,24 @@ def test_health_needs_no_token(service):
         assert anonymous.health() == "SERVING"
 
 
+def test_health_answers_promptly_while_the_engine_prepares_a_long_module(client):
+    """Health asks the engine replica for the model's metadata. Normalizing and tokenizing a 1.2 MB module
+    took that replica ~2 s on its event loop, and health waited; now a module that cannot fit the context is
+    refused by a token bound, and prompts are prepared in a thread (engine/engine.py, token_bound.py)."""
+    with ThreadPoolExecutor(1) as pool:
+        optimizing = pool.submit(call, client.optimize, slow_module(), deadline_s=10, bypass_cache=True)
+        waits = []
+        while not optimizing.done():
+            started = time.monotonic()
+            assert client.health("optserve.v1.PassOrdering") == "SERVING"
+            waits.append(time.monotonic() - started)
+        answer = optimizing.result()
+    print(f"{len(waits)} health checks during the call, the slowest answered in {max(waits):.2f} s")
+    assert not isinstance(answer, CallError) or answer.code is grpc.StatusCode.DEADLINE_EXCEEDED, answer
+    assert len(waits) >= 5, waits  # the module's -Oz alone takes ~2 s: health was asked all along
+    assert max(waits) < 1.0, f"health answered in {max(waits):.2f} s at worst ({len(waits)} checks)"
+
+
 def test_reflection_lists_and_describes_the_services(client):
     database = ProtoReflectionDescriptorDatabase(client.channel)
     services = set(database.get_services())

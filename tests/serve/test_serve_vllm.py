@@ -55,8 +55,9 @@ def test_the_vllm_backend_serves_the_same_candidates_as_torch(vllm_service, clie
     assert [c.pipeline for c in over_vllm.candidates] == [c.pipeline for c in over_torch.candidates]
 
 
-def _engine_worker() -> psutil.Process:
-    """vLLM's worker process under this app's engine replica (Ray titles it ServeReplica:<app>:<name>)."""
+def _engine_process(title: str) -> psutil.Process:
+    """vLLM's process titled `title` (VLLM::EngineCore, or VLLM::Worker under it) under this app's engine
+    replica (Ray titles it ServeReplica:<app>:<name>)."""
 
     def titled(process: psutil.Process, title: str) -> bool:
         try:
@@ -65,9 +66,9 @@ def _engine_worker() -> psutil.Process:
             return False
 
     replicas = [p for p in psutil.Process().children(recursive=True) if titled(p, f"ServeReplica:{APP}:Pass")]
-    workers = [w for r in replicas for w in r.children(recursive=True) if titled(w, "VLLM::Worker")]
-    assert len(workers) == 1, (replicas, workers)
-    return workers[0]
+    found = [w for r in replicas for w in r.children(recursive=True) if titled(w, title)]
+    assert len(found) == 1, (replicas, found)
+    return found[0]
 
 
 def _health(channel: grpc.Channel) -> tuple[str, str]:
@@ -96,12 +97,13 @@ def _busy(process: psutil.Process, since: float) -> bool:
 
 
 @pytest.mark.slow
-def test_a_killed_vllm_worker_is_reported_and_replaced(vllm_service, service, sum_ir, add_ir):
-    """SIGKILL vLLM's worker mid-request: that request and those after it get UNAVAILABLE (HTTP 503), health
-    and readiness say NOT_SERVING with the reason, Ray Serve replaces the replica (check_health), and
-    Optimize works again without anyone restarting the service."""
+@pytest.mark.parametrize("victim", ["VLLM::Worker", "VLLM::EngineCore"])
+def test_a_killed_vllm_process_is_reported_and_replaced(vllm_service, service, sum_ir, add_ir, victim):
+    """SIGKILL vLLM's worker, or its engine core, mid-request: that request and those after it get
+    UNAVAILABLE (HTTP 503), health and readiness say NOT_SERVING with the reason, Ray Serve replaces the
+    replica (check_health), and Optimize works again without anyone restarting the service."""
     endpoints, _ = service
-    worker = _engine_worker()
+    worker = _engine_process(victim)
     headers = {"authorization": f"Bearer {TOKEN}"}
     with (
         OptserveClient(endpoints.grpc_target, token=TOKEN, application=APP, retry=None) as once,
@@ -146,5 +148,5 @@ def test_a_killed_vllm_worker_is_reported_and_replaced(vllm_service, service, su
         recovered_s = time.monotonic() - killed
         assert _health(channel) == ("SERVING", "")
         assert http.get("/v2/health/ready").status_code == 200
-        assert _engine_worker().pid != worker.pid
-        print(f"\nvLLM worker killed -> Optimize answered again after {recovered_s:.1f} s")
+        assert _engine_process(victim).pid != worker.pid
+        print(f"\n{victim} killed -> Optimize answered again after {recovered_s:.1f} s")
