@@ -36,6 +36,7 @@ from optserve.compiler.ir import IRError
 from optserve.compiler.pipeline import OZ
 from optserve.compiler.unit_search import measure_functions
 from optserve.compiler.workers import CompilerPool
+from optserve.corpus.journal import journaled
 from optserve.engine.coreset import Coreset
 
 OBJECTIVE = "text_size"
@@ -180,20 +181,12 @@ async def _run(args) -> tuple[list[dict], dict]:
     coreset = Coreset.load(Path("models/coreset/coreset.json"))
     lists = list(coreset.first(OBJECTIVE, max(COUNTS)))
     units = sample_units(args.root, args.units, args.max_bytes)
-    done = {}
-    if args.rows and args.rows.exists():
-        done = {json.loads(line)["id"]: json.loads(line) for line in args.rows.read_text().splitlines()}
-    rows = []
     with CompilerPool(processes=args.workers, timeout_s=args.timeout) as pool:
-        for unit in tqdm(units, desc="units", unit="unit"):
-            if unit["id"] in done:
-                rows.append(done[unit["id"]])
-                continue
-            row = await measure(unit, lists, pool, args.whole)
-            rows.append(row)
-            if args.rows:
-                with args.rows.open("a") as out:
-                    out.write(json.dumps(row) + "\n")
+
+        async def one(unit: dict) -> dict:
+            return await measure(unit, lists, pool, args.whole)
+
+        rows = await journaled(tqdm(units, desc="units", unit="unit"), one, args.rows)
     command = f"python benchmarks/function_lists_units.py --units {args.units} --workers {args.workers}"
     command += f" --max-bytes {args.max_bytes}" + (" --whole" if args.whole else "")
     meta = {
