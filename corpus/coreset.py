@@ -29,9 +29,11 @@ MAX_LISTS = 100
 
 
 def select(
-    examples: Iterable[tuple[int, dict[tuple[str, ...], int]]], k: int = MAX_LISTS
+    examples: Iterable[tuple[int, dict[tuple[str, ...], int]]], k: int = MAX_LISTS, relative: bool = True
 ) -> list[tuple[tuple[str, ...], float, int]]:
-    """Greedy coverage: from (oz cost, {list: cost}) per example, up to `k` (list, gain, wins), best first."""
+    """Greedy coverage: from (oz cost, {list: cost}) per example, up to `k` (list, gain, wins), best first.
+    A gain is a fraction of each example's -Oz cost, or (`relative=False`) in cost units: bytes saved in
+    total, what a whole build's `.text` counts."""
     rows = [(oz, costs) for oz, costs in examples if oz > 0]
     current = [oz for oz, _ in rows]
     chosen: list[tuple[tuple[str, ...], float, int]] = []
@@ -41,7 +43,7 @@ def select(
         for index, (oz, costs) in enumerate(rows):
             for pass_list, cost in costs.items():
                 if cost < current[index]:
-                    gains[pass_list] += (current[index] - cost) / oz
+                    gains[pass_list] += (current[index] - cost) / (oz if relative else 1)
                     wins[pass_list] += 1
         if not gains:
             break

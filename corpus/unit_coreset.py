@@ -1,0 +1,181 @@
+"""A coreset for the function modules of whole units: lists chosen on what units get, not on lone functions.
+
+The served per-function candidate (compiler/unit_search.py) gives each function module of a unit (a function
+with the static helpers only it calls) the best of -Oz and the coreset's first lists. The coreset
+(corpus/coreset.py) was chosen on the function corpus, another population: on test units' modules its first 10
+lists save 1.3-1.6% of `.text` where they save ~4% on isolated functions (docs/bench/unit_lists.md).
+
+This measures a pool of lists on every function module of TRAIN units (real compiles, `.text`) and chooses
+among them with the coreset's greedy coverage (`corpus.coreset.select`) weighted by bytes, as a build's total
+counts them. The pool: the coreset's lists, the lists the committed unit labels' searches found best on at
+least `--min-units` train units, and the unit labels' own greedy choice. Output: a coreset file
+(`models/coreset/units.json`, read by `engine.Coreset` and served through `engine.unit_coreset_path`).
+
+    python -m optserve.corpus.unit_coreset --root /work/main/data/real --units 150 \
+        --rows runs/unit_coreset.jsonl --out models/coreset/units.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from optserve.compiler.function_lists import split_unit
+from optserve.compiler.ir import IRError
+from optserve.compiler.pipeline import OZ
+from optserve.compiler.unit_search import measure_functions
+from optserve.compiler.workers import CompilerPool
+from optserve.corpus.coreset import known_costs, select, servable
+from optserve.corpus.journal import journaled, read_jsonl, write_atomic
+from optserve.corpus.label_store import seed_sets, stored_labels
+from optserve.corpus.real_corpus import RealCorpusLayout
+from optserve.engine.coreset import Coreset
+
+OBJECTIVE = "text_size"
+PassList = tuple[str, ...]
+
+
+def train_units(root: Path, count: int, max_bytes: int) -> list[dict]:
+    """The first `count` train units of at most `max_bytes` of IR, in the hash order of their ids."""
+    corpus = RealCorpusLayout(root).corpus("units")
+    units = [u for shard in corpus.shards(("train",)) for u in read_jsonl(shard) if len(u["ir"]) <= max_bytes]
+    units.sort(key=lambda u: hashlib.sha256(u["id"].encode()).hexdigest())
+    return units[:count]
+
+
+def candidate_lists(
+    store: Path, coreset: Coreset, min_units: int = 3, from_labels: int = 30
+) -> list[PassList]:
+    """The pool, in a fixed order, servable lists only: the coreset's, those among the top lists of at least
+    `min_units` train unit labels (or their best), and the first `from_labels` of the greedy choice on the
+    unit labels."""
+    records = [r for r in stored_labels(store, "units").get(OBJECTIVE, {}).values() if r["split"] == "train"]
+    in_top = Counter(p for r in records for p in {tuple(r["pass_list"]), *(tuple(p) for _, p in r["top"])})
+    frequent = sorted((p for p, n in in_top.items() if n >= min_units), key=lambda p: (-in_top[p], p))
+    sets = seed_sets(store)
+    examples = [(r["oz"], {p: c for p, c in known_costs(r, sets).items() if servable(p)}) for r in records]
+    chosen = [p for p, _, _ in select(examples, from_labels)]
+    pool = [*coreset.first(OBJECTIVE, len(coreset.lists.get(OBJECTIVE, ()))), *frequent, *chosen]
+    return [p for p in dict.fromkeys(pool) if p != OZ and servable(p)]
+
+
+async def measure_unit(unit: dict, lists: Sequence[PassList], pool: CompilerPool) -> dict | None:
+    """-Oz and every list on each function module of the unit: {"costs": {function: [oz, *lists]}}."""
+    try:
+        parts = await asyncio.to_thread(split_unit, unit["ir"])
+    except IRError:  # aliases or ifuncs: the per-function path skips these units too
+        return None
+    measured = await measure_functions(parts, [OZ, *lists], OBJECTIVE, pool)
+    return {"id": unit["id"], "package": unit["package"], "costs": measured.costs}
+
+
+def module_examples(rows: list[dict], lists: Sequence[PassList]) -> list[tuple[int, dict[PassList, int]]]:
+    """(-Oz cost, {list: cost}) per function module that compiled at -Oz (select's examples)."""
+    examples = []
+    for row in rows:
+        for costs in row["costs"].values():
+            if costs[0] is not None:
+                examples.append(
+                    (costs[0], {p: c for p, c in zip(lists, costs[1:], strict=True) if c is not None})
+                )
+    return examples
+
+
+def saved(examples: list[tuple[int, dict[PassList, int]]], lists: Sequence[PassList]) -> float:
+    """Fraction of the modules' -Oz total saved by the best of -Oz and `lists` per module."""
+    oz = sum(o for o, _ in examples)
+    best = sum(min([o, *(costs[p] for p in lists if p in costs)]) for o, costs in examples)
+    return (oz - best) / oz if oz else 0.0
+
+
+def held_out_check(rows: list[dict], lists: Sequence[PassList], old: Sequence[PassList], k: int) -> list[str]:
+    """Choose on half of the packages, measure on the other half (both ways), against the old coreset's first
+    k: whether the choice carries over to packages it did not see, and which weighting does better."""
+    packages = sorted({r["package"] for r in rows}, key=lambda p: hashlib.sha256(p.encode()).hexdigest())
+    halves = (set(packages[::2]), set(packages[1::2]))
+    lines = []
+    for fit, other in (halves, halves[::-1]):
+        fit_ex = module_examples([r for r in rows if r["package"] in fit], lists)
+        test_ex = module_examples([r for r in rows if r["package"] in other], lists)
+        line = f"chosen on {len(fit)} packages, measured on {len(other)} ({len(test_ex)} modules): "
+        line += f"old coreset@{k} {100 * saved(test_ex, old[:k]):.2f}%"
+        for relative in (False, True):
+            chosen = [p for p, _, _ in select(fit_ex, k, relative=relative)]
+            line += f", {'relative' if relative else 'bytes'}@{k} {100 * saved(test_ex, chosen):.2f}%"
+        lines.append(line)
+    return lines
+
+
+def build(rows: list[dict], lists: Sequence[PassList], k: int) -> dict:
+    """The coreset file: `k` lists chosen by bytes saved over all measured modules."""
+    examples = module_examples(rows, lists)
+    chosen = select(examples, k, relative=False)
+    objectives = {OBJECTIVE: [{"passes": list(p), "gain": gain, "wins": wins} for p, gain, wins in chosen]}
+    return {
+        "version": hashlib.sha256(json.dumps(objectives, sort_keys=True).encode()).hexdigest()[:12],
+        "objectives": objectives,
+        "selected_from": {
+            OBJECTIVE: {
+                "function_modules": len(examples),
+                "units": len(rows),
+                "packages": len({r["package"] for r in rows}),
+                "lists": len(lists),
+                "weight": "bytes",
+            }
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", type=Path, default=Path("data/real"))
+    parser.add_argument("--store", type=Path, default=Path("data/labels/real"))
+    parser.add_argument("--coreset", type=Path, default=Path("models/coreset/coreset.json"))
+    parser.add_argument("--units", type=int, default=150, help="train units, in a fixed hash order")
+    parser.add_argument("--max-bytes", type=int, default=200_000)
+    parser.add_argument("--k", type=int, default=30, help="lists to choose")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument("--rows", type=Path, required=True, help="per-module costs (resumable)")
+    parser.add_argument("--measure-only", action="store_true", help="measure, choose nothing")
+    parser.add_argument("--out", type=Path, help="the chosen coreset (JSON)")
+    args = parser.parse_args(argv)
+    old = Coreset.load(args.coreset)
+    lists = candidate_lists(args.store, old)
+    pool_file = args.rows.with_suffix(".lists.json")
+    if pool_file.exists() and [tuple(p) for p in json.loads(pool_file.read_text())] != lists:
+        raise SystemExit(f"{args.rows} was measured with another pool of lists ({pool_file}): use new rows")
+    write_atomic(pool_file, json.dumps([list(p) for p in lists]) + "\n")
+    units = train_units(args.root, args.units, args.max_bytes)
+
+    async def run() -> list[dict]:
+        with CompilerPool(processes=args.workers, timeout_s=args.timeout) as pool:
+            return await journaled(units, lambda unit: measure_unit(unit, lists, pool), args.rows)
+
+    rows = asyncio.run(run())
+    examples = module_examples(rows, lists)
+    old_lists = old.first(OBJECTIVE, args.k)
+    print(f"{len(rows)} train units ({len({r['package'] for r in rows})} packages), {len(examples)} modules, "
+          f"{len(lists)} lists; -Oz total {sum(o for o, _ in examples):,} B")  # fmt: skip
+    if args.measure_only:
+        return 0
+    print("\n".join(held_out_check(rows, lists, old_lists, 10)))
+    coreset = build(rows, lists, args.k)
+    chosen = [tuple(item["passes"]) for item in coreset["objectives"][OBJECTIVE]]
+    for count in (1, 3, 10, args.k):
+        print(f"in sample, first {count}: old coreset {100 * saved(examples, old_lists[:count]):.2f}%, "
+              f"chosen {100 * saved(examples, chosen[:count]):.2f}%")  # fmt: skip
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(coreset, indent=1) + "\n")
+        print(f"wrote {args.out} (version {coreset['version']})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
