@@ -297,24 +297,26 @@ async def _run(args) -> tuple[list[dict], dict]:
     loaded = {("" if i == 0 else f"{path.stem}:"): Coreset.load(path) for i, path in enumerate(paths)}
     coresets = {tag: list(coreset.first(OBJECTIVE, max(counts))) for tag, coreset in loaded.items()}
     units = sample_units(args.root, args.units, args.max_bytes)
-    with CompilerPool(processes=args.workers, timeout_s=args.timeout) as pool:
-
-        async def one(unit: dict) -> dict:
-            return await measure(unit, coresets, counts, pool, args.ctx_max, args.refine)
-
-        rows = await journaled(tqdm(units, desc="units", unit="unit"), one, args.rows)
     meta = {
         "command": f"python benchmarks/unit_gap.py --units {args.units} --max-bytes {args.max_bytes} "
         f"--counts {args.counts} --ctx-max {args.ctx_max} --workers {args.workers}"
         + "".join(f" --coreset {path}" for path in args.coreset or ())
         + (" --refine" if args.refine else ""),
-        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": "started " + datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": f"{platform.machine()} {platform.processor() or ''}, {__import__('os').cpu_count()} cores "
         "shared with other jobs",
         "coreset": ", ".join(f"{tag or 'default: '}{c.version}" for tag, c in loaded.items()),
         "tags": list(coresets),
         "counts": counts,
     }
+    if args.rows:  # written first too: the rows of a run stopped early can be reported (--from-rows)
+        args.rows.with_suffix(".meta.json").write_text(json.dumps(meta))
+    with CompilerPool(processes=args.workers, timeout_s=args.timeout) as pool:
+
+        async def one(unit: dict) -> dict:
+            return await measure(unit, coresets, counts, pool, args.ctx_max, args.refine)
+
+        rows = await journaled(tqdm(units, desc="units", unit="unit"), one, args.rows)
     return rows, meta
 
 

@@ -6,10 +6,13 @@ with the static helpers only it calls) the best of -Oz and the coreset's first l
 lists save 1.3-1.6% of `.text` where they save ~4% on isolated functions (docs/bench/unit_lists.md).
 
 This measures a pool of lists on every function module of TRAIN units (real compiles, `.text`) and chooses
-among them with the coreset's greedy coverage (`corpus.coreset.select`) weighted by bytes, as a build's total
-counts them. The pool: the coreset's lists, the lists the committed unit labels' searches found best on at
-least `--min-units` train units, and the unit labels' own greedy choice. Output: a coreset file
-(`models/coreset/units.json`, read by `engine.Coreset` and served through `engine.unit_coreset_path`).
+with the coreset's greedy coverage (`corpus.coreset.select`) over the coreset's own examples (the train
+labels of functions and units) and the measured modules, each module weighing `--module-weight` labels.
+Chosen on the modules alone, the lists do worse on packages left out than the coreset does (a few hundred
+modules are too few; `held_out_check` prints it); with the labels as a prior they do as well or better.
+The pool: the coreset's lists, the lists the committed unit labels' searches found best on at least three
+train units, and the unit labels' own greedy choice. Output: a coreset file (`models/coreset/units.json`,
+read by `engine.Coreset` and served through `engine.unit_coreset_path`).
 
     python -m optserve.corpus.unit_coreset --root /work/main/data/real --units 150 \
         --rows runs/unit_coreset.jsonl --out models/coreset/units.json
@@ -30,7 +33,7 @@ from optserve.compiler.ir import IRError
 from optserve.compiler.pipeline import OZ
 from optserve.compiler.unit_search import measure_functions
 from optserve.compiler.workers import CompilerPool
-from optserve.corpus.coreset import known_costs, select, servable
+from optserve.corpus.coreset import known_costs, label_examples, select, servable
 from optserve.corpus.journal import journaled, read_jsonl, write_atomic
 from optserve.corpus.label_store import seed_sets, stored_labels
 from optserve.corpus.real_corpus import RealCorpusLayout
@@ -93,28 +96,55 @@ def saved(examples: list[tuple[int, dict[PassList, int]]], lists: Sequence[PassL
     return (oz - best) / oz if oz else 0.0
 
 
-def held_out_check(rows: list[dict], lists: Sequence[PassList], old: Sequence[PassList], k: int) -> list[str]:
-    """Choose on half of the packages, measure on the other half (both ways), against the old coreset's first
-    k: whether the choice carries over to packages it did not see, and which weighting does better."""
+Labelled = list[tuple[str, int, dict[PassList, int]]]  # (package, oz cost, {list: cost}) of a label
+
+
+def prior_examples(store: Path) -> Labelled:
+    """The coreset's own examples (train labels of functions and units, `text_size`), with their package."""
+    records, examples = label_examples(store, OBJECTIVE)
+    return [(r["package"], oz, costs) for r, (oz, costs) in zip(records, examples, strict=True)]
+
+
+def choose(rows: list[dict], lists: Sequence[PassList], prior: Labelled, weight: float, k: int) -> list:
+    """select's (list, gain, wins) over the prior's examples and the modules, a module weighing `weight`."""
+    modules = module_examples(rows, lists)
+    examples = [(oz, costs) for _, oz, costs in prior] + modules
+    return select(examples, k, weights=[1.0] * len(prior) + [weight] * len(modules))
+
+
+def held_out_check(
+    rows: list[dict],
+    lists: Sequence[PassList],
+    old: Sequence[PassList],
+    prior: Labelled,
+    weight: float,
+    k: int,
+) -> list[str]:
+    """Four folds by package: choose without a fold's packages (modules and labels), measure on its modules,
+    beside the coreset's first k (which saw every train package's labels): whether the choice carries over."""
     packages = sorted({r["package"] for r in rows}, key=lambda p: hashlib.sha256(p.encode()).hexdigest())
-    halves = (set(packages[::2]), set(packages[1::2]))
-    lines = []
-    for fit, other in (halves, halves[::-1]):
-        fit_ex = module_examples([r for r in rows if r["package"] in fit], lists)
-        test_ex = module_examples([r for r in rows if r["package"] in other], lists)
-        line = f"chosen on {len(fit)} packages, measured on {len(other)} ({len(test_ex)} modules): "
-        line += f"old coreset@{k} {100 * saved(test_ex, old[:k]):.2f}%"
-        for relative in (False, True):
-            chosen = [p for p, _, _ in select(fit_ex, k, relative=relative)]
-            line += f", {'relative' if relative else 'bytes'}@{k} {100 * saved(test_ex, chosen):.2f}%"
-        lines.append(line)
-    return lines
+    totals: dict[str, list[float]] = {}
+    for fold in (set(packages[i::4]) for i in range(4)):
+        test = module_examples([r for r in rows if r["package"] in fold], lists)
+        fit = [r for r in rows if r["package"] not in fold]
+        fit_prior = [e for e in prior if e[0] not in fold]
+        oz = sum(o for o, _ in test)
+        for name, chosen in (
+            (f"coreset's first {k}", list(old[:k])),
+            ("modules alone", [p for p, _, _ in select(module_examples(fit, lists), k, relative=False)]),
+            ("labels alone", [p for p, _, _ in choose([], lists, fit_prior, weight, k)]),
+            (f"labels + modules x{weight:g}", [p for p, _, _ in choose(fit, lists, fit_prior, weight, k)]),
+        ):
+            total = totals.setdefault(name, [0.0, 0.0])
+            total[0] += saved(test, chosen) * oz
+            total[1] += oz
+    return [f"held out by package (4 folds), {name}: {100 * s / oz:.2f}%" for name, (s, oz) in totals.items()]
 
 
-def build(rows: list[dict], lists: Sequence[PassList], k: int) -> dict:
-    """The coreset file: `k` lists chosen by bytes saved over all measured modules."""
+def build(rows: list[dict], lists: Sequence[PassList], prior: Labelled, weight: float, k: int) -> dict:
+    """The coreset file: `k` lists chosen over the labels and every measured module."""
     examples = module_examples(rows, lists)
-    chosen = select(examples, k, relative=False)
+    chosen = choose(rows, lists, prior, weight, k)
     objectives = {OBJECTIVE: [{"passes": list(p), "gain": gain, "wins": wins} for p, gain, wins in chosen]}
     return {
         "version": hashlib.sha256(json.dumps(objectives, sort_keys=True).encode()).hexdigest()[:12],
@@ -125,7 +155,8 @@ def build(rows: list[dict], lists: Sequence[PassList], k: int) -> dict:
                 "units": len(rows),
                 "packages": len({r["package"] for r in rows}),
                 "lists": len(lists),
-                "weight": "bytes",
+                "labels": len(prior),
+                "module_weight": weight,
             }
         },
     }
@@ -139,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--units", type=int, default=150, help="train units, in a fixed hash order")
     parser.add_argument("--max-bytes", type=int, default=200_000)
     parser.add_argument("--k", type=int, default=30, help="lists to choose")
+    parser.add_argument("--module-weight", type=float, default=100.0, help="labels one module weighs")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--rows", type=Path, required=True, help="per-module costs (resumable)")
@@ -164,8 +196,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(lists)} lists; -Oz total {sum(o for o, _ in examples):,} B")  # fmt: skip
     if args.measure_only:
         return 0
-    print("\n".join(held_out_check(rows, lists, old_lists, 10)))
-    coreset = build(rows, lists, args.k)
+    prior = prior_examples(args.store)
+    print("\n".join(held_out_check(rows, lists, old_lists, prior, args.module_weight, 10)))
+    coreset = build(rows, lists, prior, args.module_weight, args.k)
     chosen = [tuple(item["passes"]) for item in coreset["objectives"][OBJECTIVE]]
     for count in (1, 3, 10, args.k):
         print(f"in sample, first {count}: old coreset {100 * saved(examples, old_lists[:count]):.2f}%, "

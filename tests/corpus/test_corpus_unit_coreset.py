@@ -20,15 +20,20 @@ def _rows() -> list[dict]:
     ]
 
 
-def test_lists_are_chosen_by_bytes_saved_and_written_as_a_coreset_the_service_loads(tmp_path):
-    coreset = build(_rows(), [A, B, C], k=3)
-    # A saves 50 B (f); then C 30 (h) + 5 (g); then B adds nothing more
-    assert [tuple(item["passes"]) for item in coreset["objectives"][OBJECTIVE]] == [A, C]
+def test_lists_are_chosen_over_labels_and_modules_and_written_as_a_coreset_the_service_loads(tmp_path):
+    coreset = build(_rows(), [A, B, C], prior=[], weight=1.0, k=3)
+    # C saves 0.5 of g and 0.15 of h, B 0.5 + 0.1 + 0.01 of f, A 0.05; then A adds 0.05, B nothing
+    assert [tuple(item["passes"]) for item in coreset["objectives"][OBJECTIVE]] == [C, A]
     assert coreset["selected_from"][OBJECTIVE]["function_modules"] == 3  # `dead` has no -Oz cost
     path = tmp_path / "units.json"
     path.write_text(json.dumps(coreset))
     loaded = Coreset.load(path)
-    assert loaded.first(OBJECTIVE, 10) == (A, C) and loaded.version == coreset["version"]
+    assert loaded.first(OBJECTIVE, 10) == (C, A) and loaded.version == coreset["version"]
+    labels = [("p3", 100, {B: 10})]  # a label where B saves 0.9: with it, B comes first
+    assert build(_rows(), [A, B, C], prior=labels, weight=1.0, k=1)["objectives"][OBJECTIVE][0]["passes"] == [
+        "sroa",
+        "jump-threading",
+    ]
 
 
 def test_saved_is_the_best_of_oz_and_the_lists_per_module():
@@ -38,9 +43,14 @@ def test_saved_is_the_best_of_oz_and_the_lists_per_module():
     assert saved(examples, []) == 0.0
 
 
-def test_held_out_check_chooses_on_one_half_of_the_packages_and_measures_on_the_other():
-    lines = held_out_check(_rows(), [A, B, C], [B], k=2)
-    assert len(lines) == 2 and all("chosen on 1 packages, measured on 1" in line for line in lines)
+def test_held_out_check_compares_the_choices_on_packages_left_out():
+    lines = held_out_check(_rows(), [A, B, C], [B], prior=[], weight=1.0, k=2)
+    assert [line.split(",")[1].split(":")[0] for line in lines] == [
+        " the coreset's first 2",
+        " modules alone",
+        " labels alone",
+        " labels + modules x1",
+    ]
 
 
 def test_the_pool_starts_with_the_coreset_and_holds_only_servable_lists_other_than_oz():
