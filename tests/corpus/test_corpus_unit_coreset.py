@@ -46,7 +46,7 @@ def test_saved_is_the_best_of_oz_and_the_lists_per_module():
 def test_held_out_check_compares_the_choices_on_packages_left_out():
     lines = held_out_check(_rows(), [A, B, C], [B], prior=[], weight=1.0, k=2)
     assert [line.split(",")[1].split(":")[0] for line in lines] == [
-        " the coreset's first 2",
+        " coreset's first 2",
         " modules alone",
         " labels alone",
         " labels + modules x1",
