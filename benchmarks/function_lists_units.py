@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import platform
 import statistics
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from passlm_units import clang_text, sample_units
+from passlm_units import clang_text, rows_and_meta, sample_units
 from tqdm import tqdm
 
 from optserve.compiler.function_lists import split_unit
@@ -165,14 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from-rows", type=Path, help="only report rows written earlier")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per compile job")
     args = parser.parse_args(argv)
-    meta_path = (args.from_rows or args.rows or Path("/dev/null")).with_suffix(".meta.json")
-    if args.from_rows:
-        rows = [json.loads(line) for line in args.from_rows.read_text().splitlines()]
-        meta = json.loads(meta_path.read_text())
-    else:
-        rows, meta = asyncio.run(_run(args))
-        if args.rows:
-            meta_path.write_text(json.dumps(meta))
+    rows, meta = rows_and_meta(args, _run)
     print(report(rows, meta))
     return 0
 

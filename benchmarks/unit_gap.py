@@ -39,7 +39,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from passlm_units import sample_units
+from passlm_units import rows_and_meta, sample_units
 from tqdm import tqdm
 
 from optserve.compiler.cost import text_size
@@ -277,16 +277,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per compile job")
     args = parser.parse_args(argv)
-    meta_path = (args.from_rows or args.rows or Path("/dev/null")).with_suffix(".meta.json")
-    if args.from_rows:
-        rows = [json.loads(line) for line in args.from_rows.read_text().splitlines()]
-        meta = json.loads(meta_path.read_text())
-        if args.merge:
-            rows, meta = _merged(rows, meta, args.merge)
-    else:
-        rows, meta = asyncio.run(_run(args))
-        if args.rows:
-            meta_path.write_text(json.dumps(meta))
+    rows, meta = rows_and_meta(args, _run)
+    if args.from_rows and args.merge:
+        rows, meta = _merged(rows, meta, args.merge)
     print(report(rows, meta))
     return 0
 
