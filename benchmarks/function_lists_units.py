@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import platform
 import statistics
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from passlm_units import clang_text, sample_units
+from passlm_units import clang_text, rows_and_meta, sample_units
 from tqdm import tqdm
 
 from optserve.compiler.function_lists import split_unit
@@ -36,6 +35,7 @@ from optserve.compiler.ir import IRError
 from optserve.compiler.pipeline import OZ
 from optserve.compiler.unit_search import measure_functions
 from optserve.compiler.workers import CompilerPool
+from optserve.corpus.journal import journaled
 from optserve.engine.coreset import Coreset
 
 OBJECTIVE = "text_size"
@@ -164,14 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from-rows", type=Path, help="only report rows written earlier")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per compile job")
     args = parser.parse_args(argv)
-    meta_path = (args.from_rows or args.rows or Path("/dev/null")).with_suffix(".meta.json")
-    if args.from_rows:
-        rows = [json.loads(line) for line in args.from_rows.read_text().splitlines()]
-        meta = json.loads(meta_path.read_text())
-    else:
-        rows, meta = asyncio.run(_run(args))
-        if args.rows:
-            meta_path.write_text(json.dumps(meta))
+    rows, meta = rows_and_meta(args, _run)
     print(report(rows, meta))
     return 0
 
@@ -180,20 +173,12 @@ async def _run(args) -> tuple[list[dict], dict]:
     coreset = Coreset.load(Path("models/coreset/coreset.json"))
     lists = list(coreset.first(OBJECTIVE, max(COUNTS)))
     units = sample_units(args.root, args.units, args.max_bytes)
-    done = {}
-    if args.rows and args.rows.exists():
-        done = {json.loads(line)["id"]: json.loads(line) for line in args.rows.read_text().splitlines()}
-    rows = []
     with CompilerPool(processes=args.workers, timeout_s=args.timeout) as pool:
-        for unit in tqdm(units, desc="units", unit="unit"):
-            if unit["id"] in done:
-                rows.append(done[unit["id"]])
-                continue
-            row = await measure(unit, lists, pool, args.whole)
-            rows.append(row)
-            if args.rows:
-                with args.rows.open("a") as out:
-                    out.write(json.dumps(row) + "\n")
+
+        async def one(unit: dict) -> dict:
+            return await measure(unit, lists, pool, args.whole)
+
+        rows = await journaled(tqdm(units, desc="units", unit="unit"), one, args.rows)
     command = f"python benchmarks/function_lists_units.py --units {args.units} --workers {args.workers}"
     command += f" --max-bytes {args.max_bytes}" + (" --whole" if args.whole else "")
     meta = {

@@ -67,6 +67,18 @@ def sample_units(root: Path, count: int, max_bytes: int) -> list[dict]:
     return units[:count]
 
 
+def rows_and_meta(args: argparse.Namespace, run) -> tuple[list[dict], dict]:
+    """A unit benchmark's rows and meta: read back with `--from-rows` (meta from its `.meta.json`), else
+    measured by `asyncio.run(run(args))`, the meta written beside `--rows`."""
+    if args.from_rows:
+        rows = [json.loads(line) for line in args.from_rows.read_text().splitlines()]
+        return rows, json.loads(args.from_rows.with_suffix(".meta.json").read_text())
+    rows, meta = asyncio.run(run(args))
+    if args.rows:
+        args.rows.with_suffix(".meta.json").write_text(json.dumps(meta))
+    return rows, meta
+
+
 def clang_text(ir: str) -> int | None:
     with tempfile.TemporaryDirectory() as tmp:
         source, obj = Path(tmp) / "unit.ll", Path(tmp) / "unit.o"

@@ -17,8 +17,12 @@ For each test unit (data/real/units, test split, fixed hash order), through a Co
   whole@k           the best of -Oz and k coreset lists, each on the whole unit
 Every variant keeps the unit's -Oz when that is smaller; "vs clang" keeps clang's object when smaller (optcc).
 Seconds: compile seconds on one core, one compile after another (what the variant needs, -Oz included).
+With several `--coreset` files, every list variant is measured with each, in the same run on the same units;
+the second and later are named `<file stem>:fn@k`, `<file stem>:whole@k`, ...
 
     python benchmarks/unit_gap.py --units 100 --rows runs/unit_gap.jsonl
+    python benchmarks/unit_gap.py --units 100 --coreset models/coreset/coreset.json \
+        --coreset models/coreset/units.json --ctx-max 0 --counts 10 --rows runs/unit_gap_units.jsonl
     python benchmarks/unit_gap.py --from-rows runs/unit_gap.jsonl
 """
 
@@ -35,7 +39,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from passlm_units import sample_units
+from passlm_units import rows_and_meta, sample_units
 from tqdm import tqdm
 
 from optserve.compiler.cost import text_size
@@ -44,6 +48,7 @@ from optserve.compiler.ir import IRError
 from optserve.compiler.pipeline import OZ
 from optserve.compiler.unit_search import FunctionCosts, measure_functions, refine_functions
 from optserve.compiler.workers import CompilerPool
+from optserve.corpus.journal import journaled
 from optserve.engine.coreset import Coreset
 
 OBJECTIVE = "text_size"
@@ -76,43 +81,59 @@ def _module_sums(measured: FunctionCosts, count: int) -> int:
 
 
 async def measure(
-    unit: dict, lists: list[tuple[str, ...]], counts: list[int], pool, ctx_max: int, refine: bool
+    unit: dict,
+    coresets: dict[str, list[tuple[str, ...]]],
+    counts: list[int],
+    pool,
+    ctx_max: int,
+    refine: bool,
 ) -> dict:
+    """The unit's row: -Oz, clang and split-oz once, every list variant with each coreset's lists (by tag)."""
     ir = unit["ir"]
     started = time.perf_counter()
     row: dict = {"id": unit["id"], "package": unit["package"], "bytes": len(ir), "v": {}}
     row["oz"], row["oz_s"] = await _one(pool, ir, OZ)
     row["clang"], row["clang_s"] = await asyncio.to_thread(clang, ir)
-    whole = await pool.evaluate_async(ir, lists[: max(counts)], OBJECTIVE)
-    for count in counts:
-        costs = [e.cost for e in whole[:count] if e.cost is not None]
-        row["v"][f"whole@{count}"] = [min(costs, default=None), sum(e.seconds for e in whole[:count])]
     try:
         parts = await asyncio.to_thread(split_unit, ir)
     except IRError as err:
         row["split_error"] = str(err)[:200]
-        row["wall_s"] = time.perf_counter() - started
-        return row
-    measured = await measure_functions(parts, [OZ, *lists], OBJECTIVE, pool)
-    row["functions"] = len(parts.functions)
-    row["modules_oz"] = _module_sums(measured, 0)
-    row["v"]["split-oz"] = list(await _one(pool, ir, FunctionLists.of({})))
+        parts = None
+    else:
+        row["functions"] = len(parts.functions)
+        row["v"]["split-oz"] = list(await _one(pool, ir, FunctionLists.of({})))
+    for tag, lists in coresets.items():
+        await _measure_lists(row, ir, parts, tag, lists, counts, pool, ctx_max, refine)
+    row["wall_s"] = time.perf_counter() - started
+    return row
+
+
+async def _measure_lists(row, ir, parts, tag, lists, counts, pool, ctx_max: int, refine: bool) -> None:
+    """One coreset's variants into `row` (names prefixed by `tag`): whole@k, and with `parts` fn@k & co."""
+    whole = await pool.evaluate_async(ir, lists[: max(counts)], OBJECTIVE)
     for count in counts:
-        row[f"modules@{count}"] = _module_sums(measured, count)
+        costs = [e.cost for e in whole[:count] if e.cost is not None]
+        row["v"][f"{tag}whole@{count}"] = [min(costs, default=None), sum(e.seconds for e in whole[:count])]
+    if parts is None:
+        return
+    measured = await measure_functions(parts, [OZ, *lists], OBJECTIVE, pool)
+    row["modules_oz"] = _module_sums(measured, 0)
+    for count in counts:
+        row[f"{tag}modules@{count}"] = _module_sums(measured, count)
         search_s = measured.compile_seconds(count + 1)
         for grouped in (False, True):
             chosen = measured.choose(count + 1)
             chosen = FunctionLists.of(dict(chosen.lists), grouped=grouped)
             cost, seconds = await _one(pool, ir, chosen)
-            row["v"][f"fn@{count}" + (" grouped" if grouped else "")] = [cost, search_s + seconds]
+            row["v"][f"{tag}fn@{count}" + (" grouped" if grouped else "")] = [cost, search_s + seconds]
         if refine:
             refined, refine_s = await refine_functions(parts, measured.best(count + 1), OBJECTIVE, pool)
-            row[f"refined_modules@{count}"] = sum(cost for _, cost in refined.values())
+            row[f"{tag}refined_modules@{count}"] = sum(cost for _, cost in refined.values())
             chosen_refined = FunctionLists.of({n: p for n, (p, _) in refined.items()})
             cost, seconds = await _one(pool, ir, chosen_refined)
-            row["v"][f"fn@{count} refined"] = [cost, search_s + refine_s + seconds]
+            row["v"][f"{tag}fn@{count} refined"] = [cost, search_s + refine_s + seconds]
         changed = chosen.own(list(parts.functions))
-        row[f"changed@{count}"] = len(changed)
+        row[f"{tag}changed@{count}"] = len(changed)
         if ctx_max and len(changed) <= ctx_max:
             lists_of = dict(chosen.lists)
             alone = await pool.evaluate_async(
@@ -127,9 +148,7 @@ async def measure(
                 ctx_s += seconds
             else:
                 cost = wins[0][1] if wins else row["oz"]
-            row["v"][f"ctx@{count}"] = [cost, ctx_s]
-    row["wall_s"] = time.perf_counter() - started
-    return row
+            row["v"][f"{tag}ctx@{count}"] = [cost, ctx_s]
 
 
 def _combine(rows: list[dict], parts: list[str]) -> None:
@@ -140,9 +159,14 @@ def _combine(rows: list[dict], parts: list[str]) -> None:
         measured = [r["v"][p] for p in parts if p in r["v"]]
         costs = [c for c, _ in measured if c is not None]
         seconds = sum(s for _, s in measured)
-        if sum(p.startswith("fn") and p in r["v"] for p in parts) == 2:
+        if sum(_kind(p).startswith("fn") and p in r["v"] for p in parts) == 2:
             seconds = seconds - r["v"][parts[1]][1] + r["v"]["split-oz"][1]
         r["v"][" + ".join(parts)] = [min(costs, default=None), seconds]
+
+
+def _kind(name: str) -> str:
+    """The variant without its coreset tag: `units:fn@10` -> `fn@10`."""
+    return name.rsplit(":", 1)[-1]
 
 
 def report(rows: list[dict], meta: dict) -> str:
@@ -152,12 +176,14 @@ def report(rows: list[dict], meta: dict) -> str:
     def pct(total: int, base: int) -> str:
         return f"{100 * (base - total) / base:.2f}%" if base else "–"
 
-    names = sorted({name for r in rows for name in r["v"]}, key=lambda n: (n.split("@")[0], n))
-    for count in meta["counts"]:  # the best of several candidates per unit (their seconds add up)
-        for parts in ([f"fn@{count}", f"fn@{count} grouped"], [f"fn@{count}", f"whole@{count}"],
+    names = sorted({name for r in rows for name in r["v"]}, key=lambda n: (_kind(n).split("@")[0], n))
+    tags = meta.get("tags", [""])
+    for tag, count in ((t, c) for t in tags for c in meta["counts"]):  # the best of several per unit
+        for plain in ([f"fn@{count}", f"fn@{count} grouped"], [f"fn@{count}", f"whole@{count}"],
                       [f"fn@{count}", f"fn@{count} grouped", f"whole@{count}"], ["split-oz", f"fn@{count}"],
                       [f"fn@{count} refined", f"whole@{count}"],
                       [f"fn@{count} refined", f"fn@{count} grouped", f"whole@{count}"]):  # fmt: skip
+            parts = [p if p == "split-oz" else tag + p for p in plain]
             if not any(parts[0] in r["v"] for r in rows):
                 continue
             _combine(rows, parts)
@@ -174,14 +200,16 @@ def report(rows: list[dict], meta: dict) -> str:
         "",
         "Isolated function modules (split units only): "
         + ", ".join(
-            f"best of -Oz + {c} lists saves {pct(sum(r[f'modules@{c}'] for r in split), modules_oz)}"
+            f"{t}best of -Oz + {c} lists saves {pct(sum(r[f'{t}modules@{c}'] for r in split), modules_oz)}"
+            for t in tags
             for c in meta["counts"]
         )
         + "".join(
-            f", best of -Oz + {c} lists refined saves "
-            f"{pct(sum(r[f'refined_modules@{c}'] for r in split), modules_oz)}"
+            f", {t}best of -Oz + {c} lists refined saves "
+            f"{pct(sum(r[f'{t}refined_modules@{c}'] for r in split), modules_oz)}"
+            for t in tags
             for c in meta["counts"]
-            if all(f"refined_modules@{c}" in r for r in split)
+            if all(f"{t}refined_modules@{c}" in r for r in split)
         )
         + f" of their -Oz total ({modules_oz:,} B; the split units' -Oz: "
         f"{sum(r['oz'] for r in split):,} B).",
@@ -195,7 +223,7 @@ def report(rows: list[dict], meta: dict) -> str:
         kept, raw, raw_oz, seconds = [], 0, 0, []
         for r in rows:
             cost, secs = r["v"].get(name, [None, 0.0])
-            if name.startswith(("fn", "split", "ctx")) and name not in r["v"]:
+            if _kind(name).startswith(("fn", "split", "ctx")) and name not in r["v"]:
                 cost = None
             if cost is not None:
                 raw, raw_oz = raw + cost, raw_oz + r["oz"]
@@ -238,6 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--counts", default="10,30", help="coreset lists per function (and whole unit)")
     parser.add_argument("--ctx-max", type=int, default=16, help="most changed functions checked in the unit")
     parser.add_argument("--refine", action="store_true", help="also fn@k refined (one local-search round)")
+    parser.add_argument(
+        "--coreset", type=Path, action="append", help="coreset file (repeat to compare; default: bundled)"
+    )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rows", type=Path, help="append rows here (resumable: units there are skipped)")
     parser.add_argument("--from-rows", type=Path, help="only report rows written earlier")
@@ -246,49 +277,39 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per compile job")
     args = parser.parse_args(argv)
-    meta_path = (args.from_rows or args.rows or Path("/dev/null")).with_suffix(".meta.json")
-    if args.from_rows:
-        rows = [json.loads(line) for line in args.from_rows.read_text().splitlines()]
-        meta = json.loads(meta_path.read_text())
-        if args.merge:
-            rows, meta = _merged(rows, meta, args.merge)
-    else:
-        rows, meta = asyncio.run(_run(args))
-        if args.rows:
-            meta_path.write_text(json.dumps(meta))
+    rows, meta = rows_and_meta(args, _run)
+    if args.from_rows and args.merge:
+        rows, meta = _merged(rows, meta, args.merge)
     print(report(rows, meta))
     return 0
 
 
 async def _run(args) -> tuple[list[dict], dict]:
     counts = [int(c) for c in args.counts.split(",")]
-    coreset = Coreset.load(Path("models/coreset/coreset.json"))
-    lists = list(coreset.first(OBJECTIVE, max(counts)))
+    paths = args.coreset or [Path("models/coreset/coreset.json")]
+    loaded = {("" if i == 0 else f"{path.stem}:"): Coreset.load(path) for i, path in enumerate(paths)}
+    coresets = {tag: list(coreset.first(OBJECTIVE, max(counts))) for tag, coreset in loaded.items()}
     units = sample_units(args.root, args.units, args.max_bytes)
-    done = {}
-    if args.rows and args.rows.exists():
-        done = {json.loads(line)["id"]: json.loads(line) for line in args.rows.read_text().splitlines()}
-    rows = []
-    with CompilerPool(processes=args.workers, timeout_s=args.timeout) as pool:
-        for unit in tqdm(units, desc="units", unit="unit"):
-            if unit["id"] in done:
-                rows.append(done[unit["id"]])
-                continue
-            row = await measure(unit, lists, counts, pool, args.ctx_max, args.refine)
-            rows.append(row)
-            if args.rows:
-                with args.rows.open("a") as out:
-                    out.write(json.dumps(row) + "\n")
     meta = {
         "command": f"python benchmarks/unit_gap.py --units {args.units} --max-bytes {args.max_bytes} "
         f"--counts {args.counts} --ctx-max {args.ctx_max} --workers {args.workers}"
+        + "".join(f" --coreset {path}" for path in args.coreset or ())
         + (" --refine" if args.refine else ""),
-        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": "started " + datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": f"{platform.machine()} {platform.processor() or ''}, {__import__('os').cpu_count()} cores "
         "shared with other jobs",
-        "coreset": coreset.version,
+        "coreset": ", ".join(f"{tag or 'default: '}{c.version}" for tag, c in loaded.items()),
+        "tags": list(coresets),
         "counts": counts,
     }
+    if args.rows:  # written first too: the rows of a run stopped early can be reported (--from-rows)
+        args.rows.with_suffix(".meta.json").write_text(json.dumps(meta))
+    with CompilerPool(processes=args.workers, timeout_s=args.timeout) as pool:
+
+        async def one(unit: dict) -> dict:
+            return await measure(unit, coresets, counts, pool, args.ctx_max, args.refine)
+
+        rows = await journaled(tqdm(units, desc="units", unit="unit"), one, args.rows)
     return rows, meta
 
 

@@ -29,10 +29,19 @@ MAX_LISTS = 100
 
 
 def select(
-    examples: Iterable[tuple[int, dict[tuple[str, ...], int]]], k: int = MAX_LISTS
+    examples: Iterable[tuple[int, dict[tuple[str, ...], int]]],
+    k: int = MAX_LISTS,
+    relative: bool = True,
+    weights: Sequence[float] | None = None,
 ) -> list[tuple[tuple[str, ...], float, int]]:
-    """Greedy coverage: from (oz cost, {list: cost}) per example, up to `k` (list, gain, wins), best first."""
-    rows = [(oz, costs) for oz, costs in examples if oz > 0]
+    """Greedy coverage: from (oz cost, {list: cost}) per example, up to `k` (list, gain, wins), best first.
+    A gain is a fraction of each example's -Oz cost, or (`relative=False`) in cost units: bytes saved in
+    total, what a whole build's `.text` counts; `weights` (one per example) scale each example's gains."""
+    examples = list(examples)
+    weights = [1.0] * len(examples) if weights is None else weights
+    kept = [(oz, costs, w) for (oz, costs), w in zip(examples, weights, strict=True) if oz > 0]
+    rows = [(oz, costs) for oz, costs, _ in kept]
+    weight = [w for _, _, w in kept]
     current = [oz for oz, _ in rows]
     chosen: list[tuple[tuple[str, ...], float, int]] = []
     while len(chosen) < k:
@@ -41,7 +50,7 @@ def select(
         for index, (oz, costs) in enumerate(rows):
             for pass_list, cost in costs.items():
                 if cost < current[index]:
-                    gains[pass_list] += (current[index] - cost) / oz
+                    gains[pass_list] += (current[index] - cost) * weight[index] / (oz if relative else 1)
                     wins[pass_list] += 1
         if not gains:
             break
@@ -79,22 +88,29 @@ def servable(pass_list: Sequence[str]) -> bool:
     return True
 
 
+def label_examples(
+    store: Path, objective: str, split: str = "train"
+) -> tuple[list[dict], list[tuple[int, dict[tuple[str, ...], int]]]]:
+    """The store's `split` labels of one objective (functions and units together) and select's examples
+    from them: (oz cost, {servable list: cost})."""
+    sets = seed_sets(store)
+    records = [
+        r
+        for granularity in ("functions", "units")
+        for r in stored_labels(store, granularity).get(objective, {}).values()
+        if r["split"] == split
+    ]
+    examples = [(r["oz"], {p: c for p, c in known_costs(r, sets).items() if servable(p)}) for r in records]
+    return records, examples
+
+
 def build_coreset(store: Path, k: int = MAX_LISTS, split: str = "train") -> dict[str, Any]:
     """The coreset per objective from the store's `split` labels (functions and units together)."""
-    sets = seed_sets(store)
     result: dict[str, Any] = {"objectives": {}, "selected_from": {}}
     for objective in OBJECTIVES:
-        records = [
-            r
-            for granularity in ("functions", "units")
-            for r in stored_labels(store, granularity).get(objective, {}).values()
-            if r["split"] == split
-        ]
+        records, examples = label_examples(store, objective, split)
         if not records:
             continue
-        examples = [
-            (r["oz"], {p: c for p, c in known_costs(r, sets).items() if servable(p)}) for r in records
-        ]
         chosen = select(examples, k)
         result["objectives"][objective] = [
             {"passes": list(p), "gain": round(gain, 6), "wins": wins} for p, gain, wins in chosen

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -83,3 +83,28 @@ class Journal:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+async def journaled(
+    items: Iterable[dict[str, Any]],
+    measure: Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]],
+    path: Path | None,
+    key: str = "id",
+) -> list[dict[str, Any]]:
+    """One row per item, in order: rows already in the journal at `path` as recorded, the others measured
+    (`measure` may return None to skip an item) and appended as each finishes, so a killed run resumes.
+    No path: nothing is read or written."""
+    done = Journal(path, key).records() if path else {}
+    rows: list[dict[str, Any]] = []
+    with Journal(path or Path("/dev/null"), key) as journal:
+        for item in items:
+            if item[key] in done:
+                rows.append(done[item[key]])
+                continue
+            row = await measure(item)
+            if row is None:
+                continue
+            rows.append(row)
+            if path:
+                journal.append(row)
+    return rows

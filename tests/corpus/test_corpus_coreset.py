@@ -20,6 +20,13 @@ def test_greedy_picks_the_list_that_saves_most_then_what_adds_most():
     assert select(examples, k=1) == chosen[:1]  # a prefix is the best smaller coreset found
 
 
+def test_weighted_by_bytes_the_large_examples_decide():
+    a, b = ("-O2",), ("-Os", "dce")
+    examples = [(1000, {a: 900, b: 990}), (10, {b: 5}), (10, {b: 5})]  # a: 100 B; b: 10 + 5 + 5 B
+    assert [p for p, _, _ in select(examples, k=1)] == [b]  # relative: b saves 1.01 of an example
+    assert select(examples, k=2, relative=False) == [(a, 100, 1), (b, 10, 2)]  # b adds only the small two
+
+
 def test_no_gain_no_list_and_costs_come_from_seeds_and_top_lists():
     assert select([(50, {("-O1",): 50})]) == []
     record = {"oz": 40, "seeds": "fp", "seed_costs": [38, None], "top": [[37, ["-O1", "dce"]]]}

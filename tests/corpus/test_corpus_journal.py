@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
-from optserve.corpus.journal import Journal, read_jsonl, write_atomic, write_jsonl_atomic
+from optserve.corpus.journal import Journal, journaled, read_jsonl, write_atomic, write_jsonl_atomic
 
 
 def test_journal_returns_what_was_appended(tmp_path):
@@ -37,3 +38,20 @@ def test_atomic_write_replaces_whole_file_and_leaves_no_temporary(tmp_path):
     assert write_jsonl_atomic(target, [{"x": 1}, {"x": 2}]) == 2
     assert [r["x"] for r in read_jsonl(target)] == [1, 2]
     assert sorted(p.name for p in target.parent.iterdir()) == ["shard.jsonl"]
+
+
+def test_journaled_measures_only_what_the_journal_lacks_and_keeps_the_items_order(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    measured = []
+
+    async def measure(item):
+        measured.append(item["id"])
+        return None if item["id"] == "skip" else {"id": item["id"], "n": item["n"] * 10}
+
+    items = [{"id": "a", "n": 1}, {"id": "skip", "n": 0}, {"id": "b", "n": 2}]
+    first = asyncio.run(journaled(items[:2], measure, path))  # a run killed after its second item
+    rows = asyncio.run(journaled(items, measure, path))
+    assert first == [{"id": "a", "n": 10}]
+    assert rows == [{"id": "a", "n": 10}, {"id": "b", "n": 20}]
+    assert measured == ["a", "skip", "skip", "b"]  # a skipped item is not recorded, so it is tried again
+    assert [r["id"] for r in read_jsonl(path)] == ["a", "b"]
