@@ -74,7 +74,7 @@ class OptccSettings:
     cache_dir: str | None  # optcc's object cache (object_cache.py); None: off (OPTCC_CACHE=0)
     cache_max_bytes: int = 0  # its size limit (OPTCC_CACHE_SIZE); 0: none
     recache: bool = False  # OPTCC_RECACHE: skip lookups, store each unit's new outcome (ccache's recache)
-    clang_baseline: bool = True  # OPTCC_CLANG_BASELINE: the service is told clang's .text size, skips -Oz
+    clang_baseline: bool = True  # OPTCC_CLANG_BASELINE: clang's .text size is the service's baseline
 
     @property
     def sends_clang_baseline(self) -> bool:
