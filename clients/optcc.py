@@ -16,7 +16,7 @@ widen it). For such a unit it
      -Os build; or the thesis' `-O0 -Xclang -disable-O0-optnone -emit-llvm` with OPTCC_IR=o0),
   3. asks the service over gRPC, with a deadline, for the best pass list for the objective and the object
      code of that candidate (`return_object`); by default (OPTCC_BUDGET) it asks once clang's compile has
-     ended, with a deadline of twice that compile's wall time, so a cold build's cost scales with clang's,
+     ended, with a deadline of 0.6 times that compile's wall time, so a cold build's cost scales with clang's,
      and tells it the `.text` bytes of clang's object (`baseline_cost`, objective text_size): the service
      then ranks its own -Oz as one more candidate, compiles no unoptimized input, and returns an object only
      if one beats clang's; else the unit gets that very clang object (no second compile),
@@ -38,7 +38,7 @@ Environment (all optional):
   OPTCC_SAMPLES    model candidates per unit                   (default 1 for greedy, else 10)
   OPTCC_DEADLINE   seconds the service may spend on one unit   (default 10; optcc waits 5 s more)
   OPTCC_BUDGET     the service's deadline per unit as a multiple of clang's own compile time of it, within
-                   [OPTCC_BUDGET_MIN, OPTCC_DEADLINE]; 0: OPTCC_DEADLINE for every unit (default 2)
+                   [OPTCC_BUDGET_MIN, OPTCC_DEADLINE]; 0: OPTCC_DEADLINE for every unit (default 0.6)
   OPTCC_BUDGET_MIN the least deadline a budgeted unit gets, in seconds (default 0.5)
   OPTCC_CLANG_BASELINE  0: do not tell the service clang's .text size; its own -Oz is then its baseline and
                    it measures the input too (default 1: told, with objective text_size and a budget)

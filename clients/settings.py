@@ -119,7 +119,7 @@ class OptccSettings:
             strategy=strategy,
             samples=samples,
             deadline_s=number("OPTCC_DEADLINE", 10.0),
-            budget=number("OPTCC_BUDGET", 2.0, zero=True),
+            budget=number("OPTCC_BUDGET", 0.6, zero=True),  # docs/bench/clients.md, run 8
             budget_min_s=number("OPTCC_BUDGET_MIN", 0.5),
             large_unit_bytes=_size(env.get("OPTCC_LARGE_UNIT", "16K"), "OPTCC_LARGE_UNIT"),
             retry_s=number("OPTCC_RETRY", 60.0),
