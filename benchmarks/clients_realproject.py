@@ -2,7 +2,7 @@
 
     python benchmarks/clients_realproject.py --server 127.0.0.1:29300 \
         [--packages xz-utils mxml ...] [--out docs/bench/clients_realproject.md] [--json FILE] \
-        [--before-after]
+        [--before-after | --compare-budget B [--compare-first]]
 
 Needs a running optserve (`optserve serve --config ...`). For every package, two builds of the same fresh
 source tree, one after the other, with the package's own build system (autotools, cmake, meson or plain make):
@@ -21,6 +21,8 @@ before it with `--before-after first`):
   optcc-oz CC=optcc ... OPTCC_CLANG_BASELINE=0  (the service is not told clang's .text size and compiles its
                                                  own -Oz and the input, as before that option)
 and a table of both optcc sides' cold builds unit by unit (optcc's time per unit over clang's compile of it).
+--compare-budget B does the same with a third copy built with OPTCC_BUDGET=B (`optcc-budget`), after the
+optcc one (before it with --compare-first): two budgets at the same load, on one service.
 
 Packages: five of the seven in the real-code corpus's held-out test split (never seen in training; issue 20),
 plus two C++ libraries; zlib, lua, libjpeg and MiBench are never used. Of the test split, libuv1 is left out
@@ -126,11 +128,18 @@ BREAKDOWN = {
 
 
 def compilers(
-    server: str, strategy: str, deadline: float, budget: float | None, cache_dir: Path, before_after=""
+    server: str,
+    strategy: str,
+    deadline: float,
+    budget: float | None,
+    cache_dir: Path,
+    before_after="",
+    compare_budget: float | None = None,
 ) -> dict[str, dict[str, str]]:
     """The environment of each side's builds, in build order: clang, optcc; with `before_after` "last" (or
-    "first") optcc-oz after (or before) optcc. The side built second finds the model's prompts of the same
-    units in vLLM's prefix cache: a run in each order balances that."""
+    "first") a third side after (or before) optcc: optcc-oz, or with `compare_budget` optcc-budget (optcc
+    with that OPTCC_BUDGET). The side built second finds the model's prompts of the same units in vLLM's
+    prefix cache: a run in each order balances that."""
     flags = {"CFLAGS": SIZE_FLAGS, "CXXFLAGS": SIZE_FLAGS}
     optcc = {
         "CC": str(BIN / "optcc"),
@@ -142,10 +151,14 @@ def compilers(
     } | ({"OPTCC_BUDGET": str(budget)} if budget is not None else {})
     sides = {"clang": {"CC": "clang-19", "CXX": "clang++-19", **flags}, "optcc": {**optcc, **flags}}
     if before_after:  # a cache of its own: cold means cold for this side too
-        before = {"OPTCC_CLANG_BASELINE": "0", "OPTCC_CACHE_DIR": f"{cache_dir}-oz"}
-        sides["optcc-oz"] = {**optcc, **flags, **before}
+        third = "optcc-oz" if compare_budget is None else "optcc-budget"
+        if compare_budget is None:
+            before = {"OPTCC_CLANG_BASELINE": "0", "OPTCC_CACHE_DIR": f"{cache_dir}-oz"}
+        else:
+            before = {"OPTCC_BUDGET": str(compare_budget), "OPTCC_CACHE_DIR": f"{cache_dir}-budget"}
+        sides[third] = {**optcc, **flags, **before}
         if before_after == "first":
-            sides = {name: sides[name] for name in ("clang", "optcc-oz", "optcc")}
+            sides = {name: sides[name] for name in ("clang", third, "optcc")}
     return sides
 
 
@@ -246,6 +259,11 @@ def main() -> int:
         help="also build with OPTCC_CLANG_BASELINE=0 (the service compiles its own -Oz) and compare per "
         "unit; built after optcc's side (last, the default) or before it (first)",
     )  # fmt: skip
+    parser.add_argument(
+        "--compare-budget", type=float,
+        help="a third copy built with this OPTCC_BUDGET, after the optcc one (--compare-first: before it)",
+    )  # fmt: skip
+    parser.add_argument("--compare-first", action="store_true")
     parser.add_argument("--out", type=Path, help="write the markdown section here")
     parser.add_argument("--json", type=Path, default=WORK / "realproject.json")
     parser.add_argument("--render", type=Path, help="only print the tables of an earlier run's --json file")
@@ -255,13 +273,15 @@ def main() -> int:
     args = parser.parse_args()
     if args.render:
         run = json.loads(args.render.read_text())
-        before_after = any("optcc-oz" in p for p in run["packages"])
+        before_after = any("optcc-oz" in p or "optcc-budget" in p for p in run["packages"])
         print(
             render(run)
             + render_units(unit_statistics(args.logs, run))
             + (render_before_after(run, args.logs) if before_after else "")
         )
         return 0
+    if args.compare_budget is not None:
+        args.before_after = "first" if args.compare_first else "last"
 
     if not args.server:
         parser.error("--server is required (or --render)")
@@ -276,9 +296,18 @@ def main() -> int:
     cache_dir = WORK / "optcc-cache"
     shutil.rmtree(cache_dir, ignore_errors=True)  # cold means cold
     shutil.rmtree(f"{cache_dir}-oz", ignore_errors=True)
+    shutil.rmtree(f"{cache_dir}-budget", ignore_errors=True)
     logs = WORK / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    sides = compilers(args.server, args.strategy, args.deadline, args.budget, cache_dir, args.before_after)
+    sides = compilers(
+        args.server,
+        args.strategy,
+        args.deadline,
+        args.budget,
+        cache_dir,
+        args.before_after,
+        args.compare_budget,
+    )
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     load_before = os.getloadavg()
     results = []
@@ -290,8 +319,9 @@ def main() -> int:
         outcome = {"package": recipe.package, "version": version, "recipe": recipe.__dict__}
         outcome |= {side: {k: v for k, v in b.items() if k != "objects"} for side, b in built.items()}
         outcome["compare"] = compare(built["clang"], built["optcc"])
-        if "optcc-oz" in built:
-            outcome["compare_oz"] = compare(built["clang"], built["optcc-oz"])
+        for third, key in (("optcc-oz", "compare_oz"), ("optcc-budget", "compare_budget")):
+            if third in built:
+                outcome[key] = compare(built["clang"], built[third])
         results.append(outcome)
         print(json.dumps(outcome["compare"] | {"package": recipe.package}), flush=True)
     run = {
@@ -303,6 +333,7 @@ def main() -> int:
         "strategy": args.strategy,
         "deadline": args.deadline,
         "budget": args.budget,
+        "compare_budget": args.compare_budget,
         "packages": results,
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -317,7 +348,7 @@ def main() -> int:
     ok = all(
         p[side]["steps"].get("test", {}).get("rc") == 0 and not p[f"compare{suffix}"]["larger"]
         for p in results
-        for side, suffix in (("clang", ""), ("optcc", ""), ("optcc-oz", "_oz"))
+        for side, suffix in (("clang", ""), ("optcc", ""), ("optcc-oz", "_oz"), ("optcc-budget", "_budget"))
         if side in p
     )
     return 0 if ok else 1
@@ -438,7 +469,11 @@ def cold_breakdown(logs: Path, package: str, side: str = "optcc") -> dict:
         "units": len(units),
         "deadline_hit": sum(1 for u in units if u.get("deadline_hit")),
         "fallback": sum(1 for u in units if u["outcome"] == "fallback"),
-        "oz_skipped": sum(1 for u in units if u.get("oz_skipped")),
+        "oz_skipped": sum(1 for u in units if u.get("oz_skipped")),  # with clang's size: -Oz not finished
+        "told": sum(
+            1 for u in units if u.get("baseline_cost")
+        ),  # clang's size sent (logged since 2026-11-26)
+        "oz_won": sum(1 for u in units if u.get("winner") == "service" and u.get("best_source") == "oz"),
         "service_won": sum(1 for u in units if u.get("winner") == "service"),
         **{key: round(sum(u.get(key) or 0.0 for u in units), 1) for key in BREAKDOWN},
         "median_ratio": statistics.median(
@@ -448,22 +483,38 @@ def cold_breakdown(logs: Path, package: str, side: str = "optcc") -> dict:
 
 
 def render_before_after(run: dict, logs: Path) -> str:
-    """Both optcc sides' cold builds, unit by unit: optcc with clang's .text size given to the service
-    (`optcc`) and without it (`optcc-oz`, the service compiles its own -Oz and the input)."""
+    """Both optcc sides' cold builds, unit by unit: optcc, and the third side: optcc-oz (without clang's
+    .text size given to the service, which then compiles its own -Oz as the baseline and the input) or
+    optcc-budget (another OPTCC_BUDGET)."""
+    budget = run.get("compare_budget")
+    default = "optcc's default" if run.get("budget") is None else str(run["budget"])
+    labels = (
+        (
+            ("optcc-oz", "compare_oz", "before: -Oz on the service"),
+            ("optcc", "compare", "after: clang's size given"),
+        )
+        if budget is None
+        else (
+            ("optcc", "compare", f"budget {default}"),
+            ("optcc-budget", "compare_budget", f"budget {budget}"),
+        )
+    )
     lines = [
         "",
-        "Cold build, unit by unit, with and without clang's `.text` size given to the service (sums over the "
-        "units sent to the service; `optcc / clang` is optcc's whole time per unit over clang's own compile "
-        "of the same unit, which ran beside it; `.text saved` over every object of the package):",
+        "Cold build, unit by unit (sums over the units sent to the service; `told` units were sent clang's "
+        "`.text` size; `-Oz won`: the service's -Oz was the object written; `-Oz unfinished`: the deadline "
+        "came before its compile (with `told`) or the service's -Oz was skipped (before 2026-11-26); "
+        "`optcc / clang` is optcc's whole time per unit over clang's own compile of the same unit, which ran "
+        "beside it; `.text saved` over every object of the package):",
         "",
-        "| package | side | units | -Oz skipped | service won | cut by deadline | fell back | clang (s) | "
-        "service call (s) | in the service (s) | compiling (s) | optcc per unit (s) | optcc / clang | "
-        "median unit's optcc / clang | .text saved | build cold (s) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| package | side | units | told | -Oz unfinished | -Oz won | service won | cut by deadline "
+        "| fell back | clang (s) | service call (s) | in the service (s) | compiling (s) "
+        "| optcc per unit (s) | optcc / clang | median unit's optcc / clang | .text saved | larger "
+        "| build cold (s) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for p in run["packages"]:
-        for side, key, label in (("optcc-oz", "compare_oz", "before: -Oz on the service"),
-                                 ("optcc", "compare", "after: clang's size given")):  # fmt: skip
+        for side, key, label in labels:
             if side not in p:
                 continue
             row, c = cold_breakdown(logs, p["package"], side), p[key]
@@ -471,11 +522,12 @@ def render_before_after(run: dict, logs: Path) -> str:
             ratio = row["seconds"] / row["clang_s"] if row["clang_s"] else 0.0
             build = p[side]["steps"].get("build", {}).get("seconds", 0.0)
             lines.append(
-                f"| {p['package']} | {label} | {row['units']} | {row['oz_skipped']} | {row['service_won']} "
+                f"| {p['package']} | {label} | {row['units']} | {row['told']} | {row['oz_skipped']} "
+                f"| {row['oz_won']} | {row['service_won']} "
                 f"| {row['deadline_hit']} | {row['fallback']} | {row['clang_s']:.1f} "
                 f"| {row['service_s']:.1f} | {row['service_total_s']:.1f} | {row['service_compile_s']:.1f} "
                 f"| {row['seconds']:.1f} | {ratio:.2f} | {row['median_ratio']:.2f} | {saved:.2%} "
-                f"| {build:.1f} |"
+                f"| {len(c['larger'])} | {build:.1f} |"
             )
     return "\n".join(lines) + "\n"
 

@@ -16,9 +16,10 @@ widen it). For such a unit it
      -Os build; or the thesis' `-O0 -Xclang -disable-O0-optnone -emit-llvm` with OPTCC_IR=o0),
   3. asks the service over gRPC, with a deadline, for the best pass list for the objective and the object
      code of that candidate (`return_object`); by default (OPTCC_BUDGET) it asks once clang's compile has
-     ended, with a deadline of twice that compile's wall time, so a cold build's cost scales with clang's,
+     ended, with a deadline of 0.6 times that compile's wall time, so a cold build's cost scales with clang's,
      and tells it the `.text` bytes of clang's object (`baseline_cost`, objective text_size): the service
-     then compiles neither its own -Oz nor the input, and returns an object only if it beats clang's,
+     then ranks its own -Oz as one more candidate, compiles no unoptimized input, and returns an object only
+     if one beats clang's; else the unit gets that very clang object (no second compile),
   4. writes the smaller of the two objects by `.text` bytes; a tie keeps clang's. With objective
      instruction_count the service ranks its candidates by IR instructions, but the objects are still
      compared by `.text` bytes: clang's object has no IR to count, and machine code is what the promise is
@@ -37,10 +38,10 @@ Environment (all optional):
   OPTCC_SAMPLES    model candidates per unit                   (default 1 for greedy, else 10)
   OPTCC_DEADLINE   seconds the service may spend on one unit   (default 10; optcc waits 5 s more)
   OPTCC_BUDGET     the service's deadline per unit as a multiple of clang's own compile time of it, within
-                   [OPTCC_BUDGET_MIN, OPTCC_DEADLINE]; 0: OPTCC_DEADLINE for every unit (default 2)
+                   [OPTCC_BUDGET_MIN, OPTCC_DEADLINE]; 0: OPTCC_DEADLINE for every unit (default 0.6)
   OPTCC_BUDGET_MIN the least deadline a budgeted unit gets, in seconds (default 0.5)
-  OPTCC_CLANG_BASELINE  0: do not tell the service clang's .text size; it compiles its own -Oz as well, whose
-                   object may beat clang's (default 1: told, with objective text_size and a budget)
+  OPTCC_CLANG_BASELINE  0: do not tell the service clang's .text size; its own -Oz is then its baseline and
+                   it measures the input too (default 1: told, with objective text_size and a budget)
   OPTCC_LARGE_UNIT a unit whose bitcode is larger (about the model's context) is sent with strategy coreset,
                    its first 4 lists: no model call per function (default 16K; 0: never)
   OPTCC_RETRY      seconds a build skips a service it found unreachable (default 60)

@@ -74,7 +74,7 @@ class OptccSettings:
     cache_dir: str | None  # optcc's object cache (object_cache.py); None: off (OPTCC_CACHE=0)
     cache_max_bytes: int = 0  # its size limit (OPTCC_CACHE_SIZE); 0: none
     recache: bool = False  # OPTCC_RECACHE: skip lookups, store each unit's new outcome (ccache's recache)
-    clang_baseline: bool = True  # OPTCC_CLANG_BASELINE: the service is told clang's .text size, skips -Oz
+    clang_baseline: bool = True  # OPTCC_CLANG_BASELINE: clang's .text size is the service's baseline
 
     @property
     def sends_clang_baseline(self) -> bool:
@@ -119,7 +119,7 @@ class OptccSettings:
             strategy=strategy,
             samples=samples,
             deadline_s=number("OPTCC_DEADLINE", 10.0),
-            budget=number("OPTCC_BUDGET", 2.0, zero=True),
+            budget=number("OPTCC_BUDGET", 0.6, zero=True),  # docs/bench/clients.md, run 8
             budget_min_s=number("OPTCC_BUDGET_MIN", 0.5),
             large_unit_bytes=_size(env.get("OPTCC_LARGE_UNIT", "16K"), "OPTCC_LARGE_UNIT"),
             retry_s=number("OPTCC_RETRY", 60.0),

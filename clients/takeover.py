@@ -183,6 +183,7 @@ def _service_answer(
     baseline_cost = None
     if settings.sends_clang_baseline:  # clang's compile has ended (the budget waited for it)
         baseline_cost = _clang_text(scratch / "clang.o")
+        timing["baseline_cost"] = baseline_cost
     started = time.monotonic()
     bitcode = bitcode_path.read_bytes()
     timing["bitcode_bytes"] = len(bitcode)
@@ -207,8 +208,8 @@ def _text_bytes(sections) -> int:
 
 
 def _ask_service(settings: OptccSettings, bitcode: bytes, deadline_s: float, baseline_cost: int | None):
-    """The service's answer for the unit. With `baseline_cost` (clang's `.text` bytes) the service compiles
-    no -Oz of its own and returns an object only for a candidate smaller than that."""
+    """The service's answer for the unit. With `baseline_cost` (clang's `.text` bytes) that is the service's
+    baseline: it returns an object only for a candidate (its own -Oz among them) smaller than that."""
     strategy, samples = settings.for_unit(len(bitcode))
     baseline = {} if baseline_cost is None else {"baseline_cost": baseline_cost}
     import grpc
@@ -246,8 +247,11 @@ def _ask_service(settings: OptccSettings, bitcode: bytes, deadline_s: float, bas
 
 
 def clang_is_best(response) -> bool:
-    """The service found no candidate smaller than clang's object, whose size it was told: it sent none."""
-    return response.oz_skipped and not response.object_code
+    """The service found no candidate smaller than clang's object, whose size it was told: it sent none, and
+    clang's object (whose `.text` optcc measured for the request) is the unit's, with no compile more."""
+    from optserve.v1 import optserve_pb2 as pb  # loaded already by the gRPC client
+
+    return response.best.source == pb.CLIENT_BASELINE and not response.object_code
 
 
 def _clang_kept(clang_code: bytes, response) -> Choice:
@@ -279,6 +283,12 @@ def _choose(clang_code: bytes, service_code: bytes, passes=()) -> Choice:
             "clang", clang_code, clang_text, service_text, f"the service's object lacks {min(missing)}"
         )
     return Choice("service", service_code, clang_text, service_text, "")
+
+
+def _source_name(source: int) -> str:
+    from optserve.v1 import optserve_pb2 as pb
+
+    return pb.CandidateSource.Name(source).lower()
 
 
 def _unit_record(job: CompileJob, level: str) -> dict:
@@ -316,7 +326,8 @@ def _report(
         "samples": settings.for_unit(timing.get("bitcode_bytes", 0))[1],
         "input_cost": response.input_cost,
         "oz_cost": response.oz_cost,
-        "oz_skipped": response.oz_skipped,  # told clang's .text size, the service compiled no -Oz
+        "oz_skipped": response.oz_skipped,  # told clang's .text size, the deadline came before -Oz's compile
+        "best_source": _source_name(best.source),  # client_baseline (clang's), oz, model, coreset_list, ...
         "cost": best.cost,
         "passes": list(best.passes),
         "pipeline": best.pipeline,

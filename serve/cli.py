@@ -144,19 +144,22 @@ def _serve(args) -> int:
     return 0
 
 
-def baseline_cost(result) -> int:
-    """The client's own cost as the answer ranks it (its `client_baseline` candidate)."""
-    return next(c["cost"] for c in result["candidates"] if c["source"].lower() == "client_baseline")
+def baseline_cost(result) -> int | None:
+    """The client's own cost as the answer ranks it (its `client_baseline` candidate); None without one."""
+    costs = [c["cost"] for c in result["candidates"] if c["source"].lower() == "client_baseline"]
+    return costs[0] if costs else None
 
 
 def _render_optimize(result) -> str:
     best = result["best"]
+    own = baseline_cost(result)
+    oz = "not finished by the deadline" if result["oz_skipped"] else f"cost {result['oz_cost']}"
     lines = [
         f"best:   {best['pipeline']}  ({best['source']}, cost {best['cost']})",
         (
-            f"-Oz:    not compiled (your baseline, cost {baseline_cost(result)})   "
+            f"-Oz:    {oz}   your baseline: cost {own}   "
             f"saved vs it: {result['improvement_over_oz_pct']:.2f}%"
-            if result["oz_skipped"]
+            if own is not None
             else f"-Oz:    cost {result['oz_cost']}   input: cost {result['input_cost']}   "
             f"saved vs -Oz: {result['improvement_over_oz_pct']:.2f}%"
         ),

@@ -49,7 +49,7 @@ class Operations:
         if not response.cached:
             compiled = [c for c in response.candidates if c.source != schemas.CandidateSource.CLIENT_BASELINE]
             self.metrics.observe(metrics.CANDIDATES, len(compiled))
-            if not response.oz_skipped:  # the metric is against -Oz, not against a client's own baseline
+            if request.baseline_cost is None:  # the metric is against -Oz, not against a client's baseline
                 self.metrics.observe(metrics.IMPROVEMENT, max(response.improvement_over_oz_pct, 0.0))
         if response.deadline_hit:
             self.metrics.count(metrics.DEADLINE_HITS)

@@ -6,12 +6,14 @@ backends are deployment handles, serve/handles.py) and in a test without Ray. Th
 from the compiler-feedback loop `optserve.engine.feedback.generate_with_feedback`.
 
 Guarantees: the baseline is always ranked, so the best answer is never worse than it; the deadline stops
-sampling and returns the best found so far. The baseline is -Oz, compiled beside the model (only -Oz not
-finishing in time is DEADLINE_EXCEEDED; -Oz failing, because its compiler replica died or it does not compile,
-ends the request at once with that error, not after the rest of the candidate work), or the client's own cost
-(`baseline_cost`, e.g. the .text size of the object its own clang made): a build that holds that object needs
-neither -Oz nor the input's cost, each a whole-unit compile on the cores its own compiles share, so neither is
-compiled.
+sampling and returns the best found so far. -Oz is compiled beside the model for every request. Without
+`baseline_cost` it is the baseline (only -Oz not finishing in time is DEADLINE_EXCEEDED; -Oz failing, because
+its compiler replica died or it does not compile, ends the request at once with that error, not after the rest
+of the candidate work). With it (the client's own cost, e.g. the .text size of the object its own clang made)
+the client's cost is the baseline and -Oz an ordinary candidate, waited for like the others: the answer is the
+cheapest of -Oz and the model's candidates if it costs less than the client's, else the client's; only the
+deadline ending first leaves -Oz out (`oz_skipped`, `deadline_hit`). The input's cost, which only informs, is
+not compiled then: the client's compiles share the cores.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from optserve.serve.schemas import CandidateSource, ServedStrategy
 from optserve.serve.unit_lists import UnitLists, unit_lists
 
 OZ_PASS_LIST = ("-Oz",)
+MEASURED_BESIDE = (OZ_PASS_LIST,)  # compiled beside the model for every request: no candidate repeats it
 RANKED_CORESET_LISTS = 100  # strategy ranked_coreset: the model ranks this many of the coreset's first lists
 # How long past the request's deadline we wait for a backend that did not stop on its own.
 BACKEND_GRACE_S = 0.25
@@ -131,17 +134,23 @@ class Optimizer:
         # -Oz compiles while the model samples; the unoptimized input's cost, which only informs, is
         # measured last and only within the deadline, so a tight deadline spends no compile on it.
         client_baseline = request.baseline_cost is not None
+        sampled, oz_eval = await self._sample_beside_oz(ir, request, deadline, want)
+        oz = None
+        if oz_eval is not None:  # an error only as a candidate (with a client baseline): ranked last
+            oz = _Measured(OZ_PASS_LIST, oz_eval.cost, 0.0, CandidateSource.OZ, oz_eval.error or "")
         if client_baseline:
-            sampled = await self._sample_and_measure(ir, request, deadline)
             baseline = _Measured((), request.baseline_cost, 0.0, CandidateSource.CLIENT_BASELINE, "")
-            best_ir = best_object = None  # the client holds the baseline's code
+            ranked = _rank([baseline, *([oz] if oz else []), *sampled.measured])
         else:
-            sampled, oz_eval = await self._sample_beside_oz(ir, request, deadline, want)
-            baseline = _Measured(OZ_PASS_LIST, oz_eval.cost, 0.0, CandidateSource.OZ, "")
+            baseline = oz
+            ranked = _rank([baseline, *sampled.measured])
+        # -Oz's outputs came with its evaluation: its win (over the client's cost) needs no further compile
+        best_ir = best_object = None
+        if ranked[0] is oz:
             best_ir, best_object = oz_eval.optimized_ir, oz_eval.object_code
-        ranked = _rank([baseline, *sampled.measured])
+        held = (baseline, oz)  # candidates whose outputs are at hand (the client holds its own code)
 
-        if any(want) and ranked[0] is not baseline:
+        if any(want) and not any(ranked[0] is m for m in held):
             started_output = time.monotonic()
             try:
                 (best_eval,) = await _until(
@@ -152,10 +161,13 @@ class Optimizer:
                 if best_eval.error:
                     raise ServiceError(ErrorKind.INTERNAL, best_eval.error)
                 best_ir, best_object = best_eval.optimized_ir, best_eval.object_code
-            except ServiceError as err:  # no output for the model's best: fall back to the baseline
-                ranked = sorted(ranked, key=lambda m: m is not baseline)
+            except ServiceError as err:  # no output for the model's best: the best whose outputs are at hand
+                fallback = next(m for m in ranked if any(m is h for h in held))
+                ranked = sorted(ranked, key=lambda m: m is not fallback)
+                if fallback is oz:
+                    best_ir, best_object = oz_eval.optimized_ir, oz_eval.object_code
                 sampled.warning = (
-                    f"{_BASELINE_NAMES[baseline.source]} returned instead of a better candidate whose output "
+                    f"{_BASELINE_NAMES[fallback.source]} returned instead of a better candidate whose output "
                     f"failed: {err}"
                 )
                 sampled.deadline_hit = sampled.deadline_hit or err.kind is ErrorKind.DEADLINE_EXCEEDED
@@ -172,7 +184,7 @@ class Optimizer:
             ir_sha256=digest,
             objective=request.objective,
             input_cost=-1 if input_cost is None else input_cost,
-            oz_cost=-1 if client_baseline else baseline_cost,
+            oz_cost=-1 if oz is None or oz.error else oz.cost,
             candidates=candidates,
             best=candidates[0],
             improvement_over_oz_pct=(
@@ -190,7 +202,7 @@ class Optimizer:
             optimized_ir=best_ir if request.return_ir else None,
             object_code=best_object if request.return_object else None,
             warning=sampled.warning,
-            oz_skipped=client_baseline,
+            oz_skipped=oz is None,  # with a client baseline only: the deadline came before -Oz's compile
         )
         if not sampled.deadline_hit and not sampled.warning and (input_cost is not None or client_baseline):
             self.cache.put(key, response)
@@ -198,25 +210,34 @@ class Optimizer:
 
     async def _sample_beside_oz(
         self, ir: str, request: schemas.OptimizeRequest, deadline: float, want: tuple[bool, bool]
-    ):
-        """The model's candidates, and -Oz's evaluation compiled meanwhile (with the outputs `want`ed); -Oz
-        failing ends the request at once."""
-        baseline = asyncio.ensure_future(self._oz_baseline(ir, request.objective, want))
+    ) -> tuple[_Sampled, Evaluation | None]:
+        """The model's candidates, and -Oz's evaluation compiled meanwhile (with the outputs `want`ed); a
+        backend error on -Oz ends the request at once. -Oz as the baseline (no `baseline_cost`): not compiling
+        is INTERNAL and not finishing by the deadline DEADLINE_EXCEEDED. -Oz as a candidate (`baseline_cost`
+        given): its error is the candidate's, and the deadline coming first leaves it out (None)."""
+        as_baseline = request.baseline_cost is None
+        oz = asyncio.ensure_future(self._oz_evaluation(ir, request.objective, want, as_baseline))
         sampling = asyncio.ensure_future(self._sample_and_measure(ir, request, deadline))
         try:
-            sampled = await _unless_failed_first(sampling, baseline)
+            sampled = await _unless_failed_first(sampling, oz)
             started_waiting = time.monotonic()
-            oz_eval = await _until(baseline, deadline + BACKEND_GRACE_S, "the -Oz baseline")
+            try:
+                oz_eval = await _until(oz, deadline + BACKEND_GRACE_S, "the -Oz baseline")
+            except ServiceError as err:
+                if as_baseline or err.kind is not ErrorKind.DEADLINE_EXCEEDED:
+                    raise
+                oz_eval, sampled.deadline_hit = None, True
             sampled.compile_s += time.monotonic() - started_waiting
         finally:
             sampling.cancel()
-            baseline.cancel()
+            oz.cancel()
         return sampled, oz_eval
 
-    async def _oz_baseline(self, ir: str, objective: str, want: tuple[bool, bool]):
-        """-Oz's Evaluation (with the output asked for); INTERNAL if -Oz does not compile this module."""
+    async def _oz_evaluation(self, ir: str, objective: str, want: tuple[bool, bool], as_baseline: bool):
+        """-Oz's Evaluation (with the output asked for); as the baseline, INTERNAL if -Oz does not compile
+        this module."""
         (oz_eval,) = await self.compiler.evaluate_async(ir, [OZ_PASS_LIST], objective, *want)
-        if oz_eval.error:
+        if oz_eval.error and as_baseline:
             raise ServiceError(ErrorKind.INTERNAL, f"-Oz failed to compile this module: {oz_eval.error}")
         return oz_eval
 
@@ -254,7 +275,7 @@ class Optimizer:
             request.objective,
             deadline=deadline,
             grace_s=BACKEND_GRACE_S,
-            exclude=_measured_beside(request),
+            exclude=MEASURED_BESIDE,
         )
         sampled.sample_s, sampled.compile_s = rounds.sample_s, rounds.compile_s
         sampled.deadline_hit = rounds.deadline_hit
@@ -343,7 +364,7 @@ class Optimizer:
         count = self.settings.engine.coreset_lists_with_model
         if not count or request.strategy == ServedStrategy.RANKED_CORESET or sampled.deadline_hit:
             return
-        drawn = set(_measured_beside(request)) | {m.pass_list for m in sampled.measured}
+        drawn = set(MEASURED_BESIDE) | {m.pass_list for m in sampled.measured}
         lists = [(p, 0.0) for p in self.coreset.first(request.objective, count) if p not in drawn]
         if lists:
             await self._measure(ir, request.objective, deadline, sampled, lists, CandidateSource.CORESET)
@@ -381,7 +402,7 @@ class Optimizer:
             f"{len(found.functions_read)} largest functions the model can read, {len(coreset_lists)} coreset "
             f"lists and {baseline}"
         )
-        beside = _measured_beside(request)
+        beside = MEASURED_BESIDE
         model_lists = [(p, logprob) for p, logprob in found.lists if p not in beside]
         if model_lists:
             await self._measure(ir, request.objective, deadline, sampled, model_lists, CandidateSource.MODEL)
@@ -396,7 +417,7 @@ class Optimizer:
         self, ir: str, request: schemas.OptimizeRequest, deadline: float, count: int, sampled: _Sampled
     ) -> None:
         """Compile and measure the coreset's first `count` lists (no model)."""
-        beside = _measured_beside(request)
+        beside = MEASURED_BESIDE
         lists = [p for p in self.coreset.first(request.objective, count) if p not in beside]
         if lists:
             await self._measure(
@@ -434,12 +455,6 @@ class Optimizer:
         return evaluations
 
 
-def _measured_beside(request: schemas.OptimizeRequest) -> tuple[tuple[str, ...], ...]:
-    """Lists compiled as the baseline, which no candidate repeats: -Oz, unless the client gave its own cost
-    (then -Oz is a candidate like any other: LLVM's -Oz here may beat the client's compiler)."""
-    return () if request.baseline_cost is not None else (OZ_PASS_LIST,)
-
-
 def _sampling_options(request: schemas.OptimizeRequest, coreset: Coreset) -> SamplingOptions:
     """The engine's options for the request; each generation gets the time left as its `deadline_s`."""
     ranked = request.strategy == ServedStrategy.RANKED_CORESET  # priority sampling over the coreset's lists
@@ -474,10 +489,11 @@ async def _until(awaitable, deadline: float, what: str):
         ) from None
 
 
-# Among candidates of equal cost: the baseline first, then the model's, the coreset's, per-function lists.
+# Among candidates of equal cost: the baseline first (the client's before -Oz: a tie keeps the client's
+# code), then the model's, the coreset's, per-function lists.
 _SOURCE_ORDER = {
+    CandidateSource.CLIENT_BASELINE: -1,
     CandidateSource.OZ: 0,
-    CandidateSource.CLIENT_BASELINE: 0,
     CandidateSource.MODEL: 1,
     CandidateSource.CORESET: 2,
     CandidateSource.PER_FUNCTION: 3,

@@ -175,7 +175,7 @@ class OptimizeResponse(_Model):
     ir_sha256: str
     objective: ObjectiveName
     input_cost: int
-    oz_cost: int = Field(description="-1 if not compiled (oz_skipped)")
+    oz_cost: int = Field(description="-1 if not finished (oz_skipped) or, as a candidate, failed to compile")
     candidates: list[Candidate] = Field(
         description="ranked best first; the baseline (-Oz, or the request's baseline_cost) always among them"
     )
@@ -193,8 +193,8 @@ class OptimizeResponse(_Model):
     warning: str = ""
     oz_skipped: bool = Field(
         False,
-        description="the request's baseline_cost is the baseline: -Oz and the input were not compiled "
-        "(oz_cost and input_cost -1); no IR or object when that baseline is best",
+        description="the request gave baseline_cost (the baseline) and the deadline came before -Oz's "
+        "compile finished: -Oz is not among the candidates (oz_cost -1); always false without baseline_cost",
     )
 
 
