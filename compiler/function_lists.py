@@ -114,6 +114,16 @@ def split_unit(ir: str) -> UnitParts:
     """The unit as a shell and one module per defined function (IRError for what it cannot split: aliases
     and ifuncs, or a function whose module does not verify)."""
     module = parse_module(ir)
+    try:
+        return _split(module)
+    finally:
+        # Closed here, on every path: a module left to the garbage collector (held by an exception's
+        # traceback, e.g. on a request cut by its deadline) may be freed after its own context, which
+        # crashes in LLVMContext::removeModule (seen in the ingress, splitting in a thread).
+        module.close()
+
+
+def _split(module) -> UnitParts:
     printed = str(module)
     if re.search(r"^@[^=\n]+ = [^\n]*\b(alias|ifunc)\b", printed, re.MULTILINE):
         raise IRError("the unit has aliases or ifuncs, which per-function splitting does not handle")
@@ -154,10 +164,17 @@ def split_unit(ir: str) -> UnitParts:
         text += [_declaration(functions[f]) for f in needed_functions if f not in members]
         text += [_external_definition(definitions[root]), *(definitions[m] for m in members[1:])]
         text += [*attribute_groups, *metadata]
-        parts[root] = str(parse_module("\n".join(text) + "\n"))
-    module.close()
+        parts[root] = _printed(parse_module("\n".join(text) + "\n"))
     members = {root: groups[root] for root in parts}
-    return UnitParts(str(parse_module(shell_text)), parts, members, local_linkage)
+    return UnitParts(_printed(parse_module(shell_text)), parts, members, local_linkage)
+
+
+def _printed(module) -> str:
+    """The module's text; the module is closed before its context can go (see split_unit)."""
+    try:
+        return str(module)
+    finally:
+        module.close()
 
 
 def _groups(
