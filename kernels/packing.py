@@ -242,16 +242,7 @@ def panel_function_ir(name: str, panel: Panel, block: int = 16) -> str:
             panels(out.offset(src, at_src, 1), out.offset(dst, at_dst, 1), rest)
 
     out.loop(panel.batch, batch)
-    return "\n".join(
-        [
-            f"define internal void @{name}(ptr noalias nocapture readonly %src,"
-            " ptr noalias nocapture %dst) {",
-            "entry:",
-            *out.lines,
-            "  ret void",
-            "}",
-        ]
-    )
+    return _copy_function(name, out.lines)
 
 
 def packed_reuse(spec: LoopNestSpec) -> int | None:
@@ -421,13 +412,12 @@ def pack_function_ir(name: str, shape: tuple[int, ...], order: tuple[int, ...], 
         )
 
     outer(0, "0", "0")
-    return "\n".join(
-        [
-            f"define internal void @{name}(ptr noalias nocapture readonly %src,"
-            " ptr noalias nocapture %dst) {",
-            "entry:",
-            *out.lines,
-            "  ret void",
-            "}",
-        ]
+    return _copy_function(name, out.lines)
+
+
+def _copy_function(name: str, body: list[str]) -> str:
+    """A packing copy as an internal function of (src, dst)."""
+    header = (
+        f"define internal void @{name}(ptr noalias nocapture readonly %src, ptr noalias nocapture %dst) {{"
     )
+    return "\n".join([header, "entry:", *body, "  ret void", "}"])

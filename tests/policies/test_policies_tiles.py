@@ -211,8 +211,9 @@ def test_a_full_search_still_reports_the_base_it_did_not_reach_within_its_time_l
     assert deadlines[-1] is not None and started + slack <= deadlines[-1] <= finished + slack
 
 
-def test_tiles_search_measures_both_layouts_of_a_b_transposed():
-    spec = LoopNestSpec.parse(KINDS["matmul_bt"], {"m": 96, "k": 80, "n": 112})
+def _tiles_search_order(kind: str) -> tuple[list[Schedule], int]:
+    """The schedules the `tiles` search measures on a 96x80x112 `kind`, in order, and the cover's size."""
+    spec = LoopNestSpec.parse(KINDS[kind], {"m": 96, "k": 80, "n": 112})
     seen: list[Schedule] = []
 
     def record(spec, schedule):
@@ -220,8 +221,12 @@ def test_tiles_search_measures_both_layouts_of_a_b_transposed():
         return 1.0
 
     run_search("tiles", Evaluator(spec, record), 60.0)
+    return seen, len(candidates(Evaluator(spec, record), load_cover(), host_target()))
+
+
+def test_tiles_search_measures_both_layouts_of_a_b_transposed():
+    seen, cover = _tiles_search_order("matmul_bt")
     innermost = [s.compute[-1].index for s in seen[:-1]]
-    cover = len(candidates(Evaluator(spec, record), load_cover(), host_target()))
     assert set(innermost[:cover]) == {"n"}  # the cover first, packed (B read as B_packed[k,n])
     assert "k" in innermost[cover:]  # and the unpacked twins (partial sums along k) after it
 
@@ -251,15 +256,7 @@ def test_the_decision_measures_the_layout_likely_to_win_first(monkeypatch, m, pa
 
 
 def test_tiles_search_measures_a_transposed_a_packed_and_in_place():
-    spec = LoopNestSpec.parse(KINDS["matmul_at"], {"m": 96, "k": 80, "n": 112})
-    seen: list[Schedule] = []
-
-    def record(spec, schedule):
-        seen.append(schedule)
-        return 1.0
-
-    run_search("tiles", Evaluator(spec, record), 60.0)
-    cover = len(candidates(Evaluator(spec, record), load_cover(), host_target()))
+    seen, cover = _tiles_search_order("matmul_at")
     assert {s.pack for s in seen[:cover]} == {("A",)}  # the cover first, A copied as A_packed[m,k]
     in_place = [s for s in seen[cover:-1] if not s.pack]
     assert {s.compute for s in in_place} >= {s.compute for s in seen[:cover]}  # then every twin in place
