@@ -97,6 +97,25 @@ def slow_candidates_module(loops: int = 600) -> str:
     return module
 
 
+def replica_pids(deployment: str) -> list[int]:
+    """Live replica processes of `deployment`, from the process table: Ray names an actor's process
+    `ray::ServeReplica:<app>:<deployment>`, and this test session's Ray runs below this process."""
+    import psutil
+
+    from optserve.serve.app import APP_NAME
+
+    title = f"ServeReplica:{APP_NAME}:{deployment}"
+
+    def titled(process) -> bool:
+        try:
+            return process.status() != psutil.STATUS_ZOMBIE and title in " ".join(process.cmdline())
+        except psutil.Error:
+            return False
+
+    # Forked compiler workers inherit the replica's process title: keep the topmost titled processes.
+    return [p.pid for p in psutil.Process().children(recursive=True) if titled(p) and not titled(p.parent())]
+
+
 def metric(http, sample: str, **labels: str) -> float:
     """A sample's value at `/metrics` (0 when absent)."""
     from optserve.serve.metrics import parse_exposition
