@@ -13,7 +13,8 @@ workers as it needs them and gives them back when its candidates are done. From 
 Deadlines: a call may carry the request's deadline (a `time.monotonic()` instant) and may be given up (its
 caller cancelled). From then on no candidate of the call starts, and the compiles it has running are stopped:
 LLVM cannot be interrupted inside a pass, so their workers are killed and restarted in the background
-(~0.15 s each), and the call returns at once. No worker or thread stays busy with work nobody will read.
+(~0.15 s each on an idle machine, seconds on a loaded one), and the call returns at once. No worker or
+thread stays busy with work nobody will read.
 """
 
 from __future__ import annotations
@@ -207,6 +208,7 @@ class CompilerPool:
         self._closed = False
         self._workers: set[_Worker] = set()
         self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
+        self._restarting = 0  # workers stopped whose successors have not been started yet
         self.replaced_workers = 0
         started = [self._start_worker() for _ in range(processes)]
         for worker in started:
@@ -239,7 +241,7 @@ class CompilerPool:
         if self._closed:
             raise PoolBrokenError("the compiler pool is closed")
         with self._lock:
-            workers = len(self._workers)
+            workers = len(self._workers) + self._restarting
         if workers < self.processes:
             missing = self.processes - workers
             raise PoolBrokenError(f"{missing} of {self.processes} compiler workers could not restart")
@@ -382,18 +384,24 @@ class CompilerPool:
             return None
 
     def _restart_in_background(self, worker: _Worker) -> None:
-        """Kill a worker whose compile nobody will read and start its successor; the successor joins the
-        idle workers once it is ready, without holding up the caller."""
-        worker.kill()
+        """Kill a worker whose compile nobody will read; a thread reaps it and starts its successor, which
+        joins the idle workers once it is ready. The caller is not held up: on a loaded machine a restart
+        takes up to seconds (~0.15 s on an idle one)."""
+        with contextlib.suppress(OSError):
+            worker.process.kill()  # at once: the reaping waits in the thread
         with self._lock:
             self._workers.discard(worker)
+            self._restarting += 1  # counted as a worker by check_health until its successor is started
             self.replaced_workers += 1
-            if self._closed:
-                return
-        fresh = self._start_worker()
-        threading.Thread(target=self._join_when_ready, args=(fresh,), daemon=True).start()
+        threading.Thread(target=self._restart, args=(worker,), daemon=True).start()
 
-    def _join_when_ready(self, fresh: _Worker) -> None:
+    def _restart(self, worker: _Worker) -> None:
+        worker.kill()
+        fresh = None if self._closed else self._start_worker()
+        with self._lock:
+            self._restarting -= 1
+        if fresh is None:
+            return
         try:
             fresh.wait_ready()
         except PoolBrokenError:  # check_health reports the missing worker

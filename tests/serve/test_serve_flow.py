@@ -194,6 +194,8 @@ def test_oz_failing_ends_the_request_at_once_not_after_the_other_candidates(pool
 # On slow_candidates_module these take ~15 s each, as -Oz does (2 shared cores): both workers are busy.
 SLOW_LISTS = [("-Oz", "instcombine"), ("-Oz", "sroa")]
 STOP_BOUND_S = 1.0  # answer past the deadline: BACKEND_GRACE_S, the pool's stop, a loaded machine's slack
+# A stopped worker restarts in ~0.15 s on an idle machine, 1-5 s at a load of 10-19 on 2 shared cores.
+RESTART_BOUND_S = 6.0
 
 
 @pytest.fixture(scope="module")
@@ -236,8 +238,8 @@ def test_a_request_cut_by_its_deadline_leaves_no_compile_running(pool, add_ir, s
         f"small {small_s:.2f} s, done {ended_s:.2f} s"
     )
     assert answered_s < deadline_s + STOP_BOUND_S, answered_s
-    assert small_s < 1.5, small_s  # workers restart in ~0.15 s; the compiles cut had seconds left
-    assert ended_s < deadline_s + STOP_BOUND_S + 1.5, ended_s
+    assert small_s < RESTART_BOUND_S, small_s  # it waits for a restart; the compiles cut had ~13 s left
+    assert ended_s < deadline_s + STOP_BOUND_S + RESTART_BOUND_S, ended_s
     deadline = time.monotonic() + 5.0
     while pool.idle_workers() < pool.processes:
         assert time.monotonic() < deadline, f"{pool.idle_workers()} of {pool.processes} workers idle"

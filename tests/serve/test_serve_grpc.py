@@ -238,7 +238,9 @@ def test_the_deadline_stops_the_compiles_it_cuts(client, add_ir):
     small_s = time.monotonic() - started
     print(f"cut answered {answered_s:.2f} s (deadline {CUT_DEADLINE_S:g} s), small {small_s:.2f} s")
     assert answered_s < CUT_DEADLINE_S + CUT_BOUND_S, answered_s
-    assert not small.deadline_hit and small_s < 2.0, small_s
+    assert not small.deadline_hit and small_s < 6.0, (
+        small_s
+    )  # a stopped worker's restart, on a loaded machine
     workers = _compiler_workers_settled(timeout_s=10.0)
     assert workers == {pid: 2 for pid in replica_pids("CompilerWorkers")}, workers
 

@@ -1,0 +1,178 @@
+"""How far past its deadline an Optimize request keeps the compiler busy, before and after a change.
+
+The request: the 1,200-function slow_module of tests/serve (1.2 MB; -Oz ~2 s), strategy coreset with
+`--samples` whole-unit lists and the per-function lists lifted to the whole unit (engine.unit_function_lists
+10, unit_function_lists_max_functions 5000: 13,200 compiles, which no deadline here fits): the request that
+overran its 10 s deadline by 6 s. It runs through the Optimize flow (serve/optimize.py) over a real
+CompilerPool of `--workers` processes, in one process as the ingress runs it, without Ray. Per trial:
+
+  answer    answer time minus the deadline
+  next      how long a small request (tests/data/serve/add.ll) sent right after the answer takes: it waits
+            for any compile the first one left running
+  drained   when the first request's last thread ended (asyncio.run returns), minus the deadline
+
+Each trial is a fresh process. With `--before-python` (an interpreter whose `optserve` is the code before the
+change, e.g. /work/main/.venv/bin/python for main), every trial runs once with it and once with this one,
+alternating, so both see the same machine load.
+
+    python benchmarks/serve_deadline.py --deadlines 2 5 10 --trials 3 \
+        --before-python /work/main/.venv/bin/python
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SMALL_IR = REPO / "tests" / "data" / "serve" / "add.ll"
+
+
+def slow_module() -> str:
+    """tests/serve/serve_helpers.slow_module (kept equal: the trials must not import the tests)."""
+    import random
+
+    from optserve.passlm.tiny_model import synthetic_function
+
+    rng = random.Random(0)
+    return "\n".join(synthetic_function(rng, f"f{i}") for i in range(1200))
+
+
+class _NoModel:
+    """Strategy coreset asks no model; a call here would be a bug in the benchmark."""
+
+    async def generate(self, ir, options, feedback):
+        raise AssertionError("strategy coreset does not sample")
+
+
+async def _metadata():
+    from optserve.serve import schemas
+
+    return schemas.ModelMetadata(
+        name="none", version="0", backend="torch", platform="cpu", ready=False, reason="coreset only",
+        strategies=["coreset"], max_samples=20, max_feedback_rounds=0, max_ir_bytes=1 << 22,
+    )  # fmt: skip
+
+
+def trial(deadline_s: float, samples: int, workers: int) -> dict:
+    """One request cut by `deadline_s`, then a small one; seconds as in the module docstring."""
+    from optserve.compiler.cache import ResultCache
+    from optserve.compiler.workers import CompilerPool
+    from optserve.config import Settings
+    from optserve.serve import schemas
+    from optserve.serve.errors import ServiceError
+    from optserve.serve.optimize import Optimizer
+
+    settings = Settings.model_validate(
+        {"engine": {"unit_function_lists": 10, "unit_function_lists_max_functions": 5000}}
+    )
+    cut = schemas.OptimizeRequest(
+        ir=slow_module(), strategy="coreset", samples=samples, deadline_s=deadline_s, bypass_cache=True
+    )
+    small = schemas.OptimizeRequest(ir=SMALL_IR.read_text(), strategy="coreset", samples=1, bypass_cache=True)
+    outcome: dict = {}
+
+    async def both() -> None:
+        optimizer = Optimizer(settings, _NoModel(), pool, ResultCache(4), _metadata)
+        started = time.monotonic()
+        try:
+            answer = await optimizer.optimize(cut)
+            outcome["status"] = "deadline_hit" if answer.deadline_hit else "complete"
+        except ServiceError as err:
+            outcome["status"] = err.kind.name
+        outcome["answer_s"] = time.monotonic() - started
+        sent = time.monotonic()
+        await optimizer.optimize(small)
+        outcome["next_s"] = time.monotonic() - sent
+
+    with CompilerPool(processes=workers, timeout_s=20) as pool:
+        started = time.monotonic()
+        asyncio.run(both())  # returns once every thread it started has ended
+        drained_s = time.monotonic() - started
+    return {
+        "deadline_s": deadline_s,
+        "status": outcome["status"],
+        "answer_over_s": outcome["answer_s"] - deadline_s,
+        "next_s": outcome["next_s"],
+        "drained_over_s": drained_s - deadline_s,
+    }
+
+
+def _run_trial(python: str, deadline_s: float, args) -> dict:
+    command = [python, __file__, "--trial", str(deadline_s), "--samples", str(args.samples)]
+    command += ["--workers", str(args.workers)]
+    env = os.environ | {"PYTHONDONTWRITEBYTECODE": "1"}  # the other interpreter's tree stays untouched
+    done = subprocess.run(command, capture_output=True, text=True, check=True, cwd=REPO, env=env)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _code_version(python: str) -> str:
+    """Where `python` imports optserve from, and that tree's commit."""
+    probe = "import optserve.compiler.workers as w, pathlib; print(pathlib.Path(w.__file__).parents[1])"
+    tree = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "-C", tree, "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "-C", tree, "status", "--porcelain"], capture_output=True, text=True
+    ).stdout
+    return f"{tree} @ {commit}{' (uncommitted changes)' if dirty.strip() else ''}"
+
+
+def _summary(rows: list[dict], key: str) -> str:
+    values = [row[key] for row in rows]
+    return f"{statistics.median(values):.2f} / {max(values):.2f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--deadlines", type=float, nargs="+", default=[2.0, 5.0, 10.0])
+    parser.add_argument("--trials", type=int, default=3)
+    parser.add_argument("--samples", type=int, default=10, help="whole-unit coreset lists")
+    parser.add_argument("--workers", type=int, default=2, help="compiler pool processes")
+    parser.add_argument("--before-python", help="an interpreter importing the code before the change")
+    parser.add_argument("--trial", type=float, help=argparse.SUPPRESS)  # one trial, in a child process
+    args = parser.parse_args()
+    if args.trial is not None:
+        print(json.dumps(trial(args.trial, args.samples, args.workers)))
+        return
+
+    versions = {"after": sys.executable} | ({"before": args.before_python} if args.before_python else {})
+    print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}, {os.cpu_count()} CPUs")
+    for label, python in versions.items():
+        print(f"  {label}: {_code_version(python)}")
+    rows: dict[tuple[str, float], list[dict]] = {}
+    for deadline_s in args.deadlines:
+        for index in range(args.trials):
+            order = list(versions) if index % 2 == 0 else list(reversed(versions))
+            for label in order:
+                row = _run_trial(versions[label], deadline_s, args)
+                rows.setdefault((label, deadline_s), []).append(row)
+                load = os.getloadavg()[0]
+                print(f"  {label} deadline {deadline_s:g} s: {json.dumps(row)} (load {load:.1f})", flush=True)
+    print("\nseconds, p50 / max over the trials:")
+    print(
+        "| code | deadline | answer minus deadline | next small request | last thread ended minus deadline |"
+    )
+    print("|---|---|---|---|---|")
+    for (label, deadline_s), found in rows.items():
+        statuses = ", ".join(sorted({row["status"] for row in found}))
+        print(
+            f"| {label} | {deadline_s:g} s ({statuses}) | {_summary(found, 'answer_over_s')} | "
+            f"{_summary(found, 'next_s')} | {_summary(found, 'drained_over_s')} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
