@@ -266,7 +266,7 @@ class Optimizer:
         try:
             (evaluation,) = await _until(
                 self.compiler.evaluate_async(ir, [()], objective, deadline=deadline),
-                deadline + BACKEND_GRACE_S,
+                deadline,
                 "the input's cost",
             )
         except ServiceError as err:
