@@ -1,9 +1,13 @@
 """How far past its deadline an Optimize request keeps the compiler busy, before and after a change.
 
-The request: the 1,200-function slow_module of tests/serve (1.2 MB; -Oz ~2 s), strategy coreset with
-`--samples` whole-unit lists and the per-function lists lifted to the whole unit (engine.unit_function_lists
-10, unit_function_lists_max_functions 5000: 13,200 compiles, which no deadline here fits): the request that
-overran its 10 s deadline by 6 s. It runs through the Optimize flow (serve/optimize.py) over a real
+The request (`--module`), strategy coreset with `--samples` whole-unit lists:
+  slow_module   the 1,200-function slow_module of tests/serve (1.2 MB; -Oz ~2 s), the per-function lists
+                lifted to the whole unit (engine.unit_function_lists 10, unit_function_lists_max_functions
+                5000: 13,200 compiles, which no deadline here fits): the request that overran its 10 s
+                deadline by 6 s
+  one_function  tests/serve's slow_candidates_module (one function of 600 loops, 1.3 MB), with
+                `baseline_cost`: -Oz ~15 s, so each compile cut has seconds left
+It runs through the Optimize flow (serve/optimize.py) over a real
 CompilerPool of `--workers` processes, in one process as the ingress runs it, without Ray. Per trial:
 
   answer    answer time minus the deadline
@@ -15,7 +19,7 @@ Each trial is a fresh process. With `--before-python` (an interpreter whose `opt
 change, e.g. /work/main/.venv/bin/python for main), every trial runs once with it and once with this one,
 alternating, so both see the same machine load.
 
-    python benchmarks/serve_deadline.py --deadlines 2 5 10 --trials 3 \
+    python benchmarks/serve_deadline.py --module slow_module --deadlines 2 5 10 --trials 3 \
         --before-python /work/main/.venv/bin/python
 """
 
@@ -47,6 +51,21 @@ def slow_module() -> str:
     return "\n".join(synthetic_function(rng, f"f{i}") for i in range(1200))
 
 
+def one_function_module(loops: int = 600) -> str:
+    """tests/serve/serve_helpers.slow_candidates_module (kept equal)."""
+    lines = ["float heavy(float *a, float *b, int n) {", "  float s = 0;"]
+    lines += [
+        f"  for (int i = 0; i < n; i++) {{ a[i] = a[i] * {k + 1}.5f + b[(i * {k % 7 + 1}) % n];"
+        f" s += a[i] / (b[i] + {k}.0f); }}"
+        for k in range(loops)
+    ]
+    source = "\n".join([*lines, "  return s;", "}"]) + "\n"
+    command = ["clang-19", "-O0", "-Xclang", "-disable-O0-optnone", "-emit-llvm", "-S", "-w", "-x", "c"]
+    return subprocess.run(
+        [*command, "-o", "-", "-"], input=source, capture_output=True, text=True, check=True
+    ).stdout
+
+
 class _NoModel:
     """Strategy coreset asks no model; a call here would be a bug in the benchmark."""
 
@@ -63,7 +82,7 @@ async def _metadata():
     )  # fmt: skip
 
 
-def trial(deadline_s: float, samples: int, workers: int) -> dict:
+def trial(module: str, deadline_s: float, samples: int, workers: int) -> dict:
     """One request cut by `deadline_s`, then a small one; seconds as in the module docstring."""
     from optserve.compiler.cache import ResultCache
     from optserve.compiler.workers import CompilerPool
@@ -75,8 +94,14 @@ def trial(deadline_s: float, samples: int, workers: int) -> dict:
     settings = Settings.model_validate(
         {"engine": {"unit_function_lists": 10, "unit_function_lists_max_functions": 5000}}
     )
+    ir, baseline = (slow_module(), None) if module == "slow_module" else (one_function_module(), 10**6)
     cut = schemas.OptimizeRequest(
-        ir=slow_module(), strategy="coreset", samples=samples, deadline_s=deadline_s, bypass_cache=True
+        ir=ir,
+        strategy="coreset",
+        samples=samples,
+        deadline_s=deadline_s,
+        bypass_cache=True,
+        baseline_cost=baseline,
     )
     small = schemas.OptimizeRequest(ir=SMALL_IR.read_text(), strategy="coreset", samples=1, bypass_cache=True)
     outcome: dict = {}
@@ -108,7 +133,16 @@ def trial(deadline_s: float, samples: int, workers: int) -> dict:
 
 
 def _run_trial(python: str, deadline_s: float, args) -> dict:
-    command = [python, __file__, "--trial", str(deadline_s), "--samples", str(args.samples)]
+    command = [
+        python,
+        __file__,
+        "--trial",
+        str(deadline_s),
+        "--samples",
+        str(args.samples),
+        "--module",
+        args.module,
+    ]
     command += ["--workers", str(args.workers)]
     env = os.environ | {"PYTHONDONTWRITEBYTECODE": "1"}  # the other interpreter's tree stays untouched
     done = subprocess.run(command, capture_output=True, text=True, check=True, cwd=REPO, env=env)
@@ -137,6 +171,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--module", choices=["slow_module", "one_function"], default="slow_module")
     parser.add_argument("--deadlines", type=float, nargs="+", default=[2.0, 5.0, 10.0])
     parser.add_argument("--trials", type=int, default=3)
     parser.add_argument("--samples", type=int, default=10, help="whole-unit coreset lists")
@@ -145,11 +180,11 @@ def main() -> None:
     parser.add_argument("--trial", type=float, help=argparse.SUPPRESS)  # one trial, in a child process
     args = parser.parse_args()
     if args.trial is not None:
-        print(json.dumps(trial(args.trial, args.samples, args.workers)))
+        print(json.dumps(trial(args.module, args.trial, args.samples, args.workers)))
         return
 
     versions = {"after": sys.executable} | ({"before": args.before_python} if args.before_python else {})
-    print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}, {os.cpu_count()} CPUs")
+    print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}, {os.cpu_count()} CPUs, {args.module}")
     for label, python in versions.items():
         print(f"  {label}: {_code_version(python)}")
     rows: dict[tuple[str, float], list[dict]] = {}
