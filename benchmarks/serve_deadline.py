@@ -15,6 +15,10 @@ CompilerPool of `--workers` processes, in one process as the ingress runs it, wi
             for any compile the first one left running
   drained   when the first request's last thread ended (asyncio.run returns), minus the deadline
 
+Before the trials, `--restarts` times: a pool call with both workers compiling (one_function at -O3) cut by a
+0.3 s deadline, and how long until both stopped workers are restarted and idle again (this code only: the
+cost of stopping a compile by killing its worker).
+
 Each trial is a fresh process. With `--before-python` (an interpreter whose `optserve` is the code before the
 change, e.g. /work/main/.venv/bin/python for main), every trial runs once with it and once with this one,
 alternating, so both see the same machine load.
@@ -132,6 +136,22 @@ def trial(module: str, deadline_s: float, samples: int, workers: int) -> dict:
     }
 
 
+def restart_seconds(times: int, workers: int) -> list[float]:
+    """Seconds from a call's cut (every worker compiling) until all its workers are idle again."""
+    from optserve.compiler.workers import CompilerPool
+
+    ir = one_function_module()
+    seconds = []
+    with CompilerPool(processes=workers, timeout_s=60) as pool:
+        for _ in range(times):
+            pool.evaluate(ir, [("-O3",)] * workers, "instruction_count", deadline=time.monotonic() + 0.3)
+            cut = time.monotonic()
+            while pool.idle_workers() < workers:
+                time.sleep(0.002)  # polling the pool for its restarted workers
+            seconds.append(time.monotonic() - cut)
+    return seconds
+
+
 def _run_trial(python: str, deadline_s: float, args) -> dict:
     command = [
         python,
@@ -176,6 +196,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=3)
     parser.add_argument("--samples", type=int, default=10, help="whole-unit coreset lists")
     parser.add_argument("--workers", type=int, default=2, help="compiler pool processes")
+    parser.add_argument("--restarts", type=int, default=10, help="stops whose restart is timed (0: none)")
     parser.add_argument("--before-python", help="an interpreter importing the code before the change")
     parser.add_argument("--trial", type=float, help=argparse.SUPPRESS)  # one trial, in a child process
     args = parser.parse_args()
@@ -187,6 +208,12 @@ def main() -> None:
     print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}, {os.cpu_count()} CPUs, {args.module}")
     for label, python in versions.items():
         print(f"  {label}: {_code_version(python)}")
+    if args.restarts:
+        restarts = restart_seconds(args.restarts, args.workers)
+        print(
+            f"  restart of {args.workers} stopped workers: p50 {statistics.median(restarts):.2f} s, "
+            f"max {max(restarts):.2f} s over {len(restarts)} (load {os.getloadavg()[0]:.1f})"
+        )
     rows: dict[tuple[str, float], list[dict]] = {}
     for deadline_s in args.deadlines:
         for index in range(args.trials):
