@@ -98,14 +98,12 @@ def trial(module: str, deadline_s: float, samples: int, workers: int) -> dict:
     settings = Settings.model_validate(
         {"engine": {"unit_function_lists": 10, "unit_function_lists_max_functions": 5000}}
     )
-    ir, baseline = (slow_module(), None) if module == "slow_module" else (one_function_module(), 10**6)
+    if module == "slow_module":
+        ir, baseline = slow_module(), {}
+    else:  # -Oz would not finish by any deadline here: the client's baseline answers
+        ir, baseline = one_function_module(), {"baseline_cost": 10**6}
     cut = schemas.OptimizeRequest(
-        ir=ir,
-        strategy="coreset",
-        samples=samples,
-        deadline_s=deadline_s,
-        bypass_cache=True,
-        baseline_cost=baseline,
+        ir=ir, strategy="coreset", samples=samples, deadline_s=deadline_s, bypass_cache=True, **baseline
     )
     small = schemas.OptimizeRequest(ir=SMALL_IR.read_text(), strategy="coreset", samples=1, bypass_cache=True)
     outcome: dict = {}
