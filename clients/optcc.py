@@ -68,12 +68,15 @@ Environment (all optional):
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 
-from optserve.clients.command_line import CompileJob, decide
-from optserve.clients.settings import IR_MODES, ConfigError, OptccSettings, Policy
+STARTED = time.monotonic()  # before optcc's imports: a unit's log counts them (`before_s`)
+
+import os  # noqa: E402
+import sys  # noqa: E402
+
+from optserve.clients.command_line import CompileJob, decide  # noqa: E402
+from optserve.clients.settings import IR_MODES, ConfigError, OptccSettings, Policy  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -116,7 +119,7 @@ def _wrap(argv: list[str] | None, clang: str, cxx: bool) -> int:
     from optserve.clients import takeover  # only now: passed-through commands never pay for its imports
 
     try:
-        return takeover.compile_unit(settings, job, level, slot)
+        return takeover.compile_unit(settings, job, level, slot, STARTED)
     except Exception as err:  # a bug in optcc must not break a build either
         return _hand_over(takeover.fall_back(clang, args, job, level, f"optcc failed: {err!r}", settings))
 

@@ -60,12 +60,19 @@ class Choice:
 
 
 def compile_unit(
-    settings: OptccSettings, job: CompileJob, level: str, slot: object_cache.Slot | None = None
+    settings: OptccSettings,
+    job: CompileJob,
+    level: str,
+    slot: object_cache.Slot | None = None,
+    process_started: float | None = None,
 ) -> int:
     """Write the smaller of the two objects for `job` as its output; the exit status of clang's compile.
-    With a cache `slot`, a complete service answer's result is stored there for the next build."""
+    With a cache `slot`, a complete service answer's result is stored there for the next build.
+    `process_started`: when optcc's imports began (the log's `before_s`: imports and the cache lookup)."""
     started = time.monotonic()
     timing: dict[str, float] = {}  # where the unit's time went, for the log
+    if process_started is not None:
+        timing["before_s"] = round(started - process_started, 3)
     with tempfile.TemporaryDirectory(prefix="optcc-") as scratch_name:
         scratch = Path(scratch_name)
         clang_object = scratch / "clang.o"
