@@ -69,9 +69,11 @@ def main() -> int:
     parser.add_argument("--units", type=int, help="at most this many units (default: all)")
     parser.add_argument("--work", type=Path, default=REPO_ROOT / "runs" / "clients" / "cold-units")
     args = parser.parse_args()
+    args.work = args.work.resolve()
     args.work.mkdir(parents=True, exist_ok=True)
     chosen = units(args.capture, args.packages, args.units)
-    sides = {"clang-19": "clang-19", **{f"optcc {i + 1}": path for i, path in enumerate(args.optcc)}}
+    optccs = {f"optcc {i + 1}": os.path.abspath(path) for i, path in enumerate(args.optcc)}
+    sides = {"clang-19": "clang-19", **optccs}
     logs = {side: args.work / f"optcc-{i}.jsonl" for i, side in enumerate(sides)}
     for log in logs.values():
         log.unlink(missing_ok=True)
