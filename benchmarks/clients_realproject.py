@@ -21,6 +21,9 @@ before it with `--before-after first`):
   optcc-oz CC=optcc ... OPTCC_CLANG_BASELINE=0  (the service is not told clang's .text size and compiles its
                                                  own -Oz and the input, as before that option)
 and a table of both optcc sides' cold builds unit by unit (optcc's time per unit over clang's compile of it).
+--compare-optcc DIR does the same with a third copy built with another install's optcc and optcc++
+(DIR/optcc, e.g. the main checkout's .venv/bin: `optcc-main`, its own defaults), after this one's (before
+it with --compare-first).
 --compare-budget B does the same with a third copy built with OPTCC_BUDGET=B (`optcc-budget`), after the
 optcc one (before it with --compare-first): two budgets at the same load, on one service.
 
@@ -114,8 +117,11 @@ RECIPES = (
     ),
 )  # fmt: skip
 STEPS = ("configure", "build", "test", "clean", "warm")
+# The optional third side of a run, and its key in each package's results.
+THIRD_SIDES = {"optcc-oz": "compare_oz", "optcc-budget": "compare_budget", "optcc-main": "compare_main"}
 # optcc's per-unit timings (its OPTCC_LOG) summed in the cold build's breakdown, with their column names.
 BREAKDOWN = {
+    "before_s": "optcc's imports",
     "clang_s": "clang",
     "ir_step_s": "IR step",
     "deadline_s": "deadline given",
@@ -135,6 +141,7 @@ def compilers(
     cache_dir: Path,
     before_after="",
     compare_budget: float | None = None,
+    compare_optcc: Path | None = None,
 ) -> dict[str, dict[str, str]]:
     """The environment of each side's builds, in build order: clang, optcc; with `before_after` "last" (or
     "first") a third side after (or before) optcc: optcc-oz, or with `compare_budget` optcc-budget (optcc
@@ -152,7 +159,11 @@ def compilers(
     sides = {"clang": {"CC": "clang-19", "CXX": "clang++-19", **flags}, "optcc": {**optcc, **flags}}
     if before_after:  # a cache of its own: cold means cold for this side too
         third = "optcc-oz" if compare_budget is None else "optcc-budget"
-        if compare_budget is None:
+        if compare_optcc is not None:
+            third = "optcc-main"
+            before = {"CC": str(compare_optcc / "optcc"), "CXX": str(compare_optcc / "optcc++")}
+            before["OPTCC_CACHE_DIR"] = f"{cache_dir}-main"
+        elif compare_budget is None:
             before = {"OPTCC_CLANG_BASELINE": "0", "OPTCC_CACHE_DIR": f"{cache_dir}-oz"}
         else:
             before = {"OPTCC_BUDGET": str(compare_budget), "OPTCC_CACHE_DIR": f"{cache_dir}-budget"}
@@ -205,7 +216,8 @@ def count_units(units: list[dict]) -> dict[str, int]:
     kinds = Counter(u["outcome"] for u in units)
     served = [u for u in units if u["outcome"] == "service"]
     return {
-        "taken_over": kinds["service"] + kinds["fallback"],
+        "taken_over": kinds["service"] + kinds["fallback"] + kinds["not_asked"],
+        "not_asked": kinds["not_asked"],  # kept clang's object: its budget could not pay for a call
         "from_cache": sum(1 for u in units if u.get("from_cache")),  # budget cuts (fallbacks) too
         "service_won": sum(1 for u in served if u["winner"] == "service"),
         "passed_through": kinds["passthrough"],
@@ -264,6 +276,10 @@ def main() -> int:
         help="a third copy built with this OPTCC_BUDGET, after the optcc one (--compare-first: before it)",
     )  # fmt: skip
     parser.add_argument("--compare-first", action="store_true")
+    parser.add_argument(
+        "--compare-optcc", type=Path,
+        help="a third copy built with DIR/optcc and DIR/optcc++ (another install: main's), after this one's",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, help="write the markdown section here")
     parser.add_argument("--json", type=Path, default=WORK / "realproject.json")
     parser.add_argument("--render", type=Path, help="only print the tables of an earlier run's --json file")
@@ -273,14 +289,14 @@ def main() -> int:
     args = parser.parse_args()
     if args.render:
         run = json.loads(args.render.read_text())
-        before_after = any("optcc-oz" in p or "optcc-budget" in p for p in run["packages"])
+        before_after = any(third in p for p in run["packages"] for third in THIRD_SIDES)
         print(
             render(run)
             + render_units(unit_statistics(args.logs, run))
             + (render_before_after(run, args.logs) if before_after else "")
         )
         return 0
-    if args.compare_budget is not None:
+    if args.compare_budget is not None or args.compare_optcc is not None:
         args.before_after = "first" if args.compare_first else "last"
 
     if not args.server:
@@ -307,6 +323,7 @@ def main() -> int:
         cache_dir,
         args.before_after,
         args.compare_budget,
+        args.compare_optcc,
     )
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     load_before = os.getloadavg()
@@ -319,7 +336,7 @@ def main() -> int:
         outcome = {"package": recipe.package, "version": version, "recipe": recipe.__dict__}
         outcome |= {side: {k: v for k, v in b.items() if k != "objects"} for side, b in built.items()}
         outcome["compare"] = compare(built["clang"], built["optcc"])
-        for third, key in (("optcc-oz", "compare_oz"), ("optcc-budget", "compare_budget")):
+        for third, key in THIRD_SIDES.items():
             if third in built:
                 outcome[key] = compare(built["clang"], built[third])
         results.append(outcome)
@@ -334,6 +351,7 @@ def main() -> int:
         "deadline": args.deadline,
         "budget": args.budget,
         "compare_budget": args.compare_budget,
+        "compare_optcc": None if args.compare_optcc is None else str(args.compare_optcc),
         "packages": results,
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -348,7 +366,7 @@ def main() -> int:
     ok = all(
         p[side]["steps"].get("test", {}).get("rc") == 0 and not p[f"compare{suffix}"]["larger"]
         for p in results
-        for side, suffix in (("clang", ""), ("optcc", ""), ("optcc-oz", "_oz"), ("optcc-budget", "_budget"))
+        for side, suffix in (("clang", ""), ("optcc", ""), *((t, k[7:]) for t, k in THIRD_SIDES.items()))
         if side in p
     )
     return 0 if ok else 1
@@ -464,9 +482,10 @@ def cold_breakdown(logs: Path, package: str, side: str = "optcc") -> dict:
     BREAKDOWN column, answers cut by the deadline, fallbacks, answers where the service compiled no -Oz."""
     path = logs / f"{package}-{side}-build.jsonl"
     units = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-    units = [u for u in units if u["outcome"] in ("service", "fallback") and "clang_s" in u]
+    units = [u for u in units if u["outcome"] in ("service", "fallback", "not_asked") and "clang_s" in u]
     return {
         "units": len(units),
+        "not_asked": sum(1 for u in units if u["outcome"] == "not_asked"),
         "deadline_hit": sum(1 for u in units if u.get("deadline_hit")),
         "fallback": sum(1 for u in units if u["outcome"] == "fallback"),
         "oz_skipped": sum(1 for u in units if u.get("oz_skipped")),  # with clang's size: -Oz not finished
@@ -487,6 +506,12 @@ def render_before_after(run: dict, logs: Path) -> str:
     .text size given to the service, which then compiles its own -Oz as the baseline and the input) or
     optcc-budget (another OPTCC_BUDGET)."""
     budget = run.get("compare_budget")
+    if run.get("compare_optcc"):
+        labels = (
+            ("optcc-main", "compare_main", f"optcc of {run['compare_optcc']}"),
+            ("optcc", "compare", "this optcc"),
+        )
+        return _render_sides(run, logs, labels)
     default = "optcc's default" if run.get("budget") is None else str(run["budget"])
     labels = (
         (
@@ -499,6 +524,11 @@ def render_before_after(run: dict, logs: Path) -> str:
             ("optcc-budget", "compare_budget", f"budget {budget}"),
         )
     )
+    return _render_sides(run, logs, labels)
+
+
+def _render_sides(run: dict, logs: Path, labels) -> str:
+    """The cold build unit by unit of each (side, results key, label) in `labels`."""
     lines = [
         "",
         "Cold build, unit by unit (sums over the units sent to the service; `told` units were sent clang's "
@@ -507,11 +537,11 @@ def render_before_after(run: dict, logs: Path) -> str:
         "`optcc / clang` is optcc's whole time per unit over clang's own compile of the same unit, which ran "
         "beside it; `.text saved` over every object of the package):",
         "",
-        "| package | side | units | told | -Oz unfinished | -Oz won | service won | cut by deadline "
-        "| fell back | clang (s) | service call (s) | in the service (s) | compiling (s) "
-        "| optcc per unit (s) | optcc / clang | median unit's optcc / clang | .text saved | larger "
-        "| build cold (s) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| package | side | units | not sent | told | -Oz unfinished | -Oz won | service won "
+        "| cut by deadline | fell back | clang (s) | service call (s) | in the service (s) | compiling (s) "
+        "| optcc per unit (s) | optcc / clang | with optcc's imports | median unit's optcc / clang "
+        "| .text saved | larger | build cold (s) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for p in run["packages"]:
         for side, key, label in labels:
@@ -520,13 +550,16 @@ def render_before_after(run: dict, logs: Path) -> str:
             row, c = cold_breakdown(logs, p["package"], side), p[key]
             saved = (c["clang_text"] - c["optcc_text"]) / c["clang_text"] if c["clang_text"] else 0.0
             ratio = row["seconds"] / row["clang_s"] if row["clang_s"] else 0.0
+            whole = (row["seconds"] + row["before_s"]) / row["clang_s"] if row["clang_s"] else 0.0
             build = p[side]["steps"].get("build", {}).get("seconds", 0.0)
             lines.append(
-                f"| {p['package']} | {label} | {row['units']} | {row['told']} | {row['oz_skipped']} "
+                f"| {p['package']} | {label} | {row['units']} | {row['not_asked']} | {row['told']} "
+                f"| {row['oz_skipped']} "
                 f"| {row['oz_won']} | {row['service_won']} "
                 f"| {row['deadline_hit']} | {row['fallback']} | {row['clang_s']:.1f} "
                 f"| {row['service_s']:.1f} | {row['service_total_s']:.1f} | {row['service_compile_s']:.1f} "
-                f"| {row['seconds']:.1f} | {ratio:.2f} | {row['median_ratio']:.2f} | {saved:.2%} "
+                f"| {row['seconds']:.1f} | {ratio:.2f} | {whole:.2f} | {row['median_ratio']:.2f} "
+                f"| {saved:.2%} "
                 f"| {len(c['larger'])} | {build:.1f} |"
             )
     return "\n".join(lines) + "\n"
@@ -558,11 +591,13 @@ def render_units(stats: dict) -> str:
             "workers' time; `unit` is optcc's whole "
             "time per unit.",
             "",
-            "| package | units | cut by deadline | fell back | " + " | ".join(BREAKDOWN.values()) + " |",
-            "|---|---:|---:|---:|" + "---:|" * len(BREAKDOWN),
+            "| package | units | not sent | cut by deadline | fell back | "
+            + " | ".join(BREAKDOWN.values())
+            + " |",
+            "|---|---:|---:|---:|---:|" + "---:|" * len(BREAKDOWN),
         ]
         for package, row in stats["breakdown"].items():
-            cells = [str(row["units"]), str(row["deadline_hit"]), str(row["fallback"])]
+            cells = [str(row["units"]), str(row["not_asked"]), str(row["deadline_hit"]), str(row["fallback"])]
             cells += [f"{row[key]:.1f}" for key in BREAKDOWN]
             lines.append(f"| {package} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

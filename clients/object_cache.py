@@ -219,7 +219,13 @@ def open_slot(settings: OptccSettings, job: CompileJob, level: str, args: list[s
         level,
         args,
         [settings.server, settings.objective, settings.ir_mode, settings.strategy, settings.samples],
-        [settings.budget, settings.budget_min_s, settings.deadline_s, settings.large_unit_bytes],
+        [
+            settings.budget,
+            settings.budget_min_s,
+            settings.call_overhead_s,
+            settings.deadline_s,
+            settings.large_unit_bytes,
+        ],
         settings.sends_clang_baseline,
         model,
         [os.environ.get(name) for name in ENVIRONMENT_INPUTS],
@@ -279,7 +285,7 @@ def model_identity(name: str, version: str) -> str:
 
 def parse_dependencies(text: str) -> list[str]:
     """The prerequisites of a make rule as clang's -MD writes it (escaped spaces, line continuations)."""
-    joined = text.replace("\\\n", " ")
+    joined = text.replace("\\\n", " ").split("\n", 1)[0]  # the first rule: -MP adds one per header
     _, _, prerequisites = joined.partition(": ")
     paths, current, position = [], "", 0
     while position < len(prerequisites):

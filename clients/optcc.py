@@ -11,21 +11,28 @@ widen it). For such a unit it
   0. looks it up in its object cache (object_cache.py, as ccache's direct mode): a unit whose command,
      compiler, settings, service model, source and headers are unchanged gets the object it got before,
      with clang's diagnostics and dependency file, and neither clang nor the service runs; else it
-  1. starts your clang's own compile of the unit at that level, in the background,
-  2. compiles the unit to unoptimized bitcode (`-Oz -Xclang -disable-llvm-passes -emit-llvm`, -Os for an
-     -Os build; or the thesis' `-O0 -Xclang -disable-O0-optnone -emit-llvm` with OPTCC_IR=o0),
-  3. asks the service over gRPC, with a deadline, for the best pass list for the objective and the object
-     code of that candidate (`return_object`); by default (OPTCC_BUDGET) it asks once clang's compile has
-     ended, with a deadline of 0.6 times that compile's wall time, so a cold build's cost scales with clang's,
-     and tells it the `.text` bytes of clang's object (`baseline_cost`, objective text_size): the service
-     then ranks its own -Oz as one more candidate, compiles no unoptimized input, and returns an object only
-     if one beats clang's; else the unit gets that very clang object (no second compile),
+  1. compiles the unit to unoptimized bitcode (`-Oz -Xclang -disable-llvm-passes -emit-llvm`, -Os for an
+     -Os build), the unit's dependency file with it, and then your clang's own object from that bitcode
+     (`clang -Oz -c unit.bc`: byte for byte the object of `clang -Oz -c unit.c`, with clang's front end run
+     once); with OPTCC_IR=o0 (the thesis' `-O0 -Xclang -disable-O0-optnone -emit-llvm`) or a -MMD
+     dependency file, clang's own compile of the source runs beside the IR step instead,
+  2. decides whether the unit is worth a service call (by default, OPTCC_BUDGET): the call may take 0.6
+     times clang's compile of the unit; less what a call costs beyond its deadline (OPTCC_CALL_OVERHEAD,
+     0.4 s) that is its deadline, and a unit whose deadline would be below OPTCC_BUDGET_MIN (0.2 s), or
+     whose object from clang has no code, keeps clang's object without a call: a cold build's cost scales
+     with clang's,
+  3. asks the service over gRPC, with that deadline, for the best pass list for the objective and the
+     object code of that candidate (`return_object`), telling it the `.text` bytes of clang's object
+     (`baseline_cost`, objective text_size): the service then ranks its own -Oz as one more candidate,
+     compiles no unoptimized input, and returns an object only if one beats clang's; else the unit gets
+     that very clang object (no second compile),
   4. writes the smaller of the two objects by `.text` bytes; a tie keeps clang's. With objective
      instruction_count the service ranks its candidates by IR instructions, but the objects are still
      compared by `.text` bytes: clang's object has no IR to count, and machine code is what the promise is
      about. If clang's object has debug info (`.debug_info`/`.debug_line`) and the service's lacks it,
-     clang's is kept; and stores the result in the cache: service answers, and clang's object when the
-     service answered that the unit's deadline (its budget) ran out; never other fallbacks (object_cache.py).
+     clang's is kept; and stores the result in the cache: service answers, clang's object for a unit not
+     sent (step 2) and when the service answered that the unit's deadline (its budget) ran out; never other
+     fallbacks (object_cache.py).
 Warnings, errors, exit status and -MD dependency files are those of your clang's compile. If the service is
 down, slow, overloaded or answers an error, the unit gets clang's object and stderr says so once per build:
 optcc never breaks a build that clang would build.
@@ -37,9 +44,12 @@ Environment (all optional):
   OPTCC_STRATEGY   greedy | priority | nucleus | coreset | ranked_coreset (default greedy)
   OPTCC_SAMPLES    model candidates per unit                   (default 1 for greedy, else 10)
   OPTCC_DEADLINE   seconds the service may spend on one unit   (default 10; optcc waits 5 s more)
-  OPTCC_BUDGET     the service's deadline per unit as a multiple of clang's own compile time of it, within
-                   [OPTCC_BUDGET_MIN, OPTCC_DEADLINE]; 0: OPTCC_DEADLINE for every unit (default 0.6)
-  OPTCC_BUDGET_MIN the least deadline a budgeted unit gets, in seconds (default 0.5)
+  OPTCC_BUDGET     the service call's time per unit as a multiple of clang's own compile time of it: the
+                   deadline is that less OPTCC_CALL_OVERHEAD, at most OPTCC_DEADLINE; 0: OPTCC_DEADLINE for
+                   every unit, every unit sent (default 0.6)
+  OPTCC_BUDGET_MIN a unit whose deadline would be shorter is not sent: clang's object (default 0.2 s)
+  OPTCC_CALL_OVERHEAD  seconds a call costs beyond its deadline (the service's grace, gRPC, Ray Serve's
+                   proxy), taken off the budget (default 0.4)
   OPTCC_CLANG_BASELINE  0: do not tell the service clang's .text size; its own -Oz is then its baseline and
                    it measures the input too (default 1: told, with objective text_size and a budget)
   OPTCC_LARGE_UNIT a unit whose bitcode is larger (about the model's context) is sent with strategy coreset,
@@ -68,12 +78,15 @@ Environment (all optional):
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 
-from optserve.clients.command_line import CompileJob, decide
-from optserve.clients.settings import IR_MODES, ConfigError, OptccSettings, Policy
+STARTED = time.monotonic()  # before optcc's imports: a unit's log counts them (`before_s`)
+
+import os  # noqa: E402
+import sys  # noqa: E402
+
+from optserve.clients.command_line import CompileJob, decide  # noqa: E402
+from optserve.clients.settings import IR_MODES, ConfigError, OptccSettings, Policy  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -116,7 +129,7 @@ def _wrap(argv: list[str] | None, clang: str, cxx: bool) -> int:
     from optserve.clients import takeover  # only now: passed-through commands never pay for its imports
 
     try:
-        return takeover.compile_unit(settings, job, level, slot)
+        return takeover.compile_unit(settings, job, level, slot, STARTED)
     except Exception as err:  # a bug in optcc must not break a build either
         return _hand_over(takeover.fall_back(clang, args, job, level, f"optcc failed: {err!r}", settings))
 

@@ -65,7 +65,8 @@ class OptccSettings:
     samples: int
     deadline_s: float
     budget: float  # the service's time per unit as a multiple of clang's compile of it; 0: OPTCC_DEADLINE
-    budget_min_s: float
+    budget_min_s: float  # a unit whose deadline would be shorter is not sent (clang's object)
+    call_overhead_s: float  # what a call costs beyond its deadline: taken off the budget
     large_unit_bytes: int  # bitcode above this goes with strategy coreset (LARGE_UNIT_LISTS lists); 0: never
     retry_s: float
     clang: str
@@ -119,8 +120,9 @@ class OptccSettings:
             strategy=strategy,
             samples=samples,
             deadline_s=number("OPTCC_DEADLINE", 10.0),
-            budget=number("OPTCC_BUDGET", 0.6, zero=True),  # docs/bench/clients.md, run 8
-            budget_min_s=number("OPTCC_BUDGET_MIN", 0.5),
+            budget=number("OPTCC_BUDGET", 0.6, zero=True),  # docs/bench/clients.md, run 9
+            budget_min_s=number("OPTCC_BUDGET_MIN", 0.2, zero=True),
+            call_overhead_s=number("OPTCC_CALL_OVERHEAD", 0.4, zero=True),
             large_unit_bytes=_size(env.get("OPTCC_LARGE_UNIT", "16K"), "OPTCC_LARGE_UNIT"),
             retry_s=number("OPTCC_RETRY", 60.0),
             clang=clang,

@@ -6,6 +6,7 @@ imported only then, so that commands passed through never pay for its imports (g
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -41,6 +42,13 @@ class ServiceFailure(Exception):
 
 
 @dataclass(frozen=True)
+class NotAsked:
+    """The unit keeps clang's object without a service call: `reason` says why (its budget, no code)."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
 class Choice:
     """Which object a unit gets: `winner` "service" or "clang", and the `.text` bytes of both."""
 
@@ -52,45 +60,45 @@ class Choice:
 
 
 def compile_unit(
-    settings: OptccSettings, job: CompileJob, level: str, slot: object_cache.Slot | None = None
+    settings: OptccSettings,
+    job: CompileJob,
+    level: str,
+    slot: object_cache.Slot | None = None,
+    process_started: float | None = None,
 ) -> int:
     """Write the smaller of the two objects for `job` as its output; the exit status of clang's compile.
-    With a cache `slot`, a complete service answer's result is stored there for the next build."""
+    With a cache `slot`, a complete service answer's result is stored there for the next build.
+    `process_started`: when optcc's imports began (the log's `before_s`: imports and the cache lookup)."""
     started = time.monotonic()
     timing: dict[str, float] = {}  # where the unit's time went, for the log
+    if process_started is not None:
+        timing["before_s"] = round(started - process_started, 3)
     with tempfile.TemporaryDirectory(prefix="optcc-") as scratch_name:
         scratch = Path(scratch_name)
         clang_object = scratch / "clang.o"
-        with open(scratch / "clang.stderr", "w+b") as clang_errors:
-            own = subprocess.Popen(  # the user's own compile runs beside the IR step (and the service)
-                [settings.clang, *job.clang_args(level, str(clang_object))],
-                stdin=subprocess.DEVNULL,
-                stderr=clang_errors,
+        headers = slot is not None
+        if one_front_end(settings, job):
+            returncode, clang_stderr, answer = _compile_through_bitcode(
+                settings, job, level, scratch, headers, timing, started
             )
-
-            clang_ended = threading.Thread(target=_time_compile, args=(own, started, timing), daemon=True)
-            clang_ended.start()
-            # The gRPC client's imports (0.1-0.3 s, most of optcc's own time on a small unit) load while
-            # clang and the IR step run, not after them.
-            threading.Thread(target=_import_client, daemon=True).start()
-
-            def clang_compile() -> bool:
-                """Wait for clang's own compile; whether it succeeded."""
-                clang_ended.join()
-                return own.returncode == 0
-
-            try:
-                answer = _service_answer(
-                    settings, job, level, scratch, slot is not None, clang_compile, timing
-                )
-            finally:
-                clang_compile()
-            clang_errors.seek(0)
-            clang_stderr = clang_errors.read()
-            sys.stderr.buffer.write(clang_stderr)  # the unit's warnings or errors, as clang gave them
-        if own.returncode != 0:  # an error in the source: the build fails exactly as clang's would
-            return own.returncode
+        else:
+            returncode, clang_stderr, answer = _compile_beside(
+                settings, job, level, scratch, headers, timing, started
+            )
+        sys.stderr.buffer.write(clang_stderr)  # the unit's warnings or errors, as clang gave them
+        if returncode != 0:  # an error in the source: the build fails exactly as clang's would
+            return returncode
         clang_code = clang_object.read_bytes()
+        if isinstance(answer, NotAsked):  # decided by the key's settings and clang's time: stored
+            record = {**_unit_record(job, level), "outcome": "not_asked", "winner": "clang"}
+            record |= {"reason": answer.reason, **timing, "seconds": round(time.monotonic() - started, 3)}
+            _log(settings, record)
+            if settings.verbose:
+                print(f"optcc: {job.source}: clang's object, not sent: {answer.reason}", file=sys.stderr)
+            write_atomically(Path(job.output), clang_code)
+            if slot is not None:
+                _remember(settings, job, slot, slot.model, clang_code, clang_stderr, scratch, record)
+            return 0
         if isinstance(answer, ServiceFailure):
             _notify_fallback(settings.clang, level, str(answer), settings, answer.unreachable)
             record = {**_unit_record(job, level), "outcome": "fallback", "reason": str(answer), **timing}
@@ -115,10 +123,122 @@ def compile_unit(
     return 0
 
 
-def _import_client() -> None:
-    import grpc  # noqa: F401
+def one_front_end(settings: OptccSettings, job: CompileJob) -> bool:
+    """Whether clang's object is made from the IR step's bitcode (`_compile_through_bitcode`): with the
+    -Oz/-Os IR (`OPTCC_IR=oz`, what clang's own pipeline starts from) and no -MMD dependency file, whose
+    list of headers the cache could not use (it leaves system headers out)."""
+    return settings.ir_mode == "oz" and "-MMD" not in job.dependency_flags
 
-    from optserve.serve import client  # noqa: F401
+
+def _compile_through_bitcode(
+    settings: OptccSettings, job: CompileJob, level: str, scratch: Path, headers: bool, timing, started
+):
+    """Clang's own compile in its two halves, the front end once: the IR step (`-Oz -Xclang
+    -disable-llvm-passes -emit-llvm`, with the unit's dependency file) writes the bitcode the service gets,
+    then `clang -Oz -c unit.bc` runs clang's -Oz pipeline and code generator on it: byte for byte the object
+    of `clang -Oz -c unit.c` (every unit of xz-utils and mxml, docs/bench/clients.md), without the second
+    front end that compiling beside the IR step cost (72% of clang's time on xz-utils' units). Diagnostics are
+    the two halves' (the front end's, then the code generator's). If either half fails, clang's one-step
+    compile runs and decides (an error in the source fails the build exactly as clang's would).
+
+    (exit status, clang's stderr, the service's answer or why there is none)."""
+    bitcode = scratch / "unit.bc"
+    if job.dependency_flags:  # the user's dependency file, as clang names it; the cache reads it too
+        dependencies = list(job.dependency_flags)
+    else:
+        dependencies = ["-MD", "-MF", str(scratch / "unit.d")] if headers else []
+    front = subprocess.run(
+        [
+            settings.clang,
+            *job.ir_flags,
+            *ir_step_flags(settings.ir_mode, level),
+            *dependencies,
+            "-c",
+            job.source,
+            "-o",
+            str(bitcode),
+        ],
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    timing["ir_step_s"] = round(time.monotonic() - started, 3)
+    back = None
+    if front.returncode == 0:
+        if _will_ask(settings, timing["ir_step_s"]):  # the gRPC imports (0.1-0.3 s) load beside clang's half
+            threading.Thread(target=_import_client, daemon=True).start()
+        back = subprocess.run(  # -x ir: a -x c given before the source must not name the bitcode C
+            [
+                settings.clang,
+                *job.ir_flags,
+                level,
+                "-Wno-unused-command-line-argument",  # -I, -D, ... mean nothing to bitcode
+                "-c",
+                "-x",
+                "ir",
+                str(bitcode),
+                "-o",
+                str(scratch / "clang.o"),
+            ],
+            stdin=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+    if back is None or back.returncode != 0:
+        own = subprocess.run(
+            [settings.clang, *job.clang_args(level, str(scratch / "clang.o"))],
+            stdin=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        timing["clang_s"] = round(time.monotonic() - started, 3)
+        failed = front if back is None else back
+        reason = f"the IR step failed: {failed.stderr.decode(errors='replace')[-300:]}"
+        return own.returncode, own.stderr, ServiceFailure(reason)
+    timing["clang_s"] = round(time.monotonic() - started, 3)
+    if job.dependency_flags and headers:  # the cache lists the headers from the user's dependency file
+        shutil.copyfile(job.dependency_file, scratch / "unit.d")
+    return 0, front.stderr + back.stderr, _ask_within_budget(settings, scratch, bitcode, timing)
+
+
+def _compile_beside(
+    settings: OptccSettings, job: CompileJob, level: str, scratch: Path, headers: bool, timing, started
+):
+    """Clang's own compile of the source in the background, beside the IR step (with OPTCC_IR=o0, or a -MMD
+    dependency file). (exit status, clang's stderr, the service's answer or why there is none)."""
+    with open(scratch / "clang.stderr", "w+b") as clang_errors:
+        own = subprocess.Popen(  # the user's own compile runs beside the IR step (and the service)
+            [settings.clang, *job.clang_args(level, str(scratch / "clang.o"))],
+            stdin=subprocess.DEVNULL,
+            stderr=clang_errors,
+        )
+
+        clang_ended = threading.Thread(target=_time_compile, args=(own, started, timing), daemon=True)
+        clang_ended.start()
+        # The gRPC client's imports (0.1-0.3 s) load while clang and the IR step run, not after them.
+        threading.Thread(target=_import_client, daemon=True).start()
+
+        def clang_compile() -> bool:
+            """Wait for clang's own compile; whether it succeeded."""
+            clang_ended.join()
+            return own.returncode == 0
+
+        try:
+            answer = _service_answer(settings, job, level, scratch, headers, clang_compile, timing)
+        finally:
+            clang_compile()
+        clang_errors.seek(0)
+        return own.returncode, clang_errors.read(), answer
+
+
+def _will_ask(settings: OptccSettings, front_end_s: float) -> bool:
+    """Whether the unit's budget already allows a service call with clang's front end alone done (its whole
+    compile takes longer): then the gRPC imports are worth starting now; a unit sent to no service pays
+    for none of them."""
+    if not settings.budget:
+        return True
+    return settings.budget * front_end_s - settings.call_overhead_s >= settings.budget_min_s
+
+
+def _import_client() -> None:
+    from optserve.clients import service_call  # noqa: F401
 
 
 def _time_compile(compile: subprocess.Popen, started: float, timing: dict) -> None:
@@ -146,13 +266,10 @@ def _remember(settings, job, slot, model: str, object_code: bytes, clang_stderr,
 def _service_answer(
     settings: OptccSettings, job: CompileJob, level: str, scratch: Path, headers: bool, clang_compile, timing
 ):
-    """The service's response for the unit, or the ServiceFailure that says why there is none. `headers`:
-    the IR step also lists the files the unit includes in scratch/unit.d (for the object cache).
-
-    With a budget (OPTCC_BUDGET), the service is asked once clang's own compile has ended, with a deadline
-    of `budget` times that compile's wall time (at least OPTCC_BUDGET_MIN, at most OPTCC_DEADLINE): the
-    service's work on a unit then scales with what the unit costs clang on this machine now, where a fixed
-    deadline lets a long unit cost a build tens of clang compiles. A unit clang fails on is not sent."""
+    """The IR step beside clang's own compile, then the service's answer (`_ask_within_budget`); or the
+    ServiceFailure that says why there is none. `headers`: the IR step also lists the files the unit includes
+    in scratch/unit.d (for the object cache). With a budget the service is asked once clang's compile has
+    ended; a unit clang fails on is not sent. Without one (OPTCC_BUDGET=0) it is asked at once."""
     if build_state.service_unreachable_since(settings.retry_s):  # then the IR step would be wasted too
         return ServiceFailure(f"optserve at {settings.server} was unreachable earlier in this build")
     started = time.monotonic()
@@ -174,16 +291,40 @@ def _service_answer(
     timing["ir_step_s"] = round(time.monotonic() - started, 3)
     if ir_step.returncode != 0:  # most likely an error in the source, which clang's own compile reports
         return ServiceFailure(f"the IR step failed: {ir_step.stderr.decode(errors='replace')[-300:]}")
+    if settings.budget and not clang_compile():
+        return ServiceFailure("clang's own compile failed")
+    return _ask_within_budget(settings, scratch, bitcode_path, timing)
+
+
+def _ask_within_budget(settings: OptccSettings, scratch: Path, bitcode_path: Path, timing):
+    """The service's response for the unit's bitcode, or why the service was not asked (NotAsked) or gave
+    no answer (ServiceFailure).
+
+    With a budget (OPTCC_BUDGET; clang's compile has ended, `timing["clang_s"]`) the whole call should take
+    at most `budget` times clang's compile: the deadline sent is that less OPTCC_CALL_OVERHEAD, what a call
+    costs beyond its deadline (the service's grace for a compile running at the deadline, the gRPC call
+    through Ray Serve's proxy), at most OPTCC_DEADLINE. A unit whose deadline would be below
+    OPTCC_BUDGET_MIN is not sent: it keeps clang's object (docs/bench/clients.md, run 9: below ~0.2 s nothing
+    but the call's own cost fits, and on a unit clang compiles in 0.1-0.3 s that cost alone was 2-5 times
+    clang's). Nor is a unit whose object from clang has no code, when the objective is `.text` bytes."""
+    if build_state.service_unreachable_since(settings.retry_s):
+        return ServiceFailure(f"optserve at {settings.server} was unreachable earlier in this build")
     deadline_s = settings.deadline_s
     if settings.budget:
-        if not clang_compile():
-            return ServiceFailure("clang's own compile failed")
-        deadline_s = min(deadline_s, max(settings.budget_min_s, settings.budget * timing["clang_s"]))
-    timing["deadline_s"] = round(deadline_s, 3)
+        allowed = settings.budget * timing["clang_s"] - settings.call_overhead_s
+        if allowed < settings.budget_min_s:
+            return NotAsked(
+                f"its budget, {settings.budget:g} x clang's {timing['clang_s']:.2f} s less the call's "
+                f"{settings.call_overhead_s:g} s, is below OPTCC_BUDGET_MIN ({settings.budget_min_s:g} s)"
+            )
+        deadline_s = min(deadline_s, allowed)
     baseline_cost = None
     if settings.sends_clang_baseline:  # clang's compile has ended (the budget waited for it)
         baseline_cost = _clang_text(scratch / "clang.o")
+        if baseline_cost is None:
+            return NotAsked("clang's object has no code to make smaller")
         timing["baseline_cost"] = baseline_cost
+    timing["deadline_s"] = round(deadline_s, 3)
     started = time.monotonic()
     bitcode = bitcode_path.read_bytes()
     timing["bitcode_bytes"] = len(bitcode)
@@ -214,21 +355,21 @@ def _ask_service(settings: OptccSettings, bitcode: bytes, deadline_s: float, bas
     baseline = {} if baseline_cost is None else {"baseline_cost": baseline_cost}
     import grpc
 
-    from optserve.serve.client import CallError, OptserveClient
-    from optserve.serve.client_requests import DEADLINE_MARGIN_S
+    from optserve.clients import service_call
+    from optserve.serve.client_requests import DEADLINE_MARGIN_S, CallError
 
     started = time.monotonic()
     try:
-        with OptserveClient(settings.server) as client:
-            response = client.optimize(
-                bitcode,
-                objective=settings.objective,
-                strategy=strategy,
-                samples=samples,
-                deadline_s=deadline_s,
-                return_object=True,
-                **baseline,
-            )
+        response = service_call.optimize(
+            settings.server,
+            bitcode,
+            objective=settings.objective,
+            strategy=strategy,
+            samples=samples,
+            deadline_s=deadline_s,
+            return_object=True,
+            **baseline,
+        )
     except CallError as err:
         # A service that answers DEADLINE_EXCEEDED itself (its -Oz did not fit a unit's budget) is up; one
         # that let the call's own timeout (deadline + margin) run out is not.

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
+import threading
 from pathlib import Path
 
 PROGRAM = Path(__file__).resolve().parent.parent / "data" / "clients" / "wordstat"
@@ -10,3 +13,46 @@ PROGRAM = Path(__file__).resolve().parent.parent / "data" / "clients" / "wordsta
 # keep its client tests from reaching another run's service (28100/29100 by default).
 HTTP_PORT = int(os.environ.get("OPTSERVE_TEST_HTTP_PORT", "18000")) + 10100
 GRPC_PORT = int(os.environ.get("OPTSERVE_TEST_GRPC_PORT", "19000")) + 10100
+
+
+class CountingProxy:
+    """A TCP relay to the real service that counts the connections optcc opens (each optcc process opens its
+    own channel, so 0 connections in a build means no service call); `refuse` closes them unanswered."""
+
+    def __init__(self, target: str):
+        host, port = target.rsplit(":", 1)
+        self.upstream = (host, int(port))
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.target = f"127.0.0.1:{self.listener.getsockname()[1]}"
+        self.connections = 0
+        self.refuse = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:  # closed
+                return
+            self.connections += 1
+            if self.refuse:
+                client.close()
+                continue
+            upstream = socket.create_connection(self.upstream)
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for end in (source, sink):
+                with contextlib.suppress(OSError):
+                    end.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        self.listener.close()

@@ -19,7 +19,7 @@ from tests.clients.test_clients_never_larger import C_SOURCES, DATA, OPTCC, comp
 
 # A budget (the baseline is sent only with one: clang's compile has ended when the service is asked) large
 # enough that this loaded machine never cuts the service's answer short.
-BUDGETED = {"OPTCC_BUDGET": "100", "OPTCC_BUDGET_MIN": "20", "OPTCC_DEADLINE": "30"}
+BUDGETED = {"OPTCC_BUDGET": "1000", "OPTCC_BUDGET_MIN": "0.5", "OPTCC_DEADLINE": "30"}
 COMPILES = "optserve_compiler_evaluations_total"
 
 

@@ -3,19 +3,17 @@ any change to what makes the object (a header, the model) compiles the unit agai
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from optserve.clients import object_cache
+from tests.clients.clients_helpers import CountingProxy
 
 OPTCC = Path(sys.executable).with_name("optcc")
 UNITS = ["main.c", "table.c", "text.c", "checksum.c"]
@@ -109,49 +107,6 @@ def test_without_a_service_nothing_is_cached(program):
     assert {r["outcome"] for r in records} == {"fallback"}
 
 
-class CountingProxy:
-    """A TCP relay to the real service that counts the connections optcc opens (each optcc process opens its
-    own channel, so 0 connections in a build means no service call); `refuse` closes them unanswered."""
-
-    def __init__(self, target: str):
-        host, port = target.rsplit(":", 1)
-        self.upstream = (host, int(port))
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.target = f"127.0.0.1:{self.listener.getsockname()[1]}"
-        self.connections = 0
-        self.refuse = False
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:  # closed
-                return
-            self.connections += 1
-            if self.refuse:
-                client.close()
-                continue
-            upstream = socket.create_connection(self.upstream)
-            for source, sink in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
-
-    @staticmethod
-    def _pump(source: socket.socket, sink: socket.socket) -> None:
-        try:
-            while data := source.recv(65536):
-                sink.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for end in (source, sink):
-                with contextlib.suppress(OSError):
-                    end.shutdown(socket.SHUT_RDWR)
-
-    def close(self) -> None:
-        self.listener.close()
-
-
 @pytest.fixture
 def proxy(optserve_target):
     relay = CountingProxy(optserve_target)
@@ -189,8 +144,8 @@ def a_new_unit(folder: Path, functions: int) -> None:
 # every unit (OPTCC_LARGE_UNIT=0), as the first budgeted runs had it. The service compiles its own -Oz only
 # when not given clang's size (OPTCC_CLANG_BASELINE=0); given it, it answers (the next test).
 NO_TIME = {
-    "OPTCC_BUDGET": "0.001", "OPTCC_BUDGET_MIN": "0.001", "OPTCC_LARGE_UNIT": "0",
-    "OPTCC_CLANG_BASELINE": "0",
+    "OPTCC_BUDGET": "0.001", "OPTCC_BUDGET_MIN": "0.0001", "OPTCC_CALL_OVERHEAD": "0",
+    "OPTCC_LARGE_UNIT": "0", "OPTCC_CLANG_BASELINE": "0",
 }  # fmt: skip
 
 

@@ -1,0 +1,142 @@
+"""A cold unit's cost: clang's front end runs once, units whose budget cannot pay for a service call (or that
+have no code to shrink) are not sent, and a unit that is sent never imports the full Python client.
+Real clang-19, a real service (the session's) behind a relay that counts connections."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from optserve.clients import elf
+from tests.clients.clients_helpers import CountingProxy
+from tests.clients.test_clients_never_larger import C_SOURCES, OPTCC
+
+# Warnings in the front end (an unused variable) and code in the back end; a header for the dependency file.
+SOURCE = """#include "unit.h"
+int scaled(int x) { int unused; for (int k = 0; k < LIMIT; k++) x = x * 3 + k; return x; }
+"""
+
+
+def optcc(folder: Path, flags: list[str], source: str = "unit.c", **env: str):
+    """optcc -Oz FLAGS -c SOURCE -o unit.o in `folder` (a TMPDIR of its own: one build); (result, records)."""
+    log = folder / "optcc.jsonl"
+    log.unlink(missing_ok=True)
+    tmp = folder / "tmp"
+    tmp.mkdir(exist_ok=True)
+    environment = os.environ | {"TMPDIR": str(tmp), "OPTCC_LOG": str(log)} | env
+    result = subprocess.run(
+        [OPTCC, "-Oz", *flags, "-c", source, "-o", "unit.o"],
+        cwd=folder, env=environment, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result, [json.loads(line) for line in log.read_text().splitlines()]
+
+
+@pytest.fixture
+def proxy(optserve_target):
+    relay = CountingProxy(optserve_target)
+    yield relay
+    relay.close()
+
+
+@pytest.fixture
+def unit(tmp_path) -> Path:
+    (tmp_path / "unit.h").write_text("#define LIMIT 7\n")
+    (tmp_path / "unit.c").write_text(SOURCE)
+    return tmp_path
+
+
+def test_clangs_front_end_runs_once_and_its_object_dependencies_and_warnings_are_clangs(unit):
+    """Clang's object is made from the IR step's bitcode: clang parses the source once (not twice, as
+    compiling beside the IR step did), and the object, the -MD -MP dependency file and the warnings are those
+    of `clang-19 -Oz -c` itself."""
+    calls = unit / "clang-calls"
+    counting = unit / "counting-clang"
+    counting.write_text(f'#!/bin/sh\necho "$*" >> {calls}\nexec clang-19 "$@"\n')
+    counting.chmod(0o755)
+    flags = ["-Wall", "-MD", "-MP"]
+    result, [record] = optcc(unit, flags, OPTCC_CLANG=str(counting), OPTCC_SERVER="127.0.0.1:1")
+    assert record["outcome"] == "fallback"  # no service: clang's object
+    compiles = calls.read_text().splitlines()
+    assert len(compiles) == 2 and sum("unit.c" in c.split() for c in compiles) == 1, compiles
+    mine, dependencies = (unit / "unit.o").read_bytes(), (unit / "unit.d").read_text()
+    plain = subprocess.run(
+        ["clang-19", "-Oz", *flags, "-c", "unit.c", "-o", "unit.o"],
+        cwd=unit, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert mine == (unit / "unit.o").read_bytes()
+    assert dependencies == (unit / "unit.d").read_text() and "unit.h:" in dependencies
+    assert "-Wunused-variable" in plain.stderr
+    assert result.stderr.count("-Wunused-variable") == plain.stderr.count("-Wunused-variable")
+
+
+def test_an_error_in_the_source_fails_as_clangs_compile_does(unit):
+    (unit / "broken.c").write_text("int f(void) { return missing; }\n")
+    environment = os.environ | {"OPTCC_SERVER": "127.0.0.1:1", "TMPDIR": str(unit)}
+    mine = subprocess.run(
+        [OPTCC, "-Oz", "-c", "broken.c", "-o", "broken.o"], cwd=unit, env=environment, capture_output=True,
+        text=True, timeout=120,
+    )  # fmt: skip
+    plain = subprocess.run(
+        ["clang-19", "-Oz", "-c", "broken.c", "-o", "broken.o"], cwd=unit, capture_output=True, text=True
+    )
+    assert mine.returncode == plain.returncode != 0
+    assert mine.stderr.count("undeclared identifier 'missing'") == 1
+
+
+@pytest.mark.slow
+def test_a_unit_whose_budget_cannot_pay_for_a_call_is_not_sent(unit, proxy):
+    """OPTCC_BUDGET times clang's compile, less what a call costs beyond its deadline (OPTCC_CALL_OVERHEAD),
+    below OPTCC_BUDGET_MIN: the unit keeps clang's object and opens no connection to the service; the
+    outcome is stored, so the rebuild comes from the cache."""
+    env = {"OPTCC_SERVER": proxy.target, "OPTCC_BUDGET": "0.5", "OPTCC_CALL_OVERHEAD": "0.4"}
+    _, [record] = optcc(unit, [], OPTCC_CACHE="0", **env)
+    assert (record["outcome"], record["winner"]) == ("not_asked", "clang")
+    assert "below OPTCC_BUDGET_MIN" in record["reason"] and proxy.connections == 0
+    assert (unit / "unit.o").read_bytes() == clang_object(unit, "unit.c")
+    # the same unit with the default minimum and no overhead taken off is sent
+    _, [sent] = optcc(unit, [], OPTCC_CACHE="0", **env | {"OPTCC_BUDGET": "1000", "OPTCC_CALL_OVERHEAD": "0"})
+    assert sent["outcome"] == "service" and proxy.connections >= 1
+    # cached: the rebuild of a unit not sent is a hit
+    optcc(unit, [], **env)
+    _, [hit] = optcc(unit, [], **env)
+    assert (hit["outcome"], hit["from_cache"]) == ("not_asked", True)
+
+
+@pytest.mark.slow
+def test_a_unit_without_code_is_not_sent(tmp_path, proxy):
+    """A table and no function: clang's object has no `.text` to make smaller (objective text_size)."""
+    (tmp_path / "table.c").write_text("const int table[4] = {1, 2, 3, 5};\n")
+    env = {"OPTCC_SERVER": proxy.target, "OPTCC_BUDGET": "1000", "OPTCC_CACHE": "0"}
+    _, [record] = optcc(tmp_path, [], "table.c", **env)
+    assert record["outcome"] == "not_asked" and "no code" in record["reason"]
+    assert proxy.connections == 0 and elf.text_size((tmp_path / "unit.o").read_bytes()) == 0
+
+
+@pytest.mark.slow
+def test_a_unit_sent_to_the_service_imports_grpc_but_not_the_full_python_client(tmp_path, optserve_target):
+    """The call costs optcc gRPC and the generated messages, not serve/client.py (pydantic, asyncio client,
+    health stubs): ~0.13 s less CPU per unit sent (docs/bench/clients.md, run 9)."""
+    source = C_SOURCES / "floating.c"
+    environment = os.environ | {"OPTCC_SERVER": optserve_target, "OPTCC_CACHE": "0", "TMPDIR": str(tmp_path)}
+    environment["OPTCC_LOG"] = str(tmp_path / "optcc.jsonl")
+    done = subprocess.run(
+        [OPTCC.with_name("python"), "-X", "importtime", "-m", "optserve.clients.optcc", "-Oz", "-c",
+         str(source), "-o", str(tmp_path / "unit.o")],
+        env=environment, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    [record] = [json.loads(line) for line in (tmp_path / "optcc.jsonl").read_text().splitlines()]
+    assert record["outcome"] == "service"
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+    assert "grpc" in imported and "optserve.v1.optserve_pb2" in imported
+    assert not imported & {"optserve.serve.client", "optserve.serve.client_channel", "pydantic"}
+
+
+def clang_object(folder: Path, source: str) -> bytes:
+    subprocess.run(["clang-19", "-Oz", "-c", source, "-o", "clang.o"], cwd=folder, check=True, timeout=120)
+    return (folder / "clang.o").read_bytes()
