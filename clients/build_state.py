@@ -2,8 +2,9 @@
 service was found unreachable (so later translation units skip it instead of each waiting for it).
 
 A build is the process group optcc runs in: `make` started from a shell and every compiler it runs share
-one group. The state is a marker file `$TMPDIR/optcc-<uid>/fallback-<pgid>` (default TMPDIR /tmp). Markers
-older than `STALE_S` are ignored, so a reused group id starts fresh.
+one group. The state is a marker file `$TMPDIR/optcc-<uid>/fallback-<pgid>-<leader start>` (default TMPDIR
+/tmp): group ids are reused within minutes on a busy machine, so the group leader's start time (from /proc)
+tells two builds with one id apart. Markers older than `STALE_S` are ignored too.
 """
 
 from __future__ import annotations
@@ -17,8 +18,19 @@ STALE_S = 3600.0
 UNREACHABLE = "unreachable"
 
 
+def _build_id() -> str:
+    """This process group's id and its leader's start time (clock ticks since boot), or the id alone."""
+    group = os.getpgrp()
+    try:
+        # Fields after the command name (which may hold spaces) start at field 3; starttime is field 22.
+        start = Path(f"/proc/{group}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return str(group)
+    return f"{group}-{start}"
+
+
 def _marker() -> Path:
-    return Path(tempfile.gettempdir()) / f"optcc-{os.getuid()}" / f"fallback-{os.getpgrp()}"
+    return Path(tempfile.gettempdir()) / f"optcc-{os.getuid()}" / f"fallback-{_build_id()}"
 
 
 def _fresh_marker() -> Path | None:
