@@ -56,10 +56,13 @@ async def _within(remaining_s: float | None, work: Callable[[float | None], Awai
         return await work(None)
     if remaining_s <= 0:
         raise ServiceError(ErrorKind.DEADLINE_EXCEEDED, "the call's deadline passed before its work began")
+    scope = asyncio.timeout(remaining_s)
     try:
-        async with asyncio.timeout(remaining_s):
+        async with scope:
             return await work(remaining_s)
     except TimeoutError:
+        if not scope.expired():  # the work's own timeout, not the call's
+            raise
         raise ServiceError(
             ErrorKind.DEADLINE_EXCEEDED, f"the call's deadline ({remaining_s:.3f} s) passed before the answer"
         ) from None

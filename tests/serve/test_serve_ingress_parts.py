@@ -8,6 +8,7 @@ real app in test_serve_http.py and test_serve_grpc.py.
 from __future__ import annotations
 
 import asyncio
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -148,6 +149,33 @@ def test_the_call_s_deadline_cuts_an_optimize_budget_to_what_the_call_leaves():
     assert budget(1.0, deadline_s=5.0) == pytest.approx(0.5)  # a short call: half of what is left
     assert budget(100.0) is None  # the default fits: the request is left as it came
     assert budget(10.0, deadline_s=400.0) == 400.0  # over the limit: refused as asked, not hidden
+
+
+def test_work_still_running_when_the_call_s_time_is_up_is_cancelled_as_deadline_exceeded():
+    from optserve.serve.grpc_methods import _within
+
+    cancelled = []
+
+    async def slow(remaining_s):
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            cancelled.append(remaining_s)
+            raise
+
+    async def own_timeout(remaining_s):
+        raise TimeoutError("a backend's own timeout")
+
+    started = time.monotonic()
+    with pytest.raises(ServiceError) as caught:
+        asyncio.run(_within(0.2, slow))
+    assert caught.value.kind is ErrorKind.DEADLINE_EXCEEDED and cancelled == [0.2]
+    assert time.monotonic() - started < 5
+    with pytest.raises(ServiceError) as caught:
+        asyncio.run(_within(-0.1, slow))  # nothing left: refused before any work
+    assert caught.value.kind is ErrorKind.DEADLINE_EXCEEDED and cancelled == [0.2]
+    with pytest.raises(TimeoutError, match="own timeout"):  # not mistaken for the call's deadline
+        asyncio.run(_within(5.0, own_timeout))
 
 
 @pytest.mark.parametrize(
