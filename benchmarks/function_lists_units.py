@@ -39,10 +39,16 @@ from optserve.corpus.journal import journaled
 from optserve.engine.coreset import Coreset
 
 OBJECTIVE = "text_size"
-COUNTS = (1, 3, 10)
+COUNTS = (1, 3, 10)  # default lists per function / per unit; --counts asks for others
 
 
-async def measure(unit: dict, lists: list[tuple[str, ...]], pool: CompilerPool, whole: bool) -> dict:
+async def measure(
+    unit: dict,
+    lists: list[tuple[str, ...]],
+    pool: CompilerPool,
+    whole: bool,
+    counts: tuple[int, ...] = COUNTS,
+) -> dict:
     ir = unit["ir"]
     started = time.perf_counter()
     (oz,) = await pool.evaluate_async(ir, [OZ], OBJECTIVE)
@@ -57,7 +63,7 @@ async def measure(unit: dict, lists: list[tuple[str, ...]], pool: CompilerPool, 
         measured = await measure_functions(parts, [OZ, *lists], OBJECTIVE, pool)
         row["functions"] = len(parts.functions)
         row["helpers"] = sum(len(m) - 1 for m in parts.members.values())
-        for count in COUNTS:
+        for count in counts:
             chosen = measured.choose(count + 1)
             (linked,) = await pool.evaluate_async(ir, [chosen], OBJECTIVE)
             row["per_fn"][str(count)] = {
@@ -75,7 +81,7 @@ async def measure(unit: dict, lists: list[tuple[str, ...]], pool: CompilerPool, 
                 ),
                 "seconds": oz.seconds + sum(e.seconds for e in evaluations[:count]),
             }
-            for count in COUNTS
+            for count in counts
         }
     row["wall_s"] = time.perf_counter() - started
     return row
@@ -112,8 +118,9 @@ def report(rows: list[dict], meta: dict) -> str:
     methods = [("per_fn", "per-fn")]
     if all("whole" in r for r in rows):
         methods += [("whole", "whole"), ("both", "per-fn + whole")]
+    counts = sorted({int(c) for r in rows for c in r.get("per_fn", {})}) or list(COUNTS)
     for method, label in methods:
-        for count in COUNTS:
+        for count in counts:
             kept = [_kept(r, method, count) for r in rows]
             optcc = [min(k, r["clang"]) for k, r in zip(kept, rows, strict=True)]
             better = sum(k < r["oz"] for k, r in zip(kept, rows, strict=True))
@@ -163,7 +170,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=Path, help="append rows here (resumable: units there are skipped)")
     parser.add_argument("--from-rows", type=Path, help="only report rows written earlier")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per compile job")
+    parser.add_argument(
+        "--counts", default=",".join(map(str, COUNTS)), help="lists per function / unit, e.g. 1,10,100"
+    )
     args = parser.parse_args(argv)
+    args.counts = tuple(sorted({int(c) for c in args.counts.split(",")}))
     rows, meta = rows_and_meta(args, _run)
     print(report(rows, meta))
     return 0
@@ -171,16 +182,20 @@ def main(argv: list[str] | None = None) -> int:
 
 async def _run(args) -> tuple[list[dict], dict]:
     coreset = Coreset.load(Path("models/coreset/coreset.json"))
-    lists = list(coreset.first(OBJECTIVE, max(COUNTS)))
+    lists = list(coreset.first(OBJECTIVE, max(args.counts)))
+    if len(lists) < max(args.counts):
+        raise SystemExit(f"the coreset has {len(lists)} {OBJECTIVE} lists, fewer than --counts asks for")
     units = sample_units(args.root, args.units, args.max_bytes)
     with CompilerPool(processes=args.workers, timeout_s=args.timeout) as pool:
 
         async def one(unit: dict) -> dict:
-            return await measure(unit, lists, pool, args.whole)
+            return await measure(unit, lists, pool, args.whole, args.counts)
 
         rows = await journaled(tqdm(units, desc="units", unit="unit"), one, args.rows)
     command = f"python benchmarks/function_lists_units.py --units {args.units} --workers {args.workers}"
     command += f" --max-bytes {args.max_bytes}" + (" --whole" if args.whole else "")
+    if args.counts != COUNTS:
+        command += f" --counts {','.join(map(str, args.counts))}"
     meta = {
         "command": command,
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),

@@ -21,7 +21,7 @@ from optserve.compiler.cost import Objective
 from optserve.compiler.function_lists import FunctionLists, UnitParts, split_unit
 from optserve.compiler.passes import PassListError, validate_pass_list
 from optserve.compiler.pipeline import Evaluation
-from optserve.compiler.workers import CandidateCompiler
+from optserve.compiler.workers import CandidateCompiler, cut_by_deadline
 
 # Passes appended to a function's best list in one round of local search (chosen before measuring: cheap
 # function passes that clean up after a list; on held-out units one round beat 10 more coreset lists).
@@ -37,6 +37,10 @@ REFINE_PASSES = (
     "reassociate",
     "tailcallelim",
 )
+
+
+class DeadlinePassedError(RuntimeError):
+    """The deadline came before every function was measured: no per-function choice can be made."""
 
 
 @dataclass(frozen=True)
@@ -76,19 +80,26 @@ async def measure_functions(
     objective: Objective | str,
     compiler: CandidateCompiler,
     concurrency: int = 2,
+    deadline: float | None = None,
 ) -> FunctionCosts:
     """Compile every candidate on every function module of `parts`, at most `concurrency` modules at a
     time (a unit has up to hundreds of functions: the compiler's queue must not overflow).
 
     If one module's compile raises (the compiler is gone), the others are cancelled before it propagates:
-    none is left waiting to compile for a request that has already failed."""
+    none is left waiting to compile for a request that has already failed. Every compile carries
+    `deadline` (time.monotonic()); DeadlinePassedError if it cut any of them."""
     candidates = tuple(tuple(p) for p in candidates)
     names = list(parts.functions)
     slots = asyncio.Semaphore(concurrency)
 
     async def measure(name: str) -> list[Evaluation]:
         async with slots:
-            return await compiler.evaluate_async(parts.functions[name], candidates, objective)
+            evaluations = await compiler.evaluate_async(
+                parts.functions[name], candidates, objective, deadline=deadline
+            )
+        if cut_by_deadline(evaluations):
+            raise DeadlinePassedError(f"the deadline came while measuring function {name}")
+        return evaluations
 
     tasks = [asyncio.ensure_future(measure(name)) for name in names]
     try:
@@ -111,10 +122,12 @@ async def refine_functions(
     compiler: CandidateCompiler,
     concurrency: int = 2,
     passes: Sequence[str] = REFINE_PASSES,
+    deadline: float | None = None,
 ) -> tuple[dict[str, tuple[tuple[str, ...], int]], float]:
     """One round of local search per function: its best list (`FunctionCosts.best`) with each of `passes`
     appended, measured on its module; the cheapest kept where it beats the best (a tie keeps the shorter).
-    Returns the new best per function and the compile seconds it took (one core, one after another)."""
+    Returns the new best per function and the compile seconds it took (one core, one after another).
+    DeadlinePassedError if `deadline` cut any compile (as `measure_functions`)."""
     slots = asyncio.Semaphore(concurrency)
 
     async def refine(name: str) -> tuple[tuple[tuple[str, ...], int], float]:
@@ -128,7 +141,11 @@ async def refine_functions(
         if not tries:
             return (chosen, cost), 0.0
         async with slots:
-            evaluations = await compiler.evaluate_async(parts.functions[name], tries, objective)
+            evaluations = await compiler.evaluate_async(
+                parts.functions[name], tries, objective, deadline=deadline
+            )
+        if cut_by_deadline(evaluations):
+            raise DeadlinePassedError(f"the deadline came while refining function {name}")
         measured = [(e.cost, index) for index, e in enumerate(evaluations) if e.ok and e.cost < cost]
         seconds = sum(e.seconds for e in evaluations)
         if measured:

@@ -9,6 +9,12 @@ where Ray is absent; a Ray Serve deployment can own one.
 Threads and asyncio: `evaluate` is thread-safe. Concurrent callers share the workers: each call takes idle
 workers as it needs them and gives them back when its candidates are done. From asyncio, use
 `await pool.evaluate_async(...)`, which runs `evaluate` in a thread.
+
+Deadlines: a call may carry the request's deadline (a `time.monotonic()` instant) and may be given up (its
+caller cancelled). From then on no candidate of the call starts, and the compiles it has running are stopped:
+LLVM cannot be interrupted inside a pass, so their workers are killed and restarted in the background
+(~0.15 s each on an idle machine, seconds on a loaded one), and the call returns at once. No worker or
+thread stays busy with work nobody will read.
 """
 
 from __future__ import annotations
@@ -40,17 +46,30 @@ _START_TIMEOUT_S = 120.0
 CRASHED = "compiler worker crashed"
 TIMED_OUT = "timed out"
 NOT_STARTED = "not compiled: the caller gave up before this candidate started"
+STOPPED = "stopped: the caller gave up while this candidate compiled"
+# A candidate cut by the call's deadline: its Evaluation's error starts with this (outcome "deadline").
+DEADLINE_PASSED = "deadline passed"
+DEADLINE_NOT_STARTED = f"{DEADLINE_PASSED}: not compiled, the deadline came before this candidate started"
+DEADLINE_STOPPED = f"{DEADLINE_PASSED}: stopped while compiling"
 # How often a call whose caller may give up checks for it while its candidates compile.
 GIVEN_UP_POLL_S = 0.05
 
 
 def evaluation_outcome(evaluation: Evaluation) -> str:
-    """ok, error (the compiler refused), crash (the worker died), or timeout (it overran the limit)."""
+    """ok, error (the compiler refused), crash (the worker died), timeout (it overran the limit), or
+    deadline (the call's deadline came before it started or while it compiled)."""
     if not evaluation.error:
         return "ok"
     if evaluation.error.startswith(CRASHED):
         return "crash"
+    if evaluation.error.startswith(DEADLINE_PASSED):
+        return "deadline"
     return "timeout" if evaluation.error.startswith(TIMED_OUT) else "error"
+
+
+def cut_by_deadline(evaluations: Sequence[Evaluation]) -> bool:
+    """Whether the call's deadline left any of these candidates unmeasured."""
+    return any(evaluation_outcome(e) == "deadline" for e in evaluations)
 
 
 class PoolBrokenError(RuntimeError):
@@ -165,8 +184,12 @@ class CandidateCompiler(Protocol):
         objective: Objective | str,
         want_ir: bool = False,
         want_object: bool = False,
+        deadline: float | None = None,
     ) -> list[Evaluation]:
-        """One Evaluation per pass list, in order; a candidate that crashed or overran has `error` set."""
+        """One Evaluation per pass list, in order; a candidate that crashed or overran has `error` set.
+
+        `deadline` (a `time.monotonic()` instant of the caller's): candidates not finished by then are
+        stopped or never started, and come back with an error `evaluation_outcome` calls "deadline"."""
         ...
 
 
@@ -185,6 +208,7 @@ class CompilerPool:
         self._closed = False
         self._workers: set[_Worker] = set()
         self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
+        self._restarting = 0  # workers stopped whose successors have not been started yet
         self.replaced_workers = 0
         started = [self._start_worker() for _ in range(processes)]
         for worker in started:
@@ -217,7 +241,7 @@ class CompilerPool:
         if self._closed:
             raise PoolBrokenError("the compiler pool is closed")
         with self._lock:
-            workers = len(self._workers)
+            workers = len(self._workers) + self._restarting
         if workers < self.processes:
             missing = self.processes - workers
             raise PoolBrokenError(f"{missing} of {self.processes} compiler workers could not restart")
@@ -239,13 +263,15 @@ class CompilerPool:
         want_ir: bool = False,
         want_object: bool = False,
         given_up: threading.Event | None = None,
+        deadline: float | None = None,
     ) -> list[Evaluation]:
         """Evaluate every pass list (or FunctionLists, for a whole unit) on `ir` in parallel; results in
         the order of `pass_lists`.
 
-        A candidate whose worker crashes or overruns `timeout_s` gets an Evaluation with `error` set. Once
-        `given_up` is set (the caller stopped waiting), candidates not yet started are never compiled: they
-        get an error Evaluation, and the workers go back to other callers as their current compile ends.
+        A candidate whose worker crashes or overruns `timeout_s` gets an Evaluation with `error` set. At
+        `deadline` (time.monotonic()) the call ends: candidates not yet started get a DEADLINE_NOT_STARTED
+        error, running ones are stopped (DEADLINE_STOPPED; their workers restart in the background). Once
+        `given_up` is set (the caller stopped waiting) it ends the same way, with NOT_STARTED and STOPPED.
         """
         if self._closed:
             raise PoolBrokenError("the compiler pool is closed")
@@ -254,7 +280,7 @@ class CompilerPool:
         candidates = [p if isinstance(p, FunctionLists) else tuple(p) for p in pass_lists]
         pending = deque(range(len(candidates)))
         results: list[Evaluation | None] = [None] * len(candidates)
-        running: dict[Connection, tuple[_Worker, int, float]] = {}
+        running: dict[Connection, tuple[_Worker, int, float]] = {}  # worker, candidate, when it started
         spare: list[_Worker] = []  # workers this call holds but is not using right now
 
         def dispatch(worker: _Worker) -> None:
@@ -264,27 +290,45 @@ class CompilerPool:
             send_ir = ir if worker.ir_key != ir_key else None
             worker.ir_key = ir_key
             worker.busy = True
-            running[worker.connection] = (worker, index, time.monotonic() + self.timeout_s)
+            running[worker.connection] = (worker, index, time.monotonic())
             with contextlib.suppress(OSError):  # a dead worker's closed socket reports the crash in _collect
                 worker.connection.send((ir_key, send_ir, candidates[index], objective, want_ir, want_object))
 
+        def cut() -> tuple[str, str] | None:
+            """(not-started error, stopped error) once the call must end, else None."""
+            if given_up is not None and given_up.is_set():
+                return NOT_STARTED, STOPPED
+            if deadline is not None and time.monotonic() >= deadline:
+                return DEADLINE_NOT_STARTED, DEADLINE_STOPPED
+            return None
+
         try:
             while pending or running:
-                if given_up is not None and given_up.is_set():
+                if ending := cut():
+                    not_started, stopped = ending
                     for index in pending:
-                        results[index] = Evaluation(candidates[index], None, NOT_STARTED, 0.0)
+                        results[index] = Evaluation(candidates[index], None, not_started, 0.0)
                     pending.clear()
-                    if not running:
-                        break
+                    now = time.monotonic()
+                    for worker, index, started in running.values():
+                        results[index] = Evaluation(candidates[index], None, stopped, now - started)
+                        self._restart_in_background(worker)
+                    running.clear()
+                    break
                 while pending:
-                    worker = spare.pop() if spare else self._take_idle(block=not running)
+                    worker = (
+                        spare.pop()
+                        if spare
+                        else self._take_idle(self._idle_wait(running, given_up, deadline))
+                    )
                     if worker is None:
                         break
                     dispatch(worker)
-                self._collect(running, candidates, results, spare, given_up)
+                if running:
+                    self._collect(running, candidates, results, spare, self._wake_by(given_up, deadline))
         finally:
             for worker, _, _ in running.values():  # interrupted: those results will never be read
-                spare.append(self._replace(worker))
+                self._restart_in_background(worker)
             for worker in spare:
                 worker.busy = False
                 self._idle.put(worker)
@@ -297,32 +341,85 @@ class CompilerPool:
         objective: Objective | str,
         want_ir: bool = False,
         want_object: bool = False,
+        deadline: float | None = None,
     ) -> list[Evaluation]:
         """`evaluate` without blocking the event loop. Cancelling it (a deadline, a caller that went away)
-        stops the candidates not yet started: a cut request does not keep the workers busy."""
+        stops the call's candidates, running or not: a cut request does not keep the workers busy."""
         given_up = threading.Event()
         try:
             return await asyncio.to_thread(
-                self.evaluate, ir, pass_lists, objective, want_ir, want_object, given_up
+                self.evaluate, ir, pass_lists, objective, want_ir, want_object, given_up, deadline
             )
         except asyncio.CancelledError:
             given_up.set()
             raise
 
-    def _take_idle(self, block: bool) -> _Worker | None:
+    def idle_workers(self) -> int:
+        """Workers ready for a call now (all `processes` of them once no call runs and restarts are done)."""
+        return self._idle.qsize()
+
+    @staticmethod
+    def _wake_by(given_up: threading.Event | None, deadline: float | None) -> float | None:
+        """When a waiting call must look again whether it is cut (None: only its own events wake it)."""
+        wake = deadline
+        if given_up is not None:  # an Event cannot be waited on with the sockets: poll it
+            poll = time.monotonic() + GIVEN_UP_POLL_S
+            wake = poll if wake is None else min(wake, poll)
+        return wake
+
+    def _idle_wait(self, running, given_up, deadline) -> float | None:
+        """Seconds to wait for an idle worker: none while the call has candidates running (it collects
+        them instead), else until the call may be cut (None: as long as it takes)."""
+        if running:
+            return 0.0
+        wake = self._wake_by(given_up, deadline)
+        return None if wake is None else max(0.0, wake - time.monotonic())
+
+    def _take_idle(self, wait_s: float | None) -> _Worker | None:
         try:
-            return self._idle.get(block=block)
+            if wait_s is not None and wait_s <= 0:
+                return self._idle.get(block=False)
+            return self._idle.get(timeout=wait_s)
         except queue.Empty:
             return None
 
-    def _collect(self, running, candidates, results, spare, given_up=None) -> None:
+    def _restart_in_background(self, worker: _Worker) -> None:
+        """Kill a worker whose compile nobody will read; a thread reaps it and starts its successor, which
+        joins the idle workers once it is ready. The caller is not held up: on a loaded machine a restart
+        takes up to seconds (~0.15 s on an idle one)."""
+        with contextlib.suppress(OSError):
+            worker.process.kill()  # at once: the reaping waits in the thread
+        with self._lock:
+            self._workers.discard(worker)
+            self._restarting += 1  # counted as a worker by check_health until its successor is started
+            self.replaced_workers += 1
+        threading.Thread(target=self._restart, args=(worker,), daemon=True).start()
+
+    def _restart(self, worker: _Worker) -> None:
+        worker.kill()
+        fresh = None if self._closed else self._start_worker()
+        with self._lock:
+            self._restarting -= 1
+        if fresh is None:
+            return
+        try:
+            fresh.wait_ready()
+        except PoolBrokenError:  # check_health reports the missing worker
+            with self._lock:
+                self._workers.discard(fresh)
+            return
+        if self._closed:
+            fresh.stop()
+        else:
+            self._idle.put(fresh)
+
+    def _collect(self, running, candidates, results, spare, wake_by: float | None = None) -> None:
         """Wait for the next finished, crashed or overdue candidate and record its Evaluation (at most
-        GIVEN_UP_POLL_S with `given_up`, so that a caller giving up is noticed soon)."""
-        deadline = min(entry[2] for entry in running.values())
-        if given_up is not None:
-            deadline = min(deadline, time.monotonic() + GIVEN_UP_POLL_S)
+        until `wake_by`, so that a deadline or a caller giving up is noticed soon)."""
+        due = min(started + self.timeout_s for _, _, started in running.values())
+        wait_until = due if wake_by is None else min(due, wake_by)
         # A worker that dies closes its socket, which makes the connection ready (and recv fail).
-        for connection in wait(list(running), timeout=max(0.0, deadline - time.monotonic())):
+        for connection in wait(list(running), timeout=max(0.0, wait_until - time.monotonic())):
             worker, index, _ = running.pop(connection)
             try:
                 results[index] = connection.recv()
@@ -332,7 +429,7 @@ class CompilerPool:
                 results[index] = Evaluation(candidates[index], None, self._crash_message(worker), 0.0)
                 spare.append(self._replace(worker))
         now = time.monotonic()
-        for connection in [c for c, (_, _, due) in running.items() if due <= now]:
+        for connection in [c for c, (_, _, started) in running.items() if started + self.timeout_s <= now]:
             worker, index, _ = running.pop(connection)
             message = f"{TIMED_OUT}: compiling took longer than {self.timeout_s:g} s"
             results[index] = Evaluation(candidates[index], None, message, self.timeout_s)

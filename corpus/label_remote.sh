@@ -9,8 +9,10 @@
 #     SECONDS  labelling time limit; keep it ~90 s under the call's limit (unpacking and packing take time);
 #              for whole units also pass --function-time-limit (a unit's search can outlast the limit)
 # LABEL_WORKERS (default: every core) leaves cores to a job beside it (passlm/train_remote.sh trains on the GPU).
+# LABEL_NAME (default: labels) names the work folder and the packed file, so two labellers (say, test shards at
+# budget 1000 beside val shards at a lower one) can share one call.
 # Needs .carry/llvmlite047.tar.xz (how to make it: docs/bench/corpus.md, "Labelling on the 16-core machine").
-# Writes $OUT/labels.tar.xz: unpack it into the corpus here (`tar xJf .../labels.tar.xz -C data/corpus`);
+# Writes $OUT/$LABEL_NAME.tar.xz: unpack it into the corpus here (`tar xJf .../labels.tar.xz -C data/corpus`);
 # a run cut short leaves journals in it, and the next bundle carries them back, so nothing is redone.
 set -euo pipefail
 
@@ -21,9 +23,10 @@ fi
 bundle=$1 stage=$2 seconds=$3
 shift 3
 out=${OUT:-/tmp/label-out}
-site=/tmp/optserve-site
-pkg=/tmp/optserve-pkg
-work=/tmp/optserve-corpus
+name=${LABEL_NAME:-labels}
+site=/tmp/optserve-site-$name
+pkg=/tmp/optserve-pkg-$name
+work=/tmp/optserve-corpus-$name
 mkdir -p "$out" "$site" "$pkg/optserve" "$work"
 
 tar xJf .carry/llvmlite047.tar.xz -C "$site"
@@ -42,7 +45,7 @@ tar xJf "$bundle" -C "$work"
 # journaled so far are packed below. Journals are written per finished item, so a killed run loses nothing else.
 (cd "$pkg" && timeout --kill-after=10 "$((seconds + 30))" python3 -m optserve.corpus.cli label --corpus "$work" \
   --stage "$stage" --time-limit "$seconds" --workers "${LABEL_WORKERS:-$(nproc)}" --budget 1000 --candidate-timeout 20 --quiet \
-  --json "$@") | tee "$out/label_summary.json" || echo "labeller stopped by timeout; packing its journals" >&2
+  --json "$@") | tee "$out/${name}_summary.json" || echo "labeller stopped by timeout; packing its journals" >&2
 
 # Pack back only the labels of the bundled shards: the other label files in the bundle are stale copies that
 # must not overwrite newer ones at home.
@@ -55,5 +58,5 @@ tar xJf "$bundle" -C "$work"
   [ "$stage" = autotune ] || ls labels/broadcast/lists-*.json 2>/dev/null || true
   ls labels/local/seeds/*.json 2>/dev/null || true
 ) > "$work/returned.txt"
-tar cJf "$out/labels.tar.xz" -C "$work" -T "$work/returned.txt"
+tar cJf "$out/$name.tar.xz" -C "$work" -T "$work/returned.txt"
 ls -l "$out"

@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import tarfile
+import tempfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -227,9 +228,12 @@ def generate_csmith(layout: SourceLayout, programs: int, workers: int = 2) -> Pa
         if target.exists():
             return
         tmp = target.with_suffix(".c.tmp")
+        # Each run in a folder of its own: csmith writes and reads `platform.info` in its working directory,
+        # and two runs sharing one read each other's half-written file ("please specify integer size").
         # Relative output name: csmith writes its command line into the program, which stays byte-identical.
-        _run(["csmith", "--seed", str(seed), *CSMITH_FLAGS, "-o", tmp.name], cwd=root)
-        tmp.rename(target)
+        with tempfile.TemporaryDirectory(dir=root, prefix=".csmith-") as work:
+            _run(["csmith", "--seed", str(seed), *CSMITH_FLAGS, "-o", tmp.name], cwd=Path(work))
+            (Path(work) / tmp.name).rename(target)
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         list(pool.map(one, range(1, programs + 1)))

@@ -26,7 +26,7 @@ from optserve.compiler.cost import Objective
 from optserve.compiler.ir import IRError, instruction_count
 from optserve.compiler.passes import format_pass_list
 from optserve.compiler.pipeline import Evaluation
-from optserve.compiler.workers import CandidateCompiler
+from optserve.compiler.workers import CandidateCompiler, evaluation_outcome
 from optserve.engine.interface import Candidate, Engine, Generation, PromptTooLongError, SamplingOptions
 
 T = TypeVar("T")
@@ -122,9 +122,10 @@ async def generate_with_feedback(
     This is the loop the service runs (serve/optimize.py). A round's new candidates are those no earlier
     round compiled and not in `exclude` (the service's -Oz, compiled beside). The rounds stop after `rounds`
     retries, at a round that adds nothing, at `deadline` (time.monotonic(): each generation is told the time
-    left, and a backend gets `grace_s` more to answer before it is cancelled), or when the prompt no longer
-    fits the model (`PromptTooLongError`: recorded, not raised). A benchmark may ask the feedback rounds for
-    other options than the first (`feedback_options`) and compile only a round's first `per_round` new lists.
+    left, the compiler stops the round's compiles at it and the candidates it cut are left out, and a
+    backend gets `grace_s` more to answer before it is cancelled), or when the prompt no longer fits the
+    model (`PromptTooLongError`: recorded, not raised). A benchmark may ask the feedback rounds for other
+    options than the first (`feedback_options`) and compile only a round's first `per_round` new lists.
     """
     result = FeedbackResult()
     seen: set[tuple[str, ...]] = set(exclude)
@@ -153,15 +154,26 @@ async def generate_with_feedback(
             started = time.monotonic()
             try:
                 evaluations = await _until(
-                    compiler.evaluate_async(ir, [c.pass_list for c in fresh], objective), deadline, grace_s
+                    compiler.evaluate_async(ir, [c.pass_list for c in fresh], objective, deadline=deadline),
+                    deadline,
+                    grace_s,
                 )
             except TimeoutError:
                 result.deadline_hit = True
                 break
             finally:
                 result.compile_s += time.monotonic() - started
-            new = list(zip(fresh, evaluations, strict=True))
-            result.rounds.append(FeedbackRound(feedback, generation, new))
+            # candidates the deadline cut were never measured: left out, and the rounds end
+            new = [
+                pair
+                for pair in zip(fresh, evaluations, strict=True)
+                if evaluation_outcome(pair[1]) != "deadline"
+            ]
+            if new:
+                result.rounds.append(FeedbackRound(feedback, generation, new))
+            if len(new) < len(fresh):
+                result.deadline_hit = True
+                break
         if generation.deadline_hit:
             result.deadline_hit = True
             break

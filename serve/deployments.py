@@ -20,6 +20,7 @@ from ray import serve
 from optserve.config import Settings
 from optserve.engine.interface import Generation, PromptTooLongError, SamplingOptions
 from optserve.serve import metrics, schemas
+from optserve.serve.deadlines import as_monotonic
 from optserve.serve.engine_host import EngineHost
 from optserve.serve.errors import ErrorKind, ServiceError, unavailable
 from optserve.serve.logs import configure_replica_logging
@@ -84,12 +85,23 @@ class CompilerWorkers:
         )
 
     async def evaluate(
-        self, ir: str, pass_lists: Sequence, objective: str, want_ir: bool, want_object: bool
+        self,
+        ir: str,
+        pass_lists: Sequence,
+        objective: str,
+        want_ir: bool,
+        want_object: bool,
+        wall_deadline: float | None = None,
     ) -> list[Evaluation]:
+        """The pool's evaluations; at the request's deadline (wall-clock: serve/deadlines.py) its compiles
+        stop, running or queued, here or in this replica's queue."""
         from optserve.compiler.workers import PoolBrokenError, evaluation_outcome
 
+        deadline = as_monotonic(wall_deadline)
         try:
-            evaluations = await self.pool.evaluate_async(ir, pass_lists, objective, want_ir, want_object)
+            evaluations = await self.pool.evaluate_async(
+                ir, pass_lists, objective, want_ir, want_object, deadline
+            )
         except PoolBrokenError as err:
             raise unavailable(f"the compiler pool cannot compile ({err}); it is being restarted") from None
         recorder = metrics.recorder(*metrics.COMPILER)

@@ -19,6 +19,7 @@ from optserve.compiler.function_lists import FunctionLists
 from optserve.compiler.pipeline import Evaluation
 from optserve.engine.interface import Generation, PromptTooLongError, SamplingOptions
 from optserve.serve import schemas
+from optserve.serve.deadlines import as_wall_time
 from optserve.serve.errors import unavailable
 from optserve.serve.ray_errors import call
 
@@ -78,9 +79,11 @@ class CompilerClient:
         objective: Objective | str,
         want_ir: bool = False,
         want_object: bool = False,
+        deadline: float | None = None,
     ) -> list[Evaluation]:
         lists = [p if isinstance(p, FunctionLists) else tuple(p) for p in pass_lists]  # a unit: one job
-        return await call(self.handle, "evaluate", ir, lists, objective, want_ir, want_object)
+        wall_deadline = as_wall_time(deadline)  # the replica may be another process on another host
+        return await call(self.handle, "evaluate", ir, lists, objective, want_ir, want_object, wall_deadline)
 
 
 class LoopTuneClient:

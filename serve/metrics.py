@@ -87,7 +87,8 @@ ENGINE_PENDING = MetricSpec(
 )
 COMPILER_EVALUATIONS = MetricSpec(
     "optserve_compiler_evaluations",
-    "Candidates compiled by the compiler pools, by outcome (ok, error, crash: the worker died, timeout)",
+    "Candidates compiled by the compiler pools, by outcome (ok, error, crash: the worker died, timeout, "
+    "deadline: cut by the request's deadline, stopped or never started)",
     "counter",
     ("outcome",),
 )

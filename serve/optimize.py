@@ -6,14 +6,18 @@ backends are deployment handles, serve/handles.py) and in a test without Ray. Th
 from the compiler-feedback loop `optserve.engine.feedback.generate_with_feedback`.
 
 Guarantees: the baseline is always ranked, so the best answer is never worse than it; the deadline stops
-sampling and returns the best found so far. -Oz is compiled beside the model for every request. Without
-`baseline_cost` it is the baseline (only -Oz not finishing in time is DEADLINE_EXCEEDED; -Oz failing, because
-its compiler replica died or it does not compile, ends the request at once with that error, not after the rest
-of the candidate work). With it (the client's own cost, e.g. the .text size of the object its own clang made)
-the client's cost is the baseline and -Oz an ordinary candidate, waited for like the others: the answer is the
-cheapest of -Oz and the model's candidates if it costs less than the client's, else the client's; only the
-deadline ending first leaves -Oz out (`oz_skipped`, `deadline_hit`). The input's cost, which only informs, is
-not compiled then: the client's compiles share the cores.
+sampling and returns the best found so far. Every compile carries the deadline to the compiler, which stops
+the compiles still running at it and starts none after it (compiler/workers.py): a candidate it cut is left
+out of the answer, and no worker stays busy for a request already answered.
+
+-Oz is compiled beside the model for every request. Without `baseline_cost` it is the baseline (only -Oz not
+finishing in time is DEADLINE_EXCEEDED; -Oz failing, because its compiler replica died or it does not compile,
+ends the request at once with that error, not after the rest of the candidate work). With it (the client's own
+cost, e.g. the .text size of the object its own clang made) the client's cost is the baseline and -Oz an
+ordinary candidate, waited for like the others: the answer is the cheapest of -Oz and the model's candidates
+if it costs less than the client's, else the client's; only the deadline ending first leaves -Oz out
+(`oz_skipped`, `deadline_hit`). The input's cost, which only informs, is not compiled then: the client's
+compiles share the cores.
 """
 
 from __future__ import annotations
@@ -28,8 +32,8 @@ from optserve.compiler.function_lists import FunctionLists, defined_function_cou
 from optserve.compiler.ir import IRError, parse_ir
 from optserve.compiler.passes import format_pass_list, to_opt_pipeline
 from optserve.compiler.pipeline import Evaluation
-from optserve.compiler.unit_search import measure_functions, refine_functions
-from optserve.compiler.workers import CandidateCompiler
+from optserve.compiler.unit_search import DeadlinePassedError, measure_functions, refine_functions
+from optserve.compiler.workers import CandidateCompiler, cut_by_deadline, evaluation_outcome
 from optserve.config import Settings
 from optserve.engine.coreset import Coreset
 from optserve.engine.feedback import generate_with_feedback
@@ -154,10 +158,14 @@ class Optimizer:
             started_output = time.monotonic()
             try:
                 (best_eval,) = await _until(
-                    self.compiler.evaluate_async(ir, [ranked[0].job], request.objective, *want),
+                    self.compiler.evaluate_async(
+                        ir, [ranked[0].job], request.objective, *want, deadline=deadline
+                    ),
                     deadline + BACKEND_GRACE_S,
                     "the best candidate's output",
                 )
+                if cut_by_deadline([best_eval]):
+                    raise _deadline_exceeded("the best candidate's output")
                 if best_eval.error:
                     raise ServiceError(ErrorKind.INTERNAL, best_eval.error)
                 best_ir, best_object = best_eval.optimized_ir, best_eval.object_code
@@ -216,7 +224,7 @@ class Optimizer:
         is INTERNAL and not finishing by the deadline DEADLINE_EXCEEDED. -Oz as a candidate (`baseline_cost`
         given): its error is the candidate's, and the deadline coming first leaves it out (None)."""
         as_baseline = request.baseline_cost is None
-        oz = asyncio.ensure_future(self._oz_evaluation(ir, request.objective, want, as_baseline))
+        oz = asyncio.ensure_future(self._oz_evaluation(ir, request.objective, want, as_baseline, deadline))
         sampling = asyncio.ensure_future(self._sample_and_measure(ir, request, deadline))
         try:
             sampled = await _unless_failed_first(sampling, oz)
@@ -226,17 +234,27 @@ class Optimizer:
             except ServiceError as err:
                 if as_baseline or err.kind is not ErrorKind.DEADLINE_EXCEEDED:
                     raise
-                oz_eval, sampled.deadline_hit = None, True
+                oz_eval = None
+            if oz_eval is None:  # -Oz as a candidate, cut by the deadline
+                sampled.deadline_hit = True
             sampled.compile_s += time.monotonic() - started_waiting
         finally:
             sampling.cancel()
             oz.cancel()
         return sampled, oz_eval
 
-    async def _oz_evaluation(self, ir: str, objective: str, want: tuple[bool, bool], as_baseline: bool):
+    async def _oz_evaluation(
+        self, ir: str, objective: str, want: tuple[bool, bool], as_baseline: bool, deadline: float
+    ) -> Evaluation | None:
         """-Oz's Evaluation (with the output asked for); as the baseline, INTERNAL if -Oz does not compile
-        this module."""
-        (oz_eval,) = await self.compiler.evaluate_async(ir, [OZ_PASS_LIST], objective, *want)
+        this module and DEADLINE_EXCEEDED if the deadline stopped it; as a candidate, None then."""
+        (oz_eval,) = await self.compiler.evaluate_async(
+            ir, [OZ_PASS_LIST], objective, *want, deadline=deadline
+        )
+        if cut_by_deadline([oz_eval]):
+            if as_baseline:
+                raise _deadline_exceeded("the -Oz baseline")
+            return None
         if oz_eval.error and as_baseline:
             raise ServiceError(ErrorKind.INTERNAL, f"-Oz failed to compile this module: {oz_eval.error}")
         return oz_eval
@@ -247,11 +265,15 @@ class Optimizer:
             return None
         try:
             (evaluation,) = await _until(
-                self.compiler.evaluate_async(ir, [()], objective), deadline, "the input's cost"
+                self.compiler.evaluate_async(ir, [()], objective, deadline=deadline),
+                deadline,
+                "the input's cost",
             )
         except ServiceError as err:
             if err.kind is not ErrorKind.DEADLINE_EXCEEDED:
                 raise
+            return None
+        if cut_by_deadline([evaluation]):
             return None
         return -1 if evaluation.error else evaluation.cost
 
@@ -315,7 +337,12 @@ class Optimizer:
             candidates = [OZ_PASS_LIST, *self.coreset.first(request.objective, count)]
             measured = await _until(
                 measure_functions(
-                    parts, candidates, request.objective, self.compiler, self.settings.compiler.workers
+                    parts,
+                    candidates,
+                    request.objective,
+                    self.compiler,
+                    self.settings.compiler.workers,
+                    deadline=deadline,
                 ),
                 deadline + BACKEND_GRACE_S,
                 "compiling per-function candidates",
@@ -332,17 +359,23 @@ class Optimizer:
                         request.objective,
                         self.compiler,
                         self.settings.compiler.workers,
+                        deadline=deadline,
                     ),
                     deadline + BACKEND_GRACE_S,
                     "refining the per-function lists",
                 )
                 chosen = FunctionLists.of({n: p for n, (p, _) in refined.items()}, default=chosen.default)
             (linked,) = await _until(
-                self.compiler.evaluate_async(ir, [chosen], request.objective),
+                self.compiler.evaluate_async(ir, [chosen], request.objective, deadline=deadline),
                 deadline + BACKEND_GRACE_S,
                 "linking the per-function candidate",
             )
+            if cut_by_deadline([linked]):
+                raise DeadlinePassedError("the deadline came while linking the per-function candidate")
         except IRError:  # aliases or ifuncs: whole-unit candidates only
+            return
+        except DeadlinePassedError:
+            sampled.deadline_hit = True
             return
         except ServiceError as err:
             if err.kind is not ErrorKind.DEADLINE_EXCEEDED:
@@ -433,11 +466,12 @@ class Optimizer:
         candidates: list[tuple[tuple[str, ...], float]],
         source: CandidateSource,
     ) -> list[Evaluation] | None:
-        """Compile (pass list, logprob) candidates into `sampled`; None when the deadline came first."""
+        """Compile (pass list, logprob) candidates into `sampled`; None when the deadline came first. Those
+        the deadline cut are left out (the others, measured in time, are kept)."""
         started = time.monotonic()
         try:
             evaluations = await _until(
-                self.compiler.evaluate_async(ir, [p for p, _ in candidates], objective),
+                self.compiler.evaluate_async(ir, [p for p, _ in candidates], objective, deadline=deadline),
                 deadline + BACKEND_GRACE_S,
                 f"compiling {source} candidates",
             )
@@ -451,7 +485,10 @@ class Optimizer:
         sampled.measured += [
             _Measured(p, e.cost, logprob, source, e.error or "")
             for (p, logprob), e in zip(candidates, evaluations, strict=True)
+            if evaluation_outcome(e) != "deadline"
         ]
+        if cut_by_deadline(evaluations):
+            sampled.deadline_hit = True
         return evaluations
 
 
@@ -479,14 +516,16 @@ async def _unless_failed_first(work: asyncio.Future, beside: asyncio.Future):
     return await work
 
 
+def _deadline_exceeded(what: str) -> ServiceError:
+    return ServiceError(ErrorKind.DEADLINE_EXCEEDED, f"deadline exceeded while waiting for {what}")
+
+
 async def _until(awaitable, deadline: float, what: str):
     """Await a backend call until the monotonic `deadline`; DEADLINE_EXCEEDED (and cancel it) after that."""
     try:
         return await asyncio.wait_for(awaitable, timeout=max(deadline - time.monotonic(), 0.0))
     except TimeoutError:
-        raise ServiceError(
-            ErrorKind.DEADLINE_EXCEEDED, f"deadline exceeded while waiting for {what}"
-        ) from None
+        raise _deadline_exceeded(what) from None
 
 
 # Among candidates of equal cost: the baseline first (the client's before -Oz: a tie keeps the client's

@@ -148,11 +148,13 @@ class _DiesOnFirstModule:
         self.pool = pool
         self.started = 0
 
-    async def evaluate_async(self, ir, pass_lists, objective, want_ir=False, want_object=False):
+    async def evaluate_async(
+        self, ir, pass_lists, objective, want_ir=False, want_object=False, deadline=None
+    ):
         self.started += 1
         if self.started == 1:
             raise ConnectionError("the compiler went away")
-        return await self.pool.evaluate_async(ir, pass_lists, objective, want_ir, want_object)
+        return await self.pool.evaluate_async(ir, pass_lists, objective, want_ir, want_object, deadline)
 
 
 def test_a_module_whose_compile_raises_stops_the_other_modules(program_ir):

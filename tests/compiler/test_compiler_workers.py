@@ -130,9 +130,9 @@ def test_a_candidate_over_the_time_limit_times_out_and_the_worker_is_replaced(c_
         assert fast.cost == evaluate(c_ir["switch"], ("-Oz",), "instruction_count").cost
 
 
-def test_cancelling_a_call_leaves_its_unstarted_candidates_uncompiled(c_ir, heavy_ir):
-    """A service request cut by its deadline cancels its compile call: the candidates still queued must
-    not keep the workers (and the build's CPUs) busy after the answer went out."""
+def test_cancelling_a_call_stops_its_candidates_running_or_not(c_ir, heavy_ir):
+    """A service request cut by its deadline cancels its compile call: neither the candidate compiling nor
+    those still queued may keep the workers (and the build's CPUs) busy after the answer went out."""
     with CompilerPool(processes=1, timeout_s=120) as single:
 
         async def cancel_after_the_first_starts():
@@ -147,9 +147,63 @@ def test_cancelling_a_call_leaves_its_unstarted_candidates_uncompiled(c_ir, heav
         asyncio.run(cancel_after_the_first_starts())
         (after,) = single.evaluate(c_ir["switch"], [("-Oz",)], "instruction_count")
         one_compile = evaluate(heavy_ir, ("-O3",), "instruction_count").seconds
-        assert after.ok and single.replaced_workers == 0
-        # The worker finished the candidate it had started, and none of the five others.
-        assert time.monotonic() - started < 3 * one_compile + 1.0
+        assert after.ok and single.replaced_workers == 1  # the running compile's worker was stopped
+        # Neither the started candidate nor the five others ran to their end.
+        assert time.monotonic() - started < one_compile + 1.0
+
+
+def test_at_its_deadline_a_call_stops_its_running_candidates_and_starts_no_more(c_ir, heavy_ir):
+    """Two workers, six candidates of about a second each, a deadline 0.3 s away: the call returns at the
+    deadline, the two running candidates stopped and four never started; the pool is whole again soon."""
+    with CompilerPool(processes=2, timeout_s=120) as pool:
+        started = time.monotonic()
+        results = pool.evaluate(heavy_ir, [("-O3",)] * 6, "instruction_count", deadline=started + 0.3)
+        returned_s = time.monotonic() - started
+        assert [r.error for r in results].count(workers.DEADLINE_STOPPED) == 2
+        assert [r.error for r in results].count(workers.DEADLINE_NOT_STARTED) == 4
+        assert {workers.evaluation_outcome(r) for r in results} == {"deadline"}
+        assert returned_s < 0.3 + 0.2, returned_s  # the stop does not wait for the workers' restart
+        assert pool.replaced_workers == 2
+        _wait_for(lambda: pool.idle_workers() == 2, 10.0)
+        assert pool.busy_worker_pids() == []
+        (after,) = pool.evaluate(
+            c_ir["switch"], [("-Oz",)], "instruction_count", deadline=time.monotonic() + 30
+        )
+        assert after.ok and after.cost == evaluate(c_ir["switch"], ("-Oz",), "instruction_count").cost
+
+
+def test_a_call_whose_deadline_has_passed_compiles_nothing(pool, c_ir):
+    replaced = pool.replaced_workers
+    results = pool.evaluate(c_ir["loops"], CANDIDATES, "instruction_count", deadline=time.monotonic())
+    assert [r.error for r in results] == [workers.DEADLINE_NOT_STARTED] * len(CANDIDATES)
+    assert pool.replaced_workers == replaced and pool.busy_worker_pids() == []
+
+
+def test_a_deadline_that_leaves_time_changes_nothing(pool, c_ir):
+    deadline = time.monotonic() + 60
+    results = pool.evaluate(c_ir["structs"], CANDIDATES, "instruction_count", deadline=deadline)
+    assert [r.cost for r in results] == [
+        evaluate(c_ir["structs"], c, "instruction_count").cost for c in CANDIDATES
+    ]
+
+
+def test_a_call_waiting_for_a_busy_pool_ends_at_its_deadline(c_ir, heavy_ir):
+    """The pool's one worker is another caller's: a second call with a deadline does not wait past it."""
+    with CompilerPool(processes=1, timeout_s=120) as single:
+        other = threading.Thread(target=single.evaluate, args=(heavy_ir, [("-O3",)] * 3, "instruction_count"))
+        other.start()
+        _wait_for(lambda: single.busy_worker_pids() != [], 30.0)
+        started = time.monotonic()
+        (late,) = single.evaluate(c_ir["switch"], [("-Oz",)], "instruction_count", deadline=started + 0.2)
+        assert late.error == workers.DEADLINE_NOT_STARTED and time.monotonic() - started < 0.2 + 0.2
+        other.join(timeout=120)
+
+
+def _wait_for(condition, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.01)  # polling the pool's state, bounded by the timeout
 
 
 def test_concurrent_callers_share_the_pool(pool, c_ir):

@@ -22,25 +22,10 @@ import ray
 
 from optserve.serve.app import APP_NAME
 from optserve.serve.client import CallError, OptserveClient
-from tests.serve.serve_helpers import TOKEN, slow_module
+from tests.serve.serve_helpers import TOKEN, replica_pids, slow_module
 
 LLVM_ABORT_C = Path(__file__).resolve().parent.parent / "data" / "c" / "llvm_abort" / "loop_reduce_lcssa.c"
 RECOVERY_S = 180.0
-
-
-def _replica_pids(deployment: str) -> list[int]:
-    """Live replica processes of `deployment`, from the process table: Ray names an actor's process
-    `ray::ServeReplica:<app>:<deployment>`, and this test session's Ray runs below this process."""
-    title = f"ServeReplica:{APP_NAME}:{deployment}"
-
-    def titled(process) -> bool:
-        try:
-            return process.status() != psutil.STATUS_ZOMBIE and title in " ".join(process.cmdline())
-        except psutil.Error:
-            return False
-
-    # Forked compiler workers inherit the replica's process title: keep the topmost titled processes.
-    return [p.pid for p in psutil.Process().children(recursive=True) if titled(p) and not titled(p.parent())]
 
 
 def _poll(condition, timeout_s: float, what: str):
@@ -115,7 +100,7 @@ def test_llvm_abort_is_contained_inside_the_service(rel_service, grpc_client, ad
 
 
 def test_compiler_worker_killed_mid_request(rel_service, grpc_client, add_ir):
-    (replica_pid,) = _replica_pids("CompilerWorkers")[:1]
+    (replica_pid,) = replica_pids("CompilerWorkers")[:1]
     replica = psutil.Process(replica_pid)
     module = slow_module()  # -Oz alone takes seconds: the worker is busy long enough to be killed
     baseline = {child.pid: _cpu(child) for child in replica.children()}
@@ -139,7 +124,7 @@ def test_serve_replica_killed_mid_request(rel_service, grpc_client, add_ir):
     """SIGKILL the CompilerWorkers replica while it serves a request: the request fails cleanly
     (UNAVAILABLE) or is answered, the compiler part of readiness turns not ready, then ready again as Serve
     starts a new replica, and the service answers again."""
-    (replica_pid,) = _replica_pids("CompilerWorkers")[:1]
+    (replica_pid,) = replica_pids("CompilerWorkers")[:1]
     module = slow_module()
     replica = psutil.Process(replica_pid)
     baseline = {child.pid: _cpu(child) for child in replica.children()}
@@ -167,7 +152,7 @@ def test_serve_replica_killed_mid_request(rel_service, grpc_client, add_ir):
         print(f"the call (with retries) ended {ended[0] - killed:.1f} s after the kill")
     _turned_and_recovered("compiler readiness", history)
     _poll(
-        lambda: [p for p in _replica_pids("CompilerWorkers") if p != replica_pid], RECOVERY_S, "a new replica"
+        lambda: [p for p in replica_pids("CompilerWorkers") if p != replica_pid], RECOVERY_S, "a new replica"
     )
     _recovered(grpc_client, add_ir)
     assert ray.is_initialized()
@@ -182,7 +167,7 @@ def test_a_try_whose_compiler_replica_dies_gets_unavailable_long_before_its_dead
     15 s of the kill, not after the rest of its candidate work at its deadline, so a client's retry still
     has the rest of its call. One try only (no client retries), to see that try's answer."""
     endpoints, _ = rel_service
-    (replica_pid,) = _replica_pids("CompilerWorkers")[:1]
+    (replica_pid,) = replica_pids("CompilerWorkers")[:1]
     replica = psutil.Process(replica_pid)
     baseline = {child.pid: _cpu(child) for child in replica.children()}
     with (
@@ -204,7 +189,7 @@ def test_a_try_whose_compiler_replica_dies_gets_unavailable_long_before_its_dead
     print(f"killed {killed - sent:.1f} s after sending, answered {ended - killed:.1f} s after the kill")
     assert ended - killed < 15.0
     _poll(
-        lambda: [p for p in _replica_pids("CompilerWorkers") if p != replica_pid], RECOVERY_S, "a new replica"
+        lambda: [p for p in replica_pids("CompilerWorkers") if p != replica_pid], RECOVERY_S, "a new replica"
     )
     _recovered(grpc_client, add_ir)
 
@@ -262,7 +247,7 @@ def test_looptune_replica_killed_mid_schedule(rel_service, grpc_client):
     Schedule: the call gets UNAVAILABLE or an answer, never INTERNAL; gRPC health of optserve.v1.LoopTune
     turns NOT_SERVING, then SERVING again with nobody restarting anything, and Schedule answers again."""
     endpoints, _ = rel_service
-    (replica_pid,) = _replica_pids("LoopTuneScheduler")[:1]
+    (replica_pid,) = replica_pids("LoopTuneScheduler")[:1]
     replica = psutil.Process(replica_pid)
     busy_from = _cpu(replica)
     with (
@@ -281,7 +266,7 @@ def test_looptune_replica_killed_mid_schedule(rel_service, grpc_client):
     _turned_and_recovered("optserve.v1.LoopTune", history)
     answer = grpc_client.schedule(MATMUL, {"m": 32, "k": 32, "n": 32}, "greedy1", 2.0)
     assert answer.gflops > 0
-    assert [p for p in _replica_pids("LoopTuneScheduler") if p != replica_pid]
+    assert [p for p in replica_pids("LoopTuneScheduler") if p != replica_pid]
 
 
 @pytest.mark.slow
@@ -291,7 +276,7 @@ def test_torch_engine_replica_killed_while_it_decodes(rel_service, grpc_client, 
     optserve.v1.PassOrdering turns NOT_SERVING, then SERVING again as Serve replaces the replica, and
     Optimize answers again."""
     endpoints, _ = rel_service
-    (replica_pid,) = _replica_pids("PassOrderingEngine")[:1]
+    (replica_pid,) = replica_pids("PassOrderingEngine")[:1]
     replica = psutil.Process(replica_pid)
     busy_from = _cpu(replica)
     stop, codes = threading.Event(), []
@@ -318,7 +303,7 @@ def test_torch_engine_replica_killed_while_it_decodes(rel_service, grpc_client, 
     assert codes and set(codes) <= {"OK", "UNAVAILABLE"}, codes
     _turned_and_recovered("optserve.v1.PassOrdering", history)
     _recovered(grpc_client, add_ir)
-    assert [p for p in _replica_pids("PassOrderingEngine") if p != replica_pid]
+    assert [p for p in replica_pids("PassOrderingEngine") if p != replica_pid]
 
 
 RETRYABLE = {"UNAVAILABLE", "RESOURCE_EXHAUSTED"}
@@ -332,7 +317,7 @@ def test_a_steady_stream_across_an_engine_replica_kill_loses_no_call(rel_service
     RESOURCE_EXHAUSTED); none is lost, hangs or gets INTERNAL. One try per call (no client retries), so the
     count is of the server's answers; a client with retries (the default) sends the refused ones again."""
     endpoints, _ = rel_service
-    (replica_pid,) = _replica_pids("PassOrderingEngine")[:1]
+    (replica_pid,) = replica_pids("PassOrderingEngine")[:1]
     interval_s, deadline_s = 0.25, 20.0
     calls: list[tuple[float, Future]] = []  # (sent, its (code, ended))
 
@@ -382,7 +367,7 @@ def test_a_steady_stream_across_an_engine_replica_kill_loses_no_call(rel_service
     assert set(counts) <= {"OK"} | RETRYABLE, [o for o in outcomes if o[1] not in {"OK"} | RETRYABLE]
     before = [code for _, code, ended in outcomes if ended < 0]
     assert before and set(before) == {"OK"}  # the stream was answered before the kill
-    assert [p for p in _replica_pids("PassOrderingEngine") if p != replica_pid]  # the kill took
+    assert [p for p in replica_pids("PassOrderingEngine") if p != replica_pid]  # the kill took
 
 
 def test_result_cache_never_answers_for_another_ir_or_model():

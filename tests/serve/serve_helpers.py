@@ -67,6 +67,55 @@ def slow_module() -> str:
     return module
 
 
+def slow_candidates_module(loops: int = 600) -> str:
+    """One C function of `loops` loops as -O0 IR (1.3 MB at 600). Its candidates compile for seconds each
+    (-Oz ~15 s, -O3 and -O2 ~5 s here, 2 shared cores), where slow_module's take 1-3 s: a deadline cuts
+    them mid-compile with seconds of work left."""
+    lines = ["float heavy(float *a, float *b, int n) {", "  float s = 0;"]
+    lines += [
+        f"  for (int i = 0; i < n; i++) {{ a[i] = a[i] * {k + 1}.5f + b[(i * {k % 7 + 1}) % n];"
+        f" s += a[i] / (b[i] + {k}.0f); }}"
+        for k in range(loops)
+    ]
+    source = "\n".join([*lines, "  return s;", "}"]) + "\n"
+    command = [
+        "clang-19",
+        "-O0",
+        "-Xclang",
+        "-disable-O0-optnone",
+        "-emit-llvm",
+        "-S",
+        "-w",
+        "-x",
+        "c",
+        "-o",
+        "-",
+        "-",
+    ]
+    module = subprocess.run(command, input=source, capture_output=True, text=True, check=True).stdout
+    assert len(module) < MAX_IR_BYTES
+    return module
+
+
+def replica_pids(deployment: str) -> list[int]:
+    """Live replica processes of `deployment`, from the process table: Ray names an actor's process
+    `ray::ServeReplica:<app>:<deployment>`, and this test session's Ray runs below this process."""
+    import psutil
+
+    from optserve.serve.app import APP_NAME
+
+    title = f"ServeReplica:{APP_NAME}:{deployment}"
+
+    def titled(process) -> bool:
+        try:
+            return process.status() != psutil.STATUS_ZOMBIE and title in " ".join(process.cmdline())
+        except psutil.Error:
+            return False
+
+    # Forked compiler workers inherit the replica's process title: keep the topmost titled processes.
+    return [p.pid for p in psutil.Process().children(recursive=True) if titled(p) and not titled(p.parent())]
+
+
 def metric(http, sample: str, **labels: str) -> float:
     """A sample's value at `/metrics` (0 when absent)."""
     from optserve.serve.metrics import parse_exposition

@@ -36,7 +36,7 @@ from optserve.serve.errors import ErrorKind, ServiceError
 from optserve.serve.optimize import Optimizer, _Sampled
 from optserve.serve.result_cache import answer_key
 from optserve.v1 import optserve_pb2 as pb
-from tests.serve.serve_helpers import slow_module
+from tests.serve.serve_helpers import slow_candidates_module, slow_module
 
 # Model candidates alone (the coreset's lists beside them have their own test).
 SETTINGS = Settings.model_validate(
@@ -170,11 +170,13 @@ class OzUnavailable:
     def __init__(self, pool: CompilerPool, delay_s: float):
         self.pool, self.delay_s = pool, delay_s
 
-    async def evaluate_async(self, ir, pass_lists, objective, want_ir=False, want_object=False):
+    async def evaluate_async(
+        self, ir, pass_lists, objective, want_ir=False, want_object=False, deadline=None
+    ):
         if list(pass_lists) == [("-Oz",)]:
             await asyncio.sleep(self.delay_s)
             raise ServiceError(ErrorKind.UNAVAILABLE, "a backend is unavailable, retry later")
-        return await self.pool.evaluate_async(ir, pass_lists, objective, want_ir, want_object)
+        return await self.pool.evaluate_async(ir, pass_lists, objective, want_ir, want_object, deadline)
 
 
 def test_oz_failing_ends_the_request_at_once_not_after_the_other_candidates(pool, add_ir):
@@ -187,6 +189,62 @@ def test_oz_failing_ends_the_request_at_once_not_after_the_other_candidates(pool
         asyncio.run(optimizer.optimize(request))
     assert caught.value.kind is ErrorKind.UNAVAILABLE
     assert time.monotonic() - started < 2.0
+
+
+# On slow_candidates_module these take ~15 s each, as -Oz does (2 shared cores): both workers are busy.
+SLOW_LISTS = [("-Oz", "instcombine"), ("-Oz", "sroa")]
+STOP_BOUND_S = 1.0  # answer past the deadline: BACKEND_GRACE_S, the pool's stop, a loaded machine's slack
+# A stopped worker restarts in ~0.15 s on an idle machine, 1-5 s at a load of 10-19 on 2 shared cores.
+RESTART_BOUND_S = 6.0
+
+
+@pytest.fixture(scope="module")
+def slow_candidates_ir() -> str:
+    return slow_candidates_module()
+
+
+def test_a_request_cut_by_its_deadline_leaves_no_compile_running(pool, add_ir, slow_candidates_ir):
+    """-Oz and the model's lists are still compiling at the deadline (seconds of work left): the answer (the
+    client's baseline) comes at the deadline and those compiles are stopped, not left to run on in the
+    workers and the threads, so a small request right after is answered at once and the pool is whole again.
+    Before, both workers ran on ~13 s past the deadline, and the small request waited for them."""
+    deadline_s = 2.0
+    slow = schemas.OptimizeRequest(
+        ir=slow_candidates_ir, strategy="priority", samples=2, deadline_s=deadline_s, baseline_cost=10**6
+    )
+    small = schemas.OptimizeRequest(ir=add_ir, strategy="priority", samples=1, bypass_cache=True)
+
+    async def one_after_the_other() -> tuple[float, float]:
+        generator = ScriptedGenerator(SLOW_LISTS)
+        started = time.monotonic()
+        answer = await Optimizer(SETTINGS, generator, pool, ResultCache(10), generator.metadata).optimize(
+            slow
+        )
+        answered_s = time.monotonic() - started
+        assert answer.deadline_hit and answer.oz_skipped and answer.best.source == "client_baseline"
+        assert [c.source for c in answer.candidates] == ["client_baseline"]  # the cut ones are left out
+        started = time.monotonic()
+        second = await Optimizer(SETTINGS, generator, pool, ResultCache(10), generator.metadata).optimize(
+            small
+        )
+        assert not second.deadline_hit and second.best.cost <= second.oz_cost
+        return answered_s, time.monotonic() - started
+
+    started = time.monotonic()
+    answered_s, small_s = asyncio.run(one_after_the_other())
+    ended_s = time.monotonic() - started  # asyncio.run also waits for its threads: none may be left busy
+    print(
+        f"cut answered {answered_s:.2f} s (deadline {deadline_s:g} s), "
+        f"small {small_s:.2f} s, done {ended_s:.2f} s"
+    )
+    assert answered_s < deadline_s + STOP_BOUND_S, answered_s
+    assert small_s < RESTART_BOUND_S, small_s  # it waits for a restart; the compiles cut had ~13 s left
+    assert ended_s < deadline_s + STOP_BOUND_S + RESTART_BOUND_S, ended_s
+    deadline = time.monotonic() + 5.0
+    while pool.idle_workers() < pool.processes:
+        assert time.monotonic() < deadline, f"{pool.idle_workers()} of {pool.processes} workers idle"
+        time.sleep(0.01)  # polling the pool, bounded by the deadline
+    assert pool.busy_worker_pids() == []
 
 
 def test_the_input_cost_is_measured_when_the_deadline_leaves_time(pool, add_ir):
@@ -202,9 +260,11 @@ class CountingCompiler:
         self.pool = pool
         self.compiled: list[tuple[str, ...]] = []
 
-    async def evaluate_async(self, ir, pass_lists, objective, want_ir=False, want_object=False):
+    async def evaluate_async(
+        self, ir, pass_lists, objective, want_ir=False, want_object=False, deadline=None
+    ):
         self.compiled += [tuple(p) for p in pass_lists]
-        return await self.pool.evaluate_async(ir, pass_lists, objective, want_ir, want_object)
+        return await self.pool.evaluate_async(ir, pass_lists, objective, want_ir, want_object, deadline)
 
 
 class SlowOzCompiler(CountingCompiler):
@@ -214,10 +274,12 @@ class SlowOzCompiler(CountingCompiler):
         super().__init__(pool)
         self.delay_s = delay_s
 
-    async def evaluate_async(self, ir, pass_lists, objective, want_ir=False, want_object=False):
+    async def evaluate_async(
+        self, ir, pass_lists, objective, want_ir=False, want_object=False, deadline=None
+    ):
         if [tuple(p) for p in pass_lists] == [("-Oz",)]:
             await asyncio.sleep(self.delay_s)
-        return await super().evaluate_async(ir, pass_lists, objective, want_ir, want_object)
+        return await super().evaluate_async(ir, pass_lists, objective, want_ir, want_object, deadline)
 
 
 def test_a_client_baseline_compiles_oz_beside_the_model_but_not_the_input(pool, unrolled_loop_ir):

@@ -21,7 +21,7 @@ from optserve.compiler.cost import text_size
 from optserve.compiler.pipeline import evaluate
 from optserve.serve.client import CallError, OptserveClient
 from optserve.v1 import optserve_pb2 as pb
-from tests.serve.serve_helpers import MAX_IR_BYTES, TOKEN, slow_module
+from tests.serve.serve_helpers import MAX_IR_BYTES, TOKEN, replica_pids, slow_candidates_module, slow_module
 
 MATMUL = "C[m,n] += A[m,k] * B[k,n]"
 
@@ -232,6 +232,69 @@ def test_a_client_baseline_answers_within_a_deadline_too_short_for_oz(client):
     answer = client.optimize(slow_module(), deadline_s=0.01, baseline_cost=1000, bypass_cache=True)
     assert answer.deadline_hit and answer.best.source == pb.CLIENT_BASELINE and answer.best.cost == 1000
     assert answer.oz_skipped and answer.oz_cost == -1  # -Oz did not finish: left out, not an error
+
+
+CUT_DEADLINE_S = 2.0
+CUT_BOUND_S = 1.5  # answer past the deadline: grace, the stop, the trip back, a loaded machine's slack
+
+
+def test_the_deadline_stops_the_compiles_it_cuts(client, add_ir):
+    """The call's deadline bounds the work, not only the wait: -Oz (~15 s) and the unit's lists (~5 s each)
+    are still compiling at the deadline. The answer (the best found in time) comes at the deadline, a small
+    request right after is answered at once (not queued behind abandoned compiles), and the compiler replica
+    is left with all of its workers alive and idle. Before, -Oz ran on ~13 s past the deadline."""
+    module = slow_candidates_module()
+    started = time.monotonic()
+    answer = client.optimize(
+        module,
+        deadline_s=CUT_DEADLINE_S,
+        baseline_cost=10**6,
+        strategy="priority",
+        samples=2,
+        bypass_cache=True,
+    )
+    answered_s = time.monotonic() - started
+    assert answer.deadline_hit and answer.oz_skipped and answer.best.cost <= 10**6  # the best found in time
+    started = time.monotonic()
+    small = client.optimize(add_ir, bypass_cache=True)
+    small_s = time.monotonic() - started
+    print(f"cut answered {answered_s:.2f} s (deadline {CUT_DEADLINE_S:g} s), small {small_s:.2f} s")
+    assert answered_s < CUT_DEADLINE_S + CUT_BOUND_S, answered_s
+    assert not small.deadline_hit and small_s < 6.0, (
+        small_s
+    )  # a stopped worker's restart, on a loaded machine
+    workers = _compiler_workers_settled(timeout_s=10.0)
+    assert workers == {pid: 2 for pid in replica_pids("CompilerWorkers")}, workers
+
+
+def _compiler_workers_settled(timeout_s: float) -> dict[int, int]:
+    """Per compiler replica, its live worker processes, once none of them uses CPU for half a second."""
+    import psutil
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        replicas = [psutil.Process(pid) for pid in replica_pids("CompilerWorkers")]
+        workers = [child for replica in replicas for child in replica.children()]
+        used = {child.pid: _cpu_s(child) for child in workers}
+        time.sleep(0.5)  # a window in which an idle worker uses no CPU
+        busy = [child.pid for child in workers if _cpu_s(child) - used[child.pid] > 0.05]
+        if not busy:
+            return {
+                replica.pid: len([c for c in replica.children() if c.is_running()]) for replica in replicas
+            }
+        assert time.monotonic() < deadline, (
+            f"compiler workers {busy} still busy {timeout_s:g} s after the answer"
+        )
+
+
+def _cpu_s(process) -> float:
+    import psutil
+
+    try:
+        times = process.cpu_times()
+    except psutil.Error:
+        return 0.0
+    return times.user + times.system
 
 
 @pytest.mark.parametrize(

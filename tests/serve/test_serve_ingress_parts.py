@@ -31,10 +31,11 @@ METADATA = schemas.ModelMetadata(
 
 class _Method:
     def __init__(self, answer):
-        self.answer, self.calls = answer, 0
+        self.answer, self.calls, self.sent = answer, 0, []
 
     async def remote(self, *args):
         self.calls += 1
+        self.sent.append(args)
         if isinstance(self.answer, BaseException):
             raise self.answer
         return self.answer
@@ -220,3 +221,20 @@ def test_an_http_refusal_for_capacity_has_retry_after():
     assert busy.status_code == 429 and busy.headers["retry-after"] == "1"
     large = asyncio.run(_service_error_response(None, ServiceError(ErrorKind.TOO_LARGE, "large")))
     assert large.status_code == 413 and "retry-after" not in large.headers
+
+
+def test_the_compiler_client_sends_the_deadline_as_wall_clock_time_and_the_replica_reads_it_back():
+    """A monotonic instant means nothing in another process on another host: the handle carries wall-clock
+    time, which the CompilerWorkers replica turns back into its own monotonic clock (serve/deadlines.py)."""
+    import time
+
+    from optserve.serve.deadlines import as_monotonic
+    from optserve.serve.handles import CompilerClient
+
+    handle = _handle(evaluate=[])
+    deadline = time.monotonic() + 7.0
+    asyncio.run(CompilerClient(handle).evaluate_async("ir", [("-Oz",)], "text_size", deadline=deadline))
+    asyncio.run(CompilerClient(handle).evaluate_async("ir", [("-Oz",)], "text_size"))
+    (*_, wall_deadline), (*_, no_deadline) = handle.evaluate.sent
+    assert wall_deadline == pytest.approx(time.time() + 7.0, abs=0.5) and no_deadline is None
+    assert as_monotonic(wall_deadline) == pytest.approx(deadline, abs=0.01)
