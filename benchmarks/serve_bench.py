@@ -1,6 +1,7 @@
 """Benchmark the service end to end, each engine backend as `make serve` runs it, side by side in one run.
 
     python benchmarks/serve_bench.py [--backends torch,vllm] [--requests 30] [--ps-requests 15]
+        [--baseline-venv OTHER_CHECKOUT/.venv]
 
 For each backend it starts `optserve serve --config FILE` (the command `make serve` runs: local Ray, Ray
 Serve, the bundled model, compiler workers; own ports 184xx/194xx) and waits for its model to be ready; all
@@ -11,6 +12,8 @@ services stay up together, so every backend sees the same machine. Then, over gR
   the same load; service overhead = wall time minus the model and compile time the answer reports;
 - throughput with `--concurrency` clients, one backend after the other;
 - the latency of a result-cache hit, and cold start (process start to the model ready, then a first answer).
+With --baseline-venv, each backend is also started from that virtualenv's `optserve` (another checkout, e.g.
+main's), labelled "(baseline)", in the same run: a change measured before and after under the same load.
 
 Without --model-dir it uses models/passformer, or builds the untrained tiny stand-in model under
 data/serve_bench/ when that is missing. Writes a markdown section to docs/bench/serve.md.
@@ -88,9 +91,10 @@ def percentile(values: list[float], q: float) -> float:
 class Service:
     """One `optserve serve` process (one backend) and a gRPC client of it."""
 
-    def __init__(self, backend: str, index: int, model_dir: Path, workdir: Path):
+    def __init__(self, backend: str, index: int, model_dir: Path, workdir: Path, venv: Path | None = None):
         self.backend = backend
-        config = workdir / f"{backend}.yaml"
+        self.label = backend if venv is None else f"{backend} (baseline)"
+        config = workdir / f"{backend}-{index}.yaml"
         config.write_text(
             yaml.safe_dump(
                 {
@@ -103,8 +107,9 @@ class Service:
                 }
             )
         )
-        self.log = (workdir / f"{backend}.log").open("w")
-        command = [str(Path(sys.executable).with_name("optserve")), "serve", "--config", str(config)]
+        self.log = (workdir / f"{backend}-{index}.log").open("w")
+        optserve = venv / "bin" / "optserve" if venv else Path(sys.executable).with_name("optserve")
+        command = [str(optserve), "serve", "--config", str(config)]
         self.started = time.perf_counter()
         # its own process group: stopping it also stops the Ray processes it started
         self.process = subprocess.Popen(
@@ -120,9 +125,9 @@ class Service:
         self.client = OptserveClient(self.target, timeout_s=600)
         while True:
             if self.process.poll() is not None:
-                raise RuntimeError(f"optserve serve ({self.backend}) exited; see {self.log.name}")
+                raise RuntimeError(f"optserve serve ({self.label}) exited; see {self.log.name}")
             if time.perf_counter() - self.started > STARTUP_TIMEOUT_S:
-                raise RuntimeError(f"optserve serve ({self.backend}) not ready in {STARTUP_TIMEOUT_S} s")
+                raise RuntimeError(f"optserve serve ({self.label}) not ready in {STARTUP_TIMEOUT_S} s")
             try:
                 metadata = self.client.model_metadata()
                 if metadata.ready:
@@ -134,7 +139,7 @@ class Service:
         self.client.optimize(first_module)
         self.cold = {"ready_s": ready - self.started, "first_answer_s": time.perf_counter() - ready}
         self.metadata = metadata
-        print(f"{self.backend}: cold start {self.cold}", flush=True)
+        print(f"{self.label}: cold start {self.cold}", flush=True)
 
     def optimize(self, module: str, **options) -> tuple[float, object]:
         started = time.perf_counter()
@@ -179,10 +184,10 @@ def summarize(results: list[tuple[float, object]], wall: float | None = None) ->
 
 def latency_side_by_side(services: list[Service], modules: list[str], **options) -> dict[str, dict]:
     """One client; each function goes to every backend in turn (the order rotating), so loads match."""
-    results: dict[str, list] = {s.backend: [] for s in services}
+    results: dict[str, list] = {s.label: [] for s in services}
     for i, module in enumerate(modules):
         for service in services[i % len(services) :] + services[: i % len(services)]:
-            results[service.backend].append(service.optimize(module, **options))
+            results[service.label].append(service.optimize(module, **options))
     return {backend: summarize(rows) for backend, rows in results.items()}
 
 
@@ -201,6 +206,32 @@ def cache_hit_latency(service: Service, module: str, repeats: int = 30) -> float
         assert service.client.optimize(module).cached
         latencies.append(time.perf_counter() - started)
     return 1e3 * percentile(latencies, 50)
+
+
+def round_trips(service: Service, repeats: int = 100) -> dict[str, float]:
+    """p50 ms of the two bare trips in the overhead: to Serve's gRPC proxy alone (its own Healthz) and on
+    through it to the ingress replica and back (health Check of the server, no work in the ingress)."""
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+    from ray.serve.generated import serve_pb2, serve_pb2_grpc
+
+    channel = service.client.channel
+    calls = {
+        "proxy_ms": lambda: serve_pb2_grpc.RayServeAPIServiceStub(channel).Healthz(
+            serve_pb2.HealthzRequest(), timeout=30
+        ),
+        "ingress_ms": lambda: health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(), timeout=30
+        ),
+    }
+    trips = {}
+    for name, trip in calls.items():
+        latencies = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            trip()
+            latencies.append(time.perf_counter() - started)
+        trips[name] = 1e3 * percentile(latencies, 50)
+    return trips
 
 
 def machine() -> str:
@@ -222,6 +253,7 @@ def main() -> int:
     parser.add_argument("--ps-requests", type=int, default=15, help="requests per PS@10 measurement")
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--output", type=Path, default=OUT)
+    parser.add_argument("--baseline-venv", type=Path, help="also run each backend from this virtualenv")
     args = parser.parse_args()
 
     model_dir, model_kind = model_directory(args.model_dir)
@@ -233,8 +265,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as workdir:
         services = []
         try:
-            for index, backend in enumerate(backends):  # one at a time: cold starts do not overlap
-                services.append(Service(backend, index, model_dir, Path(workdir)))
+            venvs = [None] if args.baseline_venv is None else [args.baseline_venv, None]
+            runs = [(backend, venv) for venv in venvs for backend in backends]
+            for index, (backend, venv) in enumerate(runs):  # one at a time: cold starts do not overlap
+                services.append(Service(backend, index, model_dir, Path(workdir), venv))
                 services[-1].wait_ready(first)
             for label, options, count in (
                 ("greedy", {"strategy": "greedy", "samples": 1}, args.requests),
@@ -245,19 +279,21 @@ def main() -> int:
                     print(f"{backend} {label} x1: {result}", flush=True)
                 for service in services:
                     result = throughput(service, throughput_set[:count], args.concurrency, **options)
-                    rows.append((service.backend, label, args.concurrency, result))
-                    print(f"{service.backend} {label} x{args.concurrency}: {result}", flush=True)
-            cached = {s.backend: cache_hit_latency(s, first) for s in services}
+                    rows.append((service.label, label, args.concurrency, result))
+                    print(f"{service.label} {label} x{args.concurrency}: {result}", flush=True)
+            cached = {s.label: cache_hit_latency(s, first) for s in services}
             print(f"cache hit p50 ms: {cached}", flush=True)
+            trips = {s.label: round_trips(s) for s in services}
+            print(f"bare round trips p50 ms: {trips}", flush=True)
         finally:
             for service in services:
                 service.stop()
     load = (load_before, os.getloadavg()[0])
-    write_report(args, model_dir, model_kind, services, rows, cached, load)
+    write_report(args, model_dir, model_kind, services, rows, cached, trips, load)
     return 0
 
 
-def write_report(args, model_dir, model_kind, services, rows, cached, load) -> None:
+def write_report(args, model_dir, model_kind, services, rows, cached, trips, load) -> None:
     command = "python benchmarks/serve_bench.py " + " ".join(sys.argv[1:])
     shown_dir = model_dir.relative_to(REPO) if model_dir.is_relative_to(REPO) else model_dir
     metadata = services[0].metadata
@@ -295,13 +331,15 @@ def write_report(args, model_dir, model_kind, services, rows, cached, load) -> N
         )
     lines += [
         "",
-        "| backend | process start to model ready | then first answer | result-cache hit p50 |",
-        "|---|---|---|---|",
+        "| backend | process start to model ready | then first answer | result-cache hit p50 | bare trip p50:"
+        " to Serve's proxy / on to the ingress |",
+        "|---|---|---|---|---|",
     ]
     for service in services:
         lines.append(
-            f"| {service.backend} | {service.cold['ready_s']:.1f} s | {service.cold['first_answer_s']:.2f} s"
-            f" | {cached[service.backend]:.1f} ms |"
+            f"| {service.label} | {service.cold['ready_s']:.1f} s | {service.cold['first_answer_s']:.2f} s"
+            f" | {cached[service.label]:.1f} ms | {trips[service.label]['proxy_ms']:.1f} /"
+            f" {trips[service.label]['ingress_ms']:.1f} ms |"
         )
     lines.append("")
     replace_section(args.output, "\n".join(lines))

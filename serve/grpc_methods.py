@@ -3,11 +3,15 @@
 Ray Serve's proxy routes a gRPC call to the ingress method named like the RPC, with the request as raw bytes
 (serve/grpc_services.py says why); the ingress hands it to the method of the same name here, which parses
 it, checks the caller (loopback peer, token), runs the operation and answers a `ServiceError` as the status
-it names. `grpc_context` is None when a test calls a method directly.
+it names. The call's deadline (serve/call_deadline.py) bounds the work: an Optimize's budget is cut to what
+the call leaves (its best answer so far comes back in time, `deadline_hit`), and any work still running when
+the call's time is up is cancelled (DEADLINE_EXCEEDED). `grpc_context` is None when a test calls a method
+directly.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -16,6 +20,7 @@ from grpc_health.v1 import health_pb2
 from optserve.config import Settings
 from optserve.serve import codec
 from optserve.serve.access import TOKEN_HEADER, check_peer, check_token, plaintext_grpc_host
+from optserve.serve.call_deadline import call_time_remaining, fit_optimize
 from optserve.serve.client_retry import PUSHBACK_KEY
 from optserve.serve.errors import ErrorKind, ServiceError, retry_after_s
 from optserve.serve.grpc_services import parse_request
@@ -45,39 +50,67 @@ def _answer_error(context, err: ServiceError, empty: M) -> M:
     return empty
 
 
+async def _within(remaining_s: float | None, work: Callable[[float | None], Awaitable[M]]) -> M:
+    """`work(remaining_s)`, cancelled when the call's time is up: nobody waits for its answer then."""
+    if remaining_s is None:
+        return await work(None)
+    if remaining_s <= 0:
+        raise ServiceError(ErrorKind.DEADLINE_EXCEEDED, "the call's deadline passed before its work began")
+    scope = asyncio.timeout(remaining_s)
+    try:
+        async with scope:
+            return await work(remaining_s)
+    except TimeoutError:
+        if not scope.expired():  # the work's own timeout, not the call's
+            raise
+        raise ServiceError(
+            ErrorKind.DEADLINE_EXCEEDED, f"the call's deadline ({remaining_s:.3f} s) passed before the answer"
+        ) from None
+
+
 class GrpcMethods:
     def __init__(self, operations: Operations, settings: Settings):
         self.operations = operations
         self.settings = settings
 
-    async def _answer(self, operation: str, context, empty: M, work: Callable[[], Awaitable[M]]) -> M:
+    async def _answer(
+        self, operation: str, context, empty: M, work: Callable[[float | None], Awaitable[M]]
+    ) -> M:
+        """Check the caller and run `work(remaining_s)` (None: the call has no deadline) within the call."""
         try:
+            remaining_s = None
             if context is not None:
                 check_peer(context.peer(), plaintext_grpc_host(self.settings.serve))
-                metadata = dict(context.invocation_metadata())
-                check_token(metadata.get(TOKEN_HEADER), self.settings.serve.auth_token)
-            return await self.operations.record(operation, "grpc", work)
+                metadata = context.invocation_metadata()
+                check_token(dict(metadata).get(TOKEN_HEADER), self.settings.serve.auth_token)
+                remaining_s = call_time_remaining(metadata)
+            return await self.operations.record(operation, "grpc", lambda: _within(remaining_s, work))
         except ServiceError as err:
             if context is None:
                 raise
             return _answer_error(context, err, empty)
 
     async def optimize(self, request: bytes, context) -> pb.OptimizeResponse:
-        async def work() -> pb.OptimizeResponse:
+        async def work(remaining_s: float | None) -> pb.OptimizeResponse:
             optimize_request = codec.optimize_request(parse_request(pb.OptimizeRequest, request))
+            if remaining_s is not None:
+                serve = self.settings.serve
+                optimize_request = fit_optimize(
+                    optimize_request, remaining_s, serve.default_deadline_s, serve.max_deadline_s
+                )
             return codec.optimize_response(await self.operations.optimize(optimize_request))
 
         return await self._answer("optimize", context, pb.OptimizeResponse(), work)
 
     async def model_metadata(self, request: bytes, context) -> pb.ModelMetadata:
-        async def work() -> pb.ModelMetadata:
+        async def work(remaining_s: float | None) -> pb.ModelMetadata:
             parse_request(pb.ModelMetadataRequest, request)  # no fields, but garbage is still refused
             return codec.model_metadata(await self.operations.model_metadata())
 
         return await self._answer("model_metadata", context, pb.ModelMetadata(), work)
 
     async def schedule(self, request: bytes, context) -> pb.ScheduleResponse:
-        async def work() -> pb.ScheduleResponse:
+        async def work(remaining_s: float | None) -> pb.ScheduleResponse:
             schedule_request = codec.schedule_request(parse_request(pb.ScheduleRequest, request))
             return codec.schedule_response(await self.operations.schedule(schedule_request))
 

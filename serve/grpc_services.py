@@ -4,7 +4,8 @@ grpcio decodes a request with its method's deserializer before any handler runs,
 becomes status UNKNOWN, which optserve code cannot change. Ray Serve's proxy keeps whatever request
 deserializer a servicer function registers (it replaces only the handler and the response serializer), so
 these register none: the proxy forwards the bytes, and the ingress parses them with `parse_request`,
-answering garbage INVALID_ARGUMENT with the message type it expected.
+answering garbage INVALID_ARGUMENT with the message type it expected. Registering them also installs the
+proxy's edge (serve/grpc_edge.py): the call's deadline and retry info, which the proxy leaves out.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from google.protobuf.descriptor import ServiceDescriptor
 from google.protobuf.message import DecodeError, Message
 from google.protobuf.message_factory import GetMessageClass
 
+from optserve.serve import grpc_edge
 from optserve.serve.errors import ErrorKind, ServiceError
 from optserve.v1 import optserve_pb2
 
@@ -47,6 +49,7 @@ def add_raw_request_service(
     servicer, server, service: ServiceDescriptor, methods: set[str] | None = None
 ) -> None:
     """Register `service`'s unary methods (or only `methods`) on `server`, the requests left undecoded."""
+    grpc_edge.install(server)
     handlers = {
         method.name: grpc.unary_unary_rpc_method_handler(
             getattr(servicer, method.name),

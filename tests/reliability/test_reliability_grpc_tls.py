@@ -183,9 +183,11 @@ def test_a_short_deadline_over_tls_ends_the_call_in_time(tls_channel, grpc_tls_c
         response_deserializer=pb.OptimizeResponse.FromString,
     )
     started = time.monotonic()
-    with pytest.raises(grpc.RpcError) as caught:
-        call(request, timeout=0.05, metadata=AUTH)
-    assert caught.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
+    try:  # the call's deadline reaches the ingress (serve/grpc_edge.py): an answer in time, else none
+        response = call(request, timeout=0.05, metadata=AUTH)
+        assert response.deadline_hit  # 20 candidates do not fit the 25 ms it may work
+    except grpc.RpcError as err:
+        assert err.code() is grpc.StatusCode.DEADLINE_EXCEEDED
     assert time.monotonic() - started < 5
     assert_still_serving_over_tls(grpc_tls_client, add_ir, reference)
 

@@ -8,6 +8,7 @@ real app in test_serve_http.py and test_serve_grpc.py.
 from __future__ import annotations
 
 import asyncio
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -105,10 +106,10 @@ def test_kserve_names_the_hosted_model_only():
 
 
 def test_ray_serve_does_not_hand_the_ingress_the_call_s_deadline():
-    """Why the work budget is the request's `deadline_s`, not the gRPC call's deadline (serve/README.md):
+    """Why serve/grpc_edge.py adds the call's deadline to the metadata in Serve's proxy (serve/README.md):
     gRPC keeps `grpc-timeout` out of the invocation metadata, and the context Ray Serve's proxy passes the
     ingress (`RayServegRPCContext`, built from the proxy's own servicer context) has no `time_remaining`.
-    If this fails, Ray now passes the deadline on: bound the work by it (issue 21)."""
+    If this fails, Ray now passes the deadline on, and the edge's metadata may go."""
     import grpc
     from ray.serve.grpc_util import RayServegRPCContext
 
@@ -134,6 +135,48 @@ def test_ray_serve_does_not_hand_the_ingress_the_call_s_deadline():
     assert 5 < seen["proxy_remaining_s"] <= 7.6  # the proxy knows the deadline (clocks differ by ms) ...
     assert not {"grpc-timeout", "grpc-deadline"} & seen["metadata"]  # ... the metadata does not carry it
     assert not hasattr(seen["ingress_context"], "time_remaining")  # ... nor what the ingress receives
+
+
+def test_the_call_s_deadline_cuts_an_optimize_budget_to_what_the_call_leaves():
+    from optserve.serve.call_deadline import fit_optimize
+    from optserve.serve.schemas import OptimizeRequest
+
+    def budget(remaining_s: float, deadline_s: float | None = None) -> float | None:
+        request = OptimizeRequest(ir="", deadline_s=deadline_s)
+        return fit_optimize(request, remaining_s, default_s=30.0, max_s=300.0).deadline_s
+
+    assert budget(10.0) == pytest.approx(9.0)  # the server's default (30 s) cut, 1 s kept for the answer
+    assert budget(10.0, deadline_s=5.0) == 5.0  # the request's own budget fits the call: kept
+    assert budget(1.0, deadline_s=5.0) == pytest.approx(0.5)  # a short call: half of what is left
+    assert budget(100.0) is None  # the default fits: the request is left as it came
+    assert budget(10.0, deadline_s=400.0) == 400.0  # over the limit: refused as asked, not hidden
+
+
+def test_work_still_running_when_the_call_s_time_is_up_is_cancelled_as_deadline_exceeded():
+    from optserve.serve.grpc_methods import _within
+
+    cancelled = []
+
+    async def slow(remaining_s):
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            cancelled.append(remaining_s)
+            raise
+
+    async def own_timeout(remaining_s):
+        raise TimeoutError("a backend's own timeout")
+
+    started = time.monotonic()
+    with pytest.raises(ServiceError) as caught:
+        asyncio.run(_within(0.2, slow))
+    assert caught.value.kind is ErrorKind.DEADLINE_EXCEEDED and cancelled == [0.2]
+    assert time.monotonic() - started < 5
+    with pytest.raises(ServiceError) as caught:
+        asyncio.run(_within(-0.1, slow))  # nothing left: refused before any work
+    assert caught.value.kind is ErrorKind.DEADLINE_EXCEEDED and cancelled == [0.2]
+    with pytest.raises(TimeoutError, match="own timeout"):  # not mistaken for the call's deadline
+        asyncio.run(_within(5.0, own_timeout))
 
 
 @pytest.mark.parametrize(

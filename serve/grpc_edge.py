@@ -1,0 +1,85 @@
+"""What Ray Serve's gRPC proxy leaves out, added in the proxy itself: the call's deadline and retry info.
+
+Ray Serve 2.60's proxy passes the replica a copy of the call's context without the deadline, and answers its
+own refusals (backpressure: the ingress's queue full) RESOURCE_EXHAUSTED with no trailing metadata. The
+proxy makes each method's handler with its server's `service_handler_factory`; `install` wraps that factory
+from the servicer functions Serve calls in the proxy (serve/grpc_services.py), so that each unary call
+- reaches the ingress with its deadline in the metadata (`optserve-deadline`, serve/call_deadline.py; one a
+  caller sent is dropped), and
+- answered RESOURCE_EXHAUSTED without `grpc-retry-pushback-ms`, gets it (RETRY_AFTER_S, as the ingress's
+  own refusals and HTTP's Retry-After).
+Ray internals, as serve/loopback.py's hook: without the factory (another Ray), the proxy serves as before
+and says so in its log.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import grpc
+
+from optserve.serve.call_deadline import DEADLINE_KEY
+from optserve.serve.client_retry import PUSHBACK_KEY
+from optserve.serve.errors import RETRY_AFTER_S
+
+log = logging.getLogger(__name__)
+
+_WRAPPED = "_optserve_edge"
+# grpc.aio reports "no deadline" as a remaining time this large or none at all.
+_NO_DEADLINE_S = 1e8
+
+
+def install(server) -> None:
+    """Wrap `server.service_handler_factory` (once) so that unary calls go through `_EdgeContext`."""
+    factory = getattr(server, "service_handler_factory", None)
+    if factory is None:
+        log.warning("Ray Serve's gRPC proxy has no service_handler_factory: no deadline, no retry info")
+        return
+    if getattr(factory, _WRAPPED, False):
+        return
+
+    def edge_factory(service_method: str, streaming_type):
+        handler = factory(service_method=service_method, streaming_type=streaming_type)
+        if getattr(streaming_type, "name", None) != "UNARY_UNARY":
+            return handler
+
+        async def unary_unary(request, context):
+            edge = _EdgeContext(context)
+            response = await handler(request, edge)
+            edge.add_retry_info()
+            return response
+
+        return unary_unary
+
+    setattr(edge_factory, _WRAPPED, True)
+    server.service_handler_factory = edge_factory
+
+
+class _EdgeContext:
+    """The call's context as the proxy sees it: its metadata with the deadline, its trailing metadata kept."""
+
+    def __init__(self, context):
+        self._context = context
+        self._trailing: tuple = ()
+
+    def __getattr__(self, name: str):
+        return getattr(self._context, name)
+
+    def invocation_metadata(self):
+        metadata = [(k, v) for k, v in self._context.invocation_metadata() or () if k != DEADLINE_KEY]
+        remaining = self._context.time_remaining()
+        if remaining is not None and remaining < _NO_DEADLINE_S:
+            metadata.append((DEADLINE_KEY, f"{time.time() + remaining:.6f}"))
+        return tuple(metadata)
+
+    def set_trailing_metadata(self, trailing_metadata) -> None:
+        self._trailing = tuple(trailing_metadata)
+        self._context.set_trailing_metadata(trailing_metadata)
+
+    def add_retry_info(self) -> None:
+        if self._context.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+            return
+        if any(key == PUSHBACK_KEY for key, _ in self._trailing):
+            return
+        self.set_trailing_metadata((*self._trailing, (PUSHBACK_KEY, str(RETRY_AFTER_S * 1000))))
