@@ -8,21 +8,27 @@ import subprocess
 import sys
 import time
 
-from optserve.clients import build_state
+_OLDER_BUILD = """
+import os
+from optserve.clients import build_state as b
+state = b._marker().parent
+state.mkdir(mode=0o700, exist_ok=True)
+# What another build of this group id left (the old marker name, or another leader's start time):
+(state / f"fallback-{os.getpgrp()}").write_text(b.UNREACHABLE)
+(state / f"fallback-{os.getpgrp()}-1").write_text(b.UNREACHABLE)
+print(b.service_unreachable_since(600), b.first_fallback(True), b.service_unreachable_since(600),
+      b.first_fallback(False))
+"""
 
 
-def test_an_older_build_with_the_same_group_id_does_not_leak_its_state(tmp_path, monkeypatch):
-    monkeypatch.setenv("TMPDIR", str(tmp_path))
-    monkeypatch.setattr("tempfile.tempdir", None)  # re-read TMPDIR
-    state = tmp_path / f"optcc-{os.getuid()}"
-    state.mkdir()
-    # What another build of this group id left (the old marker name, or another leader's start time):
-    (state / f"fallback-{os.getpgrp()}").write_text(build_state.UNREACHABLE)
-    (state / f"fallback-{os.getpgrp()}-1").write_text(build_state.UNREACHABLE)
-    assert not build_state.service_unreachable_since(retry_s=600)
-    assert build_state.first_fallback(unreachable=True)  # this build's first fallback
-    assert build_state.service_unreachable_since(retry_s=600)
-    assert not build_state.first_fallback(unreachable=False)
+def test_an_older_build_with_the_same_group_id_does_not_leak_its_state(tmp_path):
+    # In a group of its own, so its leader (the process itself) is alive and has a start time to read.
+    done = subprocess.run(
+        [sys.executable, "-c", _OLDER_BUILD], env={**os.environ, "TMPDIR": str(tmp_path)},
+        capture_output=True, text=True, start_new_session=True, check=True,
+    )  # fmt: skip
+    # Not unreachable at first; this build's first fallback; now unreachable; a second one is not the first.
+    assert done.stdout.split() == ["False", "True", "True", "False"]
 
 
 def test_processes_of_one_group_share_the_state_and_a_new_group_does_not(tmp_path):
