@@ -45,29 +45,9 @@ REPO = Path(__file__).resolve().parent.parent
 SMALL_IR = REPO / "tests" / "data" / "serve" / "add.ll"
 
 
-def slow_module() -> str:
-    """tests/serve/serve_helpers.slow_module (kept equal: the trials must not import the tests)."""
-    import random
-
-    from optserve.passlm.tiny_model import synthetic_function
-
-    rng = random.Random(0)
-    return "\n".join(synthetic_function(rng, f"f{i}") for i in range(1200))
-
-
-def one_function_module(loops: int = 600) -> str:
-    """tests/serve/serve_helpers.slow_candidates_module (kept equal)."""
-    lines = ["float heavy(float *a, float *b, int n) {", "  float s = 0;"]
-    lines += [
-        f"  for (int i = 0; i < n; i++) {{ a[i] = a[i] * {k + 1}.5f + b[(i * {k % 7 + 1}) % n];"
-        f" s += a[i] / (b[i] + {k}.0f); }}"
-        for k in range(loops)
-    ]
-    source = "\n".join([*lines, "  return s;", "}"]) + "\n"
-    command = ["clang-19", "-O0", "-Xclang", "-disable-O0-optnone", "-emit-llvm", "-S", "-w", "-x", "c"]
-    return subprocess.run(
-        [*command, "-o", "-", "-"], input=source, capture_output=True, text=True, check=True
-    ).stdout
+# The workloads are the tests' own (one implementation); serve_helpers needs only optserve.config.
+sys.path.insert(0, str(REPO))
+from tests.serve.serve_helpers import slow_candidates_module, slow_module  # noqa: E402
 
 
 class _NoModel:
@@ -101,7 +81,7 @@ def trial(module: str, deadline_s: float, samples: int, workers: int) -> dict:
     if module == "slow_module":
         ir, baseline = slow_module(), {}
     else:  # -Oz would not finish by any deadline here: the client's baseline answers
-        ir, baseline = one_function_module(), {"baseline_cost": 10**6}
+        ir, baseline = slow_candidates_module(), {"baseline_cost": 10**6}
     cut = schemas.OptimizeRequest(
         ir=ir, strategy="coreset", samples=samples, deadline_s=deadline_s, bypass_cache=True, **baseline
     )
@@ -138,7 +118,7 @@ def restart_seconds(times: int, workers: int) -> list[float]:
     """Seconds from a call's cut (every worker compiling) until all its workers are idle again."""
     from optserve.compiler.workers import CompilerPool
 
-    ir = one_function_module()
+    ir = slow_candidates_module()
     seconds = []
     with CompilerPool(processes=workers, timeout_s=60) as pool:
         for _ in range(times):
