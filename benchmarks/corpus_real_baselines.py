@@ -9,6 +9,10 @@ each with the -Oz floor (min with -Oz: what the service answers) and without it 
 reported is the share of the summed -Oz cost saved, as in the thesis' tables (docs/bench/corpus_real.md).
 
     python benchmarks/corpus_real_baselines.py --functions 150 --units 10 --workers 2
+    python benchmarks/corpus_real_baselines.py --functions 0 --units 100 --methods random,coreset
+
+A count of 0 leaves that granularity out; --methods measures only the methods named (local search from
+scratch costs about as many compiles as the other two together).
 """
 
 from __future__ import annotations
@@ -48,21 +52,26 @@ def prefix_best(costs: list[int | None], budget: int) -> int | None:
     return min(valid) if valid else None
 
 
-def measure(example: dict, objective: str, coreset: Coreset, pool: CompilerPool) -> dict:
+def measure(
+    example: dict, objective: str, coreset: Coreset, pool: CompilerPool, methods: tuple[str, ...] = METHODS
+) -> dict:
     ir = example["ir"]
     oz, _unoptimized = (e.cost for e in pool.evaluate(ir, [("-Oz",), ()], objective))
-    rng = random.Random(int(example["id"][:8], 16))
-    random_lists = [random_pass_list(rng, 8) for _ in range(max(BUDGETS))]
-    random_costs = [e.cost for e in pool.evaluate(ir, random_lists, objective)]
-    coreset_lists = list(coreset.first(objective, max(BUDGETS)))
-    coreset_costs = [e.cost for e in pool.evaluate(ir, coreset_lists, objective)] if coreset_lists else []
-    row = {"oz": oz, "random": {}, "coreset": {}, "search": {}}
-    for budget in BUDGETS:
-        row["random"][budget] = prefix_best(random_costs, budget)
-        row["coreset"][budget] = prefix_best(coreset_costs, budget) if coreset_costs else None
-        result = local_search(ir, budget=budget + 2, objective=objective, seed=1, pool=pool, top_k=3)
-        # local_search keeps -Oz among its candidates; without the floor, its best non -Oz list counts
-        row["search"][budget] = result.best_cost if result.best_pass_list != ("-Oz",) else _second(result)
+    row = {"oz": oz, **{method: {} for method in methods}}
+    if "random" in methods:
+        rng = random.Random(int(example["id"][:8], 16))
+        random_lists = [random_pass_list(rng, 8) for _ in range(max(BUDGETS))]
+        random_costs = [e.cost for e in pool.evaluate(ir, random_lists, objective)]
+        row["random"] = {budget: prefix_best(random_costs, budget) for budget in BUDGETS}
+    if "coreset" in methods:
+        coreset_lists = list(coreset.first(objective, max(BUDGETS)))
+        coreset_costs = [e.cost for e in pool.evaluate(ir, coreset_lists, objective)] if coreset_lists else []
+        row["coreset"] = {b: prefix_best(coreset_costs, b) if coreset_costs else None for b in BUDGETS}
+    if "search" in methods:
+        for budget in BUDGETS:
+            result = local_search(ir, budget=budget + 2, objective=objective, seed=1, pool=pool, top_k=3)
+            # local_search keeps -Oz among its candidates; without the floor, its best non -Oz list counts
+            row["search"][budget] = result.best_cost if result.best_pass_list != ("-Oz",) else _second(result)
     return row
 
 
@@ -91,11 +100,11 @@ def labels_saved(rows: list[dict]) -> tuple[float | None, int]:
     return 100.0 * (oz - sum(r["label"]["best"] for r in labelled)) / oz, len(labelled)
 
 
-def table(title: str, rows: list[dict]) -> str:
+def table(title: str, rows: list[dict], methods: tuple[str, ...] = METHODS) -> str:
     lines = [f"### {title} ({len(rows)} examples)", ""]
     lines.append("| method | " + " | ".join(f"@{b} floor / no floor" for b in BUDGETS) + " |")
     lines.append("|---" * (len(BUDGETS) + 1) + "|")
-    for method in METHODS:
+    for method in methods:
         cells = []
         for budget in BUDGETS:
             with_floor, without = saved(rows, method, budget, True), saved(rows, method, budget, False)
@@ -106,10 +115,12 @@ def table(title: str, rows: list[dict]) -> str:
         same = [r for r in rows if r.get("label") is not None]
         budgets = sorted({r["label"]["budget"] for r in same})
         top = max(BUDGETS)
-        coreset_top, random_top = saved(same, "coreset", top, True), saved(same, "random", top, True)
-        lines += ["", f"On the {labelled} of them with a committed label (local search from the coreset, "
-                  f"budget {budgets}): labels **{_pct(label_figure)}**, coreset@{top} {_pct(coreset_top)}, "
-                  f"random@{top} {_pct(random_top)} (with the floor)."]  # fmt: skip
+        others = ", ".join(f"{m}@{top} {_pct(saved(same, m, top, True))}" for m in methods if m != "search")
+        lines += [
+            "",
+            f"On the {labelled} of them with a committed label (local search from the coreset, "
+            f"budget {budgets}): labels **{_pct(label_figure)}**, {others} (with the floor).",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -125,10 +136,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--functions", type=int, default=150)
     parser.add_argument("--units", type=int, default=10)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--methods", default=",".join(METHODS), help="comma-separated: " + ", ".join(METHODS))
     parser.add_argument("--out", type=Path, default=Path("docs/bench/corpus_real.md"))
     parser.add_argument("--json", type=Path, help="also write the per-example rows here")
     parser.add_argument("--from-json", type=Path, help="only re-render the tables of an earlier --json")
     args = parser.parse_args(argv)
+    asked = {m.strip() for m in args.methods.split(",") if m.strip()}
+    if not asked or asked - set(METHODS):
+        parser.error(f"--methods: choose from {', '.join(METHODS)} (got {args.methods!r})")
+    args.methods = tuple(m for m in METHODS if m in asked)  # the tables' order
 
     coreset = Coreset.load(args.coreset)
     if args.from_json:  # re-render a run's rows (same header fields are taken from the arguments)
@@ -137,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     plan = [("functions", "text_size", args.functions), ("functions", "instruction_count", args.functions),
             ("units", "text_size", args.units)]  # fmt: skip
+    plan = [step for step in plan if step[2] > 0]
     started = time.monotonic()
     dump = {}
     with CompilerPool(args.workers, timeout_s=120) as pool:
@@ -145,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
             rows = []
             examples = sample(args.root, granularity, count)
             for example in tqdm(examples, desc=f"{granularity} {objective}"):
-                row = measure(example, objective, coreset, pool)
+                row = measure(example, objective, coreset, pool, args.methods)
                 row["label"] = labels.get(example["id"])
                 rows.append(row)
             packages = sorted({e["package"] for e in examples})
@@ -164,19 +181,21 @@ def _write(args, coreset: Coreset, dump: dict[str, list[dict]], seconds: float) 
         f"workers; date {date.today()}; {seconds:.0f} s. Coreset {coreset.version} "
         f"({', '.join(f'{o}: {len(v)} lists' for o, v in coreset.lists.items())}).\n"
         f"Command: `python benchmarks/corpus_real_baselines.py --functions {args.functions} "
-        f"--units {args.units} --workers {args.workers}`\n\n"
+        f"--units {args.units} --workers {args.workers}"
+        + ("" if args.methods == METHODS else f" --methods {','.join(args.methods)}")
+        + "`\n\n"
         "Share of the summed -Oz cost saved (higher is better), with the -Oz floor / without it. A budget is "
         "the number of candidate lists compiled besides -Oz.\n\n"
     )
-    sections = [table(title, _int_budgets(rows)) for title, rows in dump.items()]
+    sections = [table(title, _int_budgets(rows, args.methods), args.methods) for title, rows in dump.items()]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(header + "\n".join(sections))
     print(args.out.read_text())
 
 
-def _int_budgets(rows: list[dict]) -> list[dict]:
+def _int_budgets(rows: list[dict], methods: tuple[str, ...]) -> list[dict]:
     """JSON turns the budget keys into strings; the tables index them by int."""
-    return [{**r, **{m: {int(b): c for b, c in r[m].items()} for m in METHODS}} for r in rows]
+    return [{**r, **{m: {int(b): c for b, c in r[m].items()} for m in methods}} for r in rows]
 
 
 if __name__ == "__main__":

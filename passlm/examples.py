@@ -16,6 +16,10 @@ first `--coreset-lists`) also gets a second example whose answer is the coreset 
 or -Oz where none beats -Oz: the model learns to rank the coreset's lists (strategy `ranked_coreset`), as
 Coreset-NVP predicts the best coreset list per program. Its id ends in `/coreset` (`train.py --skip-kind`).
 
+With `--max-tokens N` (and `--tokenizer`), examples longer than N tokens (BOS + prompt + answer + EOS, the
+length `train.py --max-tokens` drops at) are left out here: the file carried to the lent machine shrinks by
+what training would throw away (the longest functions are most of the bytes).
+
 A label's answer is the cheapest *servable* list measured for the function (its search's best, a seed or a
 measured coreset list): labels predate passes the vocabulary dropped.
 """
@@ -158,6 +162,26 @@ def iter_training_records(
             }
 
 
+def within_tokens(records: Iterator[dict], tokenizer, max_tokens: int, batch: int = 256) -> Iterator[dict]:
+    """The records whose BOS + prompt + answer + EOS fit `max_tokens` tokens of `tokenizer` (the trainer
+    counts the same way and drops the rest), tokenized in batches for speed."""
+    pending: list[dict] = []
+
+    def fitting(chunk: list[dict]) -> list[dict]:
+        prompts = tokenizer([r["prompt"] for r in chunk], add_special_tokens=False)["input_ids"]
+        answers = tokenizer([r["answer"] for r in chunk], add_special_tokens=False)["input_ids"]
+        lengths = [len(p) + len(a) + 2 for p, a in zip(prompts, answers, strict=True)]
+        return [record for record, length in zip(chunk, lengths, strict=True) if length <= max_tokens]
+
+    for record in records:
+        pending.append(record)
+        if len(pending) == batch:
+            yield from fitting(pending)
+            pending = []
+    if pending:
+        yield from fitting(pending)
+
+
 def read_ids(path: Path) -> set[str]:
     """Record ids (`<example id>/<objective>`), one per line: the examples a released model was trained on."""
     opener = lzma.open if path.suffix == ".xz" else open
@@ -222,6 +246,13 @@ def main(argv: list[str] | None = None) -> int:
         default=0.0,
         help="answer -Oz unless the label's best list is smaller than -Oz by more than this fraction",
     )
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        help="leave out examples longer than this many tokens, as train.py --max-tokens would (a smaller "
+        "file to carry)",
+    )
+    parser.add_argument("--tokenizer", type=Path, default=Path("models/passformer"), help="for --max-tokens")
     args = parser.parse_args(argv)
     splits = tuple(s.strip() for s in args.splits.split(","))
     objectives = tuple(o.strip() for o in args.objectives.split(","))
@@ -240,6 +271,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.only_ids:
         wanted = read_ids(args.only_ids)
         records = (r for r in records if r["id"] in wanted)
+    if args.max_tokens:
+        from transformers import AutoTokenizer  # only here: the rest of this module needs no transformers
+
+        records = within_tokens(records, AutoTokenizer.from_pretrained(args.tokenizer), args.max_tokens)
     counts = write_records(records, args.out)
     if not counts:
         print(f"error: no labelled {args.splits} examples in {args.corpus} (label first)", file=sys.stderr)

@@ -199,3 +199,19 @@ def test_training_run_resumes_and_packages_a_loadable_model(records, tokenizer_d
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     ids = torch.tensor([tokenizer.encode("<ir>\n", add_special_tokens=False)])
     assert model(input_ids=ids).logits.shape[-1] == len(tokenizer)
+
+
+def test_examples_longer_than_max_tokens_are_the_ones_the_trainer_drops(records, tokenizer_dir):
+    from transformers import AutoTokenizer
+
+    from optserve.passlm.examples import within_tokens
+    from optserve.passlm.train import tokenize
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    examples = read_records(records)
+    lengths = sorted(len(e.ids) for e in tokenize(examples, tokenizer, 10**6, 0.0))
+    limit = lengths[len(lengths) // 2]  # about half of them fit
+    kept = list(within_tokens(iter(examples), tokenizer, limit, batch=7))
+    assert 0 < len(kept) < len(examples)
+    assert len(kept) == len(tokenize(examples, tokenizer, limit, 0.0))
+    assert [r["id"] for r in kept] == [r["id"] for r in examples if r in kept]  # order kept
