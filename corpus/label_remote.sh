@@ -11,7 +11,8 @@
 # LABEL_WORKERS (default: every core) leaves cores to a job beside it (passlm/train_remote.sh trains on the GPU).
 # LABEL_NAME (default: labels) names the work folder and the packed file, so two labellers (say, test shards at
 # budget 1000 beside val shards at a lower one) can share one call.
-# Needs .carry/llvmlite047.tar.xz (how to make it: docs/bench/corpus.md, "Labelling on the 16-core machine").
+# Needs .carry/llvmlite047.tar.xz (how to make it: docs/bench/corpus.md, "Labelling on the 16-core machine") in
+# the first call on a machine; later calls while it stays warm use the copy unpacked in .lent/.
 # Writes $OUT/$LABEL_NAME.tar.xz: unpack it into the corpus here (`tar xJf .../labels.tar.xz -C data/corpus`);
 # a run cut short leaves journals in it, and the next bundle carries them back, so nothing is redone.
 set -euo pipefail
@@ -24,12 +25,25 @@ bundle=$1 stage=$2 seconds=$3
 shift 3
 out=${OUT:-/tmp/label-out}
 name=${LABEL_NAME:-labels}
-site=/tmp/optserve-site-$name
 pkg=/tmp/optserve-pkg-$name
 work=/tmp/optserve-corpus-$name
-mkdir -p "$out" "$site" "$pkg/optserve" "$work"
+mkdir -p "$out" "$pkg/optserve" "$work"
 
-tar xJf .carry/llvmlite047.tar.xz -C "$site"
+# llvmlite is unpacked once per machine into .lent/ (git-ignored: the `run` tool keeps it there while the
+# machine stays warm), so a later call on the same machine need not carry its 35 MB again: that room is what a
+# training call's data needs (passlm/train_remote.sh). flock: two labellers of one call unpack it once.
+site=$PWD/.lent/llvmlite047
+mkdir -p .lent
+(
+  flock 9
+  if [ ! -f "$site/.unpacked" ]; then
+    if [ ! -f .carry/llvmlite047.tar.xz ]; then
+      echo "no llvmlite 0.47 on this machine: carry .carry/llvmlite047.tar.xz (once per warm machine)" >&2
+      exit 2
+    fi
+    rm -rf "$site" && mkdir -p "$site" && tar xJf .carry/llvmlite047.tar.xz -C "$site" && touch "$site/.unpacked"
+  fi
+) 9>.lent/llvmlite.lock
 # The package layout pyproject.toml declares (compiler/ -> optserve.compiler, corpus/ -> optserve.corpus),
 # without installing anything: symlinks next to a copy of optserve/.
 cp -r optserve/. "$pkg/optserve/"
