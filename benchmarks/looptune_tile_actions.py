@@ -28,17 +28,6 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 
-def action_space(extra: int) -> list[str]:
-    """tile:<template> for the cover and the first `extra` other pool templates, packed then unpacked."""
-    from optserve.policies.tile_actions import tile_action
-    from optserve.policies.tiles import load_cover, template_pool, unpacked
-
-    cover = list(load_cover())
-    rest = [t for t in template_pool() if t not in cover][:extra]
-    templates = cover + rest
-    return [tile_action(t) for t in templates + unpacked(templates)]
-
-
 def round_robin(cases: list) -> list:
     """One shape of every kind, then the next of every kind, ...: a cut run keeps the kinds balanced."""
     by_kind: dict[str, list] = {}
@@ -73,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     from optserve.config import LoopTuneSettings
     from optserve.kernels.jit import host_description, host_target
     from optserve.looptune_training.suites import HELD_OUT, wide_training_suite
+    from optserve.policies.tiles import tile_action_space
 
     limits = LoopTuneSettings()
     # the polish's protocol per round: 2 warm-up calls, best of 3 runs
@@ -80,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         timing_repeats=limits.polish_timing_repeats, timing_warmup_calls=limits.polish_warmup_calls
     )
     target = host_target(settings.max_kernel_statements)
-    actions = action_space(args.templates)
+    actions = tile_action_space(args.templates)
     suite = round_robin(wide_training_suite(args.per_kind))
     held = {c.name for c in HELD_OUT}
     assert not held & {c.name for c in suite}, "a held-out shape in the training suite"

@@ -40,7 +40,7 @@ from optserve.kernels.tiling import TileTemplate, tiled_schedule
 from optserve.policies import clock
 from optserve.policies.env import AgentState, Evaluator
 from optserve.policies.outcome import SearchOutcome
-from optserve.policies.tile_actions import TILE_ACTION
+from optserve.policies.tile_actions import TILE_ACTION, tile_action
 
 POOL_SIZE = 150
 POOL_SEED = 0
@@ -66,6 +66,14 @@ def template_grid() -> list[TileTemplate]:
 def template_pool(size: int = POOL_SIZE, seed: int = POOL_SEED) -> list[TileTemplate]:
     """A fixed-seed sample of the grid, in a fixed order."""
     return random.Random(seed).sample(template_grid(), size)
+
+
+def tile_action_space(extra: int = 40) -> list[str]:
+    """The tile Q-network's actions (tile_actions.py): the cover's templates and the first `extra` other
+    pool templates, each packed, then all unpacked (the same nest except where packing is optional)."""
+    cover = list(load_cover())
+    templates = cover + [t for t in template_pool() if t not in cover][:extra]
+    return [tile_action(t) for t in templates + unpacked(templates)]
 
 
 def fits(template: TileTemplate, target: Target) -> bool:
