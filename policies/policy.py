@@ -7,6 +7,10 @@ action of highest Q-value (ties: the first in ACTIONS order) for 10 steps from t
 actions are never chosen (published LoopTune lets them be no-ops). `polish` then measures the distinct
 schedules the rollout visited and keeps the fastest (the short measured polish of the issue).
 
+A bundle may instead hold a tile Q-network (policies/tile_actions.py: one action per tile template, the
+cache-level tilings the published actions cannot write): its rollout is one step, the fitting template of
+highest Q-value applied to the base schedule (looptune_training/tile_q.py trains it).
+
 The bundle is `policy.pt` (a state dict) next to `policy.json` (layer sizes, actions, feature version,
 how it was trained). The same folder may hold `cost_model.pt`/`cost_model.json`, a GFLOPS predictor over
 the compute nest (training reward and the service's predicted GFLOPS).
