@@ -1,7 +1,7 @@
 """Before/after on the held-out suite: the decision with one Q-network bundle against another, side by side.
 
-    OPENBLAS_NUM_THREADS=1 python benchmarks/looptune_qnet_ab.py --before runs/main_bundle/policy.pt \
-        --after models/looptune/policy.pt --rounds 3 --out docs/bench/looptune_qnet_ab.md
+    OPENBLAS_NUM_THREADS=1 python benchmarks/looptune_qnet_ab.py --before models/looptune/policy.pt \
+        --after models/looptune/tile_policy.pt --rounds 3 --out docs/bench/looptune_qnet_ab.md
 
 For every held-out case (`looptune_training.suites`): for each bundle, the Q-policy's inference time (slowest
 of 3 rollouts), its rollout alone (the network's final schedule, nothing measured) and the decision
@@ -33,15 +33,15 @@ BUNDLES = ("before", "after")
 
 @contextlib.contextmanager
 def serving(policy_path: str):
-    """The decision reads the bundle at `policy_path` (the service reads `looptune.policy_path`)."""
+    """The decision reads the network at `policy_path` (the service: policy.decision_policy_path)."""
     from optserve.policies import policy
 
-    default = policy.default_policy_path
-    policy.default_policy_path = lambda: Path(policy_path)
+    default = policy.decision_policy_path
+    policy.decision_policy_path = lambda: Path(policy_path)
     try:
         yield
     finally:
-        policy.default_policy_path = default
+        policy.decision_policy_path = default
 
 
 def time_case(case, settings, paths: dict[str, str], rounds: int, turn: int = 0) -> dict:
@@ -168,8 +168,10 @@ def no_plot(data: dict, path: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--before", required=True, help="policy.pt of the bundle to compare against")
-    parser.add_argument("--after", default="models/looptune/policy.pt", help="policy.pt of the new bundle")
+    parser.add_argument(
+        "--before", default="models/looptune/policy.pt", help="the network to compare against (.pt)"
+    )
+    parser.add_argument("--after", default="models/looptune/tile_policy.pt", help="the new network (.pt)")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds")
     parser.add_argument("--cases", default="", help="comma-separated case-name prefixes (default: all)")
     parser.add_argument("--out", default="docs/bench/looptune_qnet_ab.md")

@@ -8,7 +8,7 @@ measurements of benchmarks/looptune_tile_actions.py on `suites.wide_training_sui
 kind, no held-out shape: checked here too).
 
     python -m optserve.looptune_training.tile_q --data data/looptune/tile_actions.json \
-        --run runs/looptune_tileq --bundle models/looptune
+        --run runs/looptune_tileq --bundle models/looptune        # writes tile_policy.pt / tile_policy.json
 
 Scores (k-fold over the training shapes, from the measured data, nothing re-timed): the fraction of the
 shape's best measured action that the network's pick reaches, next to the cover alone and the pick measured
@@ -32,7 +32,7 @@ from optserve.kernels.schedule import Schedule
 from optserve.looptune_training.suites import HELD_OUT, case_from_name
 from optserve.looptune_training.tree_q import TreeBatch, fit
 from optserve.policies.env import AgentState, observation
-from optserve.policies.policy import QNetwork, greedy_action, network_input, save_bundle
+from optserve.policies.policy import TILE_POLICY, QNetwork, greedy_action, network_input, save_bundle
 from optserve.policies.tile_actions import TILE_ACTION, tile_mask
 from optserve.policies.tiles import load_cover
 
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     run = Path(args.run)
     run.mkdir(parents=True, exist_ok=True)
     (run / "score.json").write_text(json.dumps(meta, indent=1) + "\n")
-    save_bundle(Path(args.bundle), q, meta)
+    save_bundle(Path(args.bundle), q, meta, name=Path(TILE_POLICY).stem)
     print(f"bundle written to {args.bundle} ({meta['seconds']} s)")
     return 0
 

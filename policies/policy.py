@@ -9,7 +9,8 @@ schedules the rollout visited and keeps the fastest (the short measured polish o
 
 A bundle may instead hold a tile Q-network (policies/tile_actions.py: one action per tile template, the
 cache-level tilings the published actions cannot write): its rollout is one step, the fitting template of
-highest Q-value applied to the base schedule (looptune_training/tile_q.py trains it).
+highest Q-value applied to the base schedule (looptune_training/tile_q.py trains it). It is bundled as
+`tile_policy.pt`/`.json` beside the 10-step policy, and the quick decision uses it (`decision_policy_path`).
 
 The bundle is `policy.pt` (a state dict) next to `policy.json` (layer sizes, actions, feature version,
 how it was trained). The same folder may hold `cost_model.pt`/`cost_model.json`, a GFLOPS predictor over
@@ -47,6 +48,7 @@ from optserve.policies.tile_actions import apply_tile, is_tile_action_space, til
 
 FEATURE_VERSION = "looptune-10x20-log2size-v1"
 INPUT_SIZE = MAX_LOOPS * LOOP_FEATURES
+TILE_POLICY = "tile_policy.pt"  # the tile Q-network's bundle name, beside policy.pt
 SIZE_SCALE = 8.0  # log2(1 + 256) ~ 8: the dataset's largest size maps to ~1
 
 
@@ -194,16 +196,18 @@ def save_bundle(
     meta: dict,
     cost_model: CostModel | None = None,
     cost_meta: dict | None = None,
+    name: str = "policy",
 ) -> None:
+    """`<name>.pt` and `<name>.json` (and the cost model, if given) in `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
-    torch.save({k: v.detach().cpu().half() for k, v in network.state_dict().items()}, folder / "policy.pt")
+    torch.save({k: v.detach().cpu().half() for k, v in network.state_dict().items()}, folder / f"{name}.pt")
     full_meta = {
         **meta,
         "hidden": network.hidden,
         "actions": list(network.actions),
         "features": FEATURE_VERSION,
     }
-    (folder / "policy.json").write_text(json.dumps(full_meta, indent=1) + "\n")
+    (folder / f"{name}.json").write_text(json.dumps(full_meta, indent=1) + "\n")
     if cost_model is not None:
         torch.save(
             {k: v.detach().cpu().half() for k, v in cost_model.state_dict().items()}, folder / "cost_model.pt"
@@ -254,6 +258,14 @@ def default_policy_path() -> Path:
     from optserve.config import LoopTuneSettings
 
     return LoopTuneSettings().policy_path
+
+
+def decision_policy_path() -> Path:
+    """The network of the quick decision (policies/tiles.py): the tile Q-network `tile_policy.pt` beside
+    the policy where there is one, else the policy (the 10-step network of `policy`/`policy_polish`)."""
+    policy = default_policy_path()
+    tile = policy.parent / TILE_POLICY
+    return tile if tile.is_file() else policy
 
 
 def policy_search(

@@ -161,10 +161,10 @@ def policy_tiles(
     they differ (the twins first where packing is unlikely to pay), then the base, measured until the
     deadline. A tile Q-network's pick (tile_actions.py) is measured first: it is the network's guess of the
     best template for this shape, and on a large contraction the budget may not reach past the cover."""
-    from optserve.policies.policy import default_policy_path, load_bundle, rollout
+    from optserve.policies.policy import decision_policy_path, load_bundle, rollout
 
     target = target or host_target()
-    bundle = load_bundle(str(policy_path or default_policy_path()))
+    bundle = load_bundle(str(policy_path or decision_policy_path()))
     visited = rollout(bundle.network, evaluator.spec, start=root, target=target)
     cover = list(load_cover())
     reuse = packed_reuse(evaluator.spec)
