@@ -10,7 +10,8 @@ schedules the rollout visited and keeps the fastest (the short measured polish o
 A bundle may instead hold a tile Q-network (policies/tile_actions.py: one action per tile template, the
 cache-level tilings the published actions cannot write): its rollout is one step, the fitting template of
 highest Q-value applied to the base schedule (looptune_training/tile_q.py trains it). It is bundled as
-`tile_policy.pt`/`.json` beside the 10-step policy, and the quick decision uses it (`decision_policy_path`).
+`tile_policy.pt`/`.json` beside the 10-step policy; the quick decision uses it where
+`looptune.decision_policy_path` names it (`decision_policy_path`).
 
 The bundle is `policy.pt` (a state dict) next to `policy.json` (layer sizes, actions, feature version,
 how it was trained). The same folder may hold `cost_model.pt`/`cost_model.json`, a GFLOPS predictor over
@@ -261,11 +262,12 @@ def default_policy_path() -> Path:
 
 
 def decision_policy_path() -> Path:
-    """The network of the quick decision (policies/tiles.py): the tile Q-network `tile_policy.pt` beside
-    the policy where there is one, else the policy (the 10-step network of `policy`/`policy_polish`)."""
-    policy = default_policy_path()
-    tile = policy.parent / TILE_POLICY
-    return tile if tile.is_file() else policy
+    """The network of the quick decision (policies/tiles.py): `looptune.decision_policy_path`, by default
+    the 10-step policy of `policy`/`policy_polish` (the tile Q-network did not beat it in the measured run
+    that decides, docs/bench/looptune.md)."""
+    from optserve.config import LoopTuneSettings
+
+    return LoopTuneSettings().decision_policy_path or default_policy_path()
 
 
 def policy_search(

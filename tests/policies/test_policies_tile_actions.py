@@ -153,15 +153,14 @@ def test_tile_q_refuses_data_with_a_held_out_shape(tmp_path):
         load(path)
 
 
-def test_bundled_tile_network_is_the_decisions_and_says_how_it_was_trained():
+def test_bundled_tile_network_says_how_it_was_trained_and_is_not_the_default_decision():
     from optserve.policies.policy import TILE_POLICY, decision_policy_path, default_policy_path
 
-    assert decision_policy_path() == default_policy_path().parent / TILE_POLICY
-    bundle = load_bundle(str(decision_policy_path()))
+    assert decision_policy_path() == default_policy_path()  # not shipped as the default (docs/bench)
+    bundle = load_bundle(str(default_policy_path().parent / TILE_POLICY))
     assert bundle.network.tile_actions and list(bundle.network.actions) == tile_action_space()
     assert bundle.meta["shapes"] >= 9 * 10 and set(bundle.meta["kinds"]) == set(KINDS)
     assert "tile_q" in bundle.meta["command"] and 0 < bundle.meta["score_k_fold"]["pick"] <= 1
-    assert not load_bundle(str(default_policy_path())).network.tile_actions  # `policy` keeps its 10 steps
     spec = case_from_name("matmul:m=64,k=48,n=80").spec()
     visited = rollout(bundle.network, spec, target=AVX512)
     assert len(visited.actions) == 1 and visited.actions[0] in tile_action_space()

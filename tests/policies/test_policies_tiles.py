@@ -102,35 +102,14 @@ def test_tile_methods_return_a_tiled_schedule_named_by_its_template(method):
     outcome.state.schedule.check(MATMUL)
 
 
-def network_pick(spec: LoopNestSpec) -> Schedule:
-    """The bundled tile Q-network's schedule for `spec`: the decision measures it first."""
-    from optserve.policies.policy import decision_policy_path, load_bundle, rollout
-
-    network = load_bundle(str(decision_policy_path())).network
-    return rollout(network, spec, target=host_target()).final.schedule
-
-
-def after_the_pick(measured: list[Schedule], spec: LoopNestSpec) -> list[Schedule]:
-    """What the decision measured after the tile network's pick (checked to come first)."""
-    assert measured[0] == network_pick(spec)
-    return measured[1:]
-
-
-def test_policy_tiles_keeps_the_10_step_q_policy_when_it_measures_best():
-    from optserve.policies.policy import default_policy_path
-    from optserve.policies.tiles import policy_tiles
-
+def test_policy_tiles_keeps_the_q_policy_when_it_measures_best():
     seen = []
 
     def q_policy_wins(spec, schedule):
         seen.append(schedule)
         return 2.0 if len(seen) == len(load_cover()) + 1 else 1.0  # after the cover: the Q-policy's
 
-    root = AgentState(Schedule.base(MATMUL))
-    evaluator = Evaluator(MATMUL, q_policy_wins)
-    outcome = policy_tiles(
-        evaluator, root, time.perf_counter() + 30.0, policy_path=str(default_policy_path())
-    )
+    outcome = run_search("policy_tiles", Evaluator(MATMUL, q_policy_wins), 30.0)
     assert outcome.gflops == 2.0 and not outcome.actions[0].startswith(TILE_ACTION)
     replayed = AgentState(Schedule.base(MATMUL))
     for action in outcome.actions:
@@ -187,11 +166,9 @@ def test_quick_decision_measures_the_cover_before_the_base_and_each_schedule_onc
     cover = [s for _, s in candidates(evaluator, load_cover(), host_target())]
     twins = [s for _, s in candidates(evaluator, unpacked(load_cover()), host_target()) if s not in cover]
     assert bool(twins) == (kind != "matmul")  # the unpacked layout differs only where B or A may be packed
-    after = after_the_pick(measured, spec)  # the tile Q-network's pick, then the rest of the cover
-    rest = [s for s in cover if s != measured[0]]
-    assert measured[0] != Schedule.base(spec) and after[: len(rest)] == rest
+    assert measured[0] != Schedule.base(spec) and measured[: len(cover)] == cover
     assert len(measured) == len(set(s.compute_key() for s in measured)) == result.evaluations
-    # the Q-policy's schedule, the cover, the cover's unpacked twins, the base
+    # the cover, the Q-policy's schedule, the cover's unpacked twins, the base
     assert result.evaluations <= len(cover) + len(twins) + 2 and set(twins) <= set(measured[len(cover) :])
     assert measured[-1] == Schedule.base(spec) and result.base_gflops
     assert deadlines[0] is None  # after the first, a timing that would overrun the budget by more than
@@ -273,8 +250,7 @@ def test_the_decision_measures_the_layout_likely_to_win_first(monkeypatch, m, pa
     spec = LoopNestSpec.parse(KINDS["matmul_bt"], {"m": m, "k": 80, "n": 112})
     schedule_nest(spec, "policy_tiles", time_limit_s=30.0, settings=LoopTuneSettings(polish_time_s=30.0))
     layout = load_cover() if packed_first else unpacked(load_cover())
-    options = [s for _, s in candidates(Evaluator(spec, more_loops_are_faster), layout, host_target())]
-    first = after_the_pick(measured, spec)[: len([s for s in options if s != measured[0]])]
+    first = measured[: len(candidates(Evaluator(spec, more_loops_are_faster), layout, host_target()))]
     assert {s.compute[-1].index for s in first} == ({"n"} if packed_first else {"k"})
     assert {s.compute[-1].index for s in measured} >= {"n", "k"}  # both layouts measured with time left
 
@@ -296,7 +272,6 @@ def test_the_decision_packs_a_first_only_where_it_is_read_often(monkeypatch, n, 
     spec = LoopNestSpec.parse(KINDS["matmul_at"], {"m": 112, "k": 80, "n": n})
     schedule_nest(spec, "policy_tiles", time_limit_s=30.0, settings=LoopTuneSettings(polish_time_s=30.0))
     layout = load_cover() if packed_first else unpacked(load_cover())
-    options = [s for _, s in candidates(Evaluator(spec, more_loops_are_faster), layout, host_target())]
-    first = after_the_pick(measured, spec)[: len([s for s in options if s != measured[0]])]
+    first = measured[: len(candidates(Evaluator(spec, more_loops_are_faster), layout, host_target()))]
     assert {s.pack for s in first} == ({("A",)} if packed_first else {()})
     assert {s.pack for s in measured} == {("A",), ()}  # both layouts measured with time left
