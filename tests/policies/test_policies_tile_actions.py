@@ -138,7 +138,7 @@ def test_tile_q_learns_the_measured_best_action_per_kind(tmp_path):
     data = load(path)
     batch = rows(data)
     assert np.isnan(batch.target[[r["kind"] == "matvec" for r in data["shapes"]], 2]).all()  # refused
-    q = train(batch, data["actions"], [32], epochs=150, lr=3e-3, seed=0)
+    q = train(batch, data["actions"], [32], epochs=60, lr=3e-3, seed=0)
     chosen = picks(q, batch, np.ones(3, dtype=bool))
     assert chosen.tolist() == [0 if r["kind"] == "matvec" else 1 for r in data["shapes"]]
 
