@@ -93,11 +93,11 @@ def time_case(case, settings, search_time: float, rounds: int) -> dict:
     from optserve.kernels.reference import numpy_gflops_of, numpy_program
     from optserve.kernels.schedule import Schedule
     from optserve.policies.methods import SearchMethod
-    from optserve.policies.policy import default_policy_path, load_bundle, rollout
+    from optserve.policies.policy import decision_policy_path, load_bundle, rollout
     from optserve.policies.scheduler import schedule_nest
 
     spec = case.spec(settings)
-    bundle = load_bundle(str(default_policy_path()))
+    bundle = load_bundle(str(decision_policy_path()))
     inference_ms = inference_cpu_ms = 0.0  # the slowest of 3 Q-policy rollouts (10 steps each): wall, CPU
     for _ in range(3):
         start, cpu_start = time.perf_counter(), time.process_time()

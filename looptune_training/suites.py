@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass
 
 from optserve.config import LoopTuneSettings
-from optserve.kernels.spec import LoopNestSpec
+from optserve.kernels.spec import LoopNestSpec, SpecError
 
 KINDS: dict[str, str] = {
     "matmul": "C[m,n] += A[m,k] * B[k,n]",
@@ -49,6 +49,14 @@ class Case:
 
 def case(kind: str, **sizes: int) -> Case:
     return Case(kind, tuple(sizes.items()))
+
+
+def case_from_name(name: str) -> Case:
+    """The case `Case.name` wrote (`kind:m=..,k=..`)."""
+    kind, _, sizes = name.partition(":")
+    if kind not in KINDS:
+        raise ValueError(f"{name!r}: unknown kind {kind!r}")
+    return Case(kind, tuple((key, int(value)) for key, value in (p.split("=") for p in sizes.split(","))))
 
 
 HELD_OUT: tuple[Case, ...] = (
@@ -98,6 +106,51 @@ def _draw(kind: str, rng: random.Random) -> Case:
     if kind == "conv_nchw":
         return case(kind, n=1, f=filters, c=channels, y=image, x=image, r=window, s=window)
     return case(kind, n=1, y=image, x=image, c=channels, f=filters, r=window, s=window)
+
+
+def _draw_wide(kind: str, rng: random.Random) -> Case:
+    """Sizes over the whole 16..2048 range (tails, non-powers of two) for the Q-network's training set."""
+
+    def dim(low: int = 16, high: int = 2048) -> int:
+        return _log_uniform(rng, low, high)
+
+    if kind in ("matmul", "matmul_at", "matmul_bt", "matmul_tt"):
+        return case(kind, m=dim(), k=dim(), n=dim())
+    if kind == "batched":
+        return case(kind, b=dim(2, 32), m=dim(16, 256), k=dim(16, 256), n=dim(16, 256))
+    if kind == "matvec":
+        return case(kind, m=dim(), k=dim())
+    if kind == "vecmat":
+        return case(kind, k=dim(), n=dim())
+    window = rng.choice((1, 3, 5))
+    image, channels, filters = dim(8, 64), dim(8, 128), dim(8, 128)
+    if kind == "conv_nchw":
+        return case(kind, n=1, f=filters, c=channels, y=image, x=image, r=window, s=window)
+    return case(kind, n=1, y=image, x=image, c=channels, f=filters, r=window, s=window)
+
+
+def wide_training_suite(per_kind: int, seed: int = TRAIN_SEED) -> list[Case]:
+    """`per_kind` shapes of every kind with sizes 16..2048 (fixed seed; the tile Q-network's training set):
+    none in HELD_OUT, none of the cover's training suite, each at most `max_flops` and within the limits."""
+    rng = random.Random(seed)
+    kept = {c.name for c in HELD_OUT} | {c.name for c in training_suite()}
+    limits = LoopTuneSettings()
+    cases: list[Case] = []
+    for kind in KINDS:
+        drawn = 0
+        while drawn < per_kind:
+            candidate = _draw_wide(kind, rng)
+            if candidate.name in kept:
+                continue
+            try:
+                if candidate.spec(limits).flops > limits.max_flops:
+                    continue
+            except SpecError:  # a tensor over the byte limit
+                continue
+            kept.add(candidate.name)
+            cases.append(candidate)
+            drawn += 1
+    return cases
 
 
 def training_suite(per_kind: int = TRAIN_PER_KIND, seed: int = TRAIN_SEED) -> list[Case]:

@@ -110,6 +110,11 @@ class LoopTuneSettings(_Section):
     """The LoopTune policy and the loop-nest kernel backend."""
 
     policy_path: Path = Field(BUNDLED_MODELS / "looptune" / "policy.pt")
+    decision_policy_path: Path | None = Field(
+        None,
+        description="the network of the quick decision (policy_tiles); None: policy_path. The tile Q-network"
+        " models/looptune/tile_policy.pt is bundled but not the default (docs/bench/looptune.md)",
+    )
     max_loops: int = Field(10, gt=0)
     max_dim: int = Field(4096, gt=0, description="largest size of one index")
     max_tensor_bytes: int = Field(64 * 1024 * 1024, gt=0)

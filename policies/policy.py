@@ -7,6 +7,12 @@ action of highest Q-value (ties: the first in ACTIONS order) for 10 steps from t
 actions are never chosen (published LoopTune lets them be no-ops). `polish` then measures the distinct
 schedules the rollout visited and keeps the fastest (the short measured polish of the issue).
 
+A bundle may instead hold a tile Q-network (policies/tile_actions.py: one action per tile template, the
+cache-level tilings the published actions cannot write): its rollout is one step, the fitting template of
+highest Q-value applied to the base schedule (looptune_training/tile_q.py trains it). It is bundled as
+`tile_policy.pt`/`.json` beside the 10-step policy; the quick decision uses it where
+`looptune.decision_policy_path` names it (`decision_policy_path`).
+
 The bundle is `policy.pt` (a state dict) next to `policy.json` (layer sizes, actions, feature version,
 how it was trained). The same folder may hold `cost_model.pt`/`cost_model.json`, a GFLOPS predictor over
 the compute nest (training reward and the service's predicted GFLOPS).
@@ -23,6 +29,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from optserve.kernels.codegen import Target
+from optserve.kernels.jit import host_target
 from optserve.kernels.schedule import Schedule
 from optserve.kernels.spec import LoopNestSpec
 from optserve.policies.env import (
@@ -37,9 +45,11 @@ from optserve.policies.env import (
     observation,
 )
 from optserve.policies.outcome import SearchOutcome
+from optserve.policies.tile_actions import apply_tile, is_tile_action_space, tile_mask
 
 FEATURE_VERSION = "looptune-10x20-log2size-v1"
 INPUT_SIZE = MAX_LOOPS * LOOP_FEATURES
+TILE_POLICY = "tile_policy.pt"  # the tile Q-network's bundle name, beside policy.pt
 SIZE_SCALE = 8.0  # log2(1 + 256) ~ 8: the dataset's largest size maps to ~1
 
 
@@ -71,12 +81,18 @@ def mlp(sizes: list[int]) -> nn.Sequential:
 
 
 class QNetwork(nn.Module):
-    """State (200) -> one Q-value per action (7), fully connected with ReLU."""
+    """State (200) -> one Q-value per action, fully connected with ReLU. Actions: the published 7 (env.py),
+    or tile actions (tile_actions.py: one per template, a one-step episode from the base schedule)."""
 
-    def __init__(self, hidden: list[int]):
+    def __init__(self, hidden: list[int], actions: tuple[str, ...] | list[str] = ACTIONS):
         super().__init__()
         self.hidden = list(hidden)
-        self.net = mlp([INPUT_SIZE, *hidden, len(ACTIONS)])
+        self.actions = tuple(actions)
+        self.net = mlp([INPUT_SIZE, *hidden, len(self.actions)])
+
+    @property
+    def tile_actions(self) -> bool:
+        return self.actions != ACTIONS
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
@@ -124,11 +140,24 @@ class Rollout:
 
 @torch.no_grad()
 def rollout(
-    network: QNetwork, spec: LoopNestSpec, steps: int = EPISODE_STEPS, start: AgentState | None = None
+    network: QNetwork,
+    spec: LoopNestSpec,
+    steps: int = EPISODE_STEPS,
+    start: AgentState | None = None,
+    target: Target | None = None,
 ) -> Rollout:
-    """`steps` greedy policy steps from `start` (the base schedule); stops early if no action is available."""
+    """`steps` greedy policy steps from `start` (the base schedule); stops early if no action is available.
+    A tile Q-network takes one step: the template of highest Q-value that fits the host (`target`)."""
     state = start or AgentState(Schedule.base(spec))
     result = Rollout([state])
+    if network.tile_actions:
+        target = target or host_target()
+        q_values = network(torch.from_numpy(network_input(observation(spec, state)))).numpy()
+        choice = greedy_action(q_values, tile_mask(network.actions, target))
+        if choice is not None:
+            result.states.append(AgentState(apply_tile(spec, network.actions[choice], target)))
+            result.actions.append(network.actions[choice])
+        return result
     for _ in range(steps):
         q_values = network(torch.from_numpy(network_input(observation(spec, state)))).numpy()
         choice = greedy_action(q_values, action_mask(state))
@@ -168,11 +197,18 @@ def save_bundle(
     meta: dict,
     cost_model: CostModel | None = None,
     cost_meta: dict | None = None,
+    name: str = "policy",
 ) -> None:
+    """`<name>.pt` and `<name>.json` (and the cost model, if given) in `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
-    torch.save({k: v.detach().cpu().half() for k, v in network.state_dict().items()}, folder / "policy.pt")
-    full_meta = {**meta, "hidden": network.hidden, "actions": list(ACTIONS), "features": FEATURE_VERSION}
-    (folder / "policy.json").write_text(json.dumps(full_meta, indent=1) + "\n")
+    torch.save({k: v.detach().cpu().half() for k, v in network.state_dict().items()}, folder / f"{name}.pt")
+    full_meta = {
+        **meta,
+        "hidden": network.hidden,
+        "actions": list(network.actions),
+        "features": FEATURE_VERSION,
+    }
+    (folder / f"{name}.json").write_text(json.dumps(full_meta, indent=1) + "\n")
     if cost_model is not None:
         torch.save(
             {k: v.detach().cpu().half() for k, v in cost_model.state_dict().items()}, folder / "cost_model.pt"
@@ -187,7 +223,19 @@ def _load_module(weights: Path, meta_path: Path, cls: type[nn.Module]) -> tuple[
     meta = json.loads(meta_path.read_text())
     if meta.get("features") != FEATURE_VERSION:
         raise PolicyError(f"{meta_path} uses features {meta.get('features')!r}, expected {FEATURE_VERSION!r}")
-    module = cls(meta["hidden"])
+    if cls is QNetwork:
+        actions = meta.get("actions")
+        try:
+            known = actions == list(ACTIONS) or is_tile_action_space(actions or [])
+        except ValueError as error:
+            raise PolicyError(f"{meta_path}: {error}") from error
+        if not known:
+            raise PolicyError(
+                f"{weights} was trained for actions {actions}, not {list(ACTIONS)} nor tile actions"
+            )
+        module = QNetwork(meta["hidden"], actions)
+    else:
+        module = cls(meta["hidden"])
     state = torch.load(weights, map_location="cpu", weights_only=True)
     module.load_state_dict({k: v.float() for k, v in state.items()})
     module.eval()
@@ -199,8 +247,6 @@ def load_bundle(policy_path: str | Path) -> PolicyBundle:
     """Load `policy.pt` + `policy.json` (and the cost model beside them, if present); cached per path."""
     path = Path(policy_path)
     network, meta = _load_module(path, path.with_suffix(".json"), QNetwork)
-    if meta.get("actions") != list(ACTIONS):
-        raise PolicyError(f"{path} was trained for actions {meta.get('actions')}, not {list(ACTIONS)}")
     cost_model = None
     if (path.parent / "cost_model.pt").is_file():
         cost_model, _ = _load_module(
@@ -213,6 +259,15 @@ def default_policy_path() -> Path:
     from optserve.config import LoopTuneSettings
 
     return LoopTuneSettings().policy_path
+
+
+def decision_policy_path() -> Path:
+    """The network of the quick decision (policies/tiles.py): `looptune.decision_policy_path`, by default
+    the 10-step policy of `policy`/`policy_polish` (the tile Q-network did not beat it in the measured run
+    that decides, docs/bench/looptune.md)."""
+    from optserve.config import LoopTuneSettings
+
+    return LoopTuneSettings().decision_policy_path or default_policy_path()
 
 
 def policy_search(

@@ -40,12 +40,12 @@ from optserve.kernels.tiling import TileTemplate, tiled_schedule
 from optserve.policies import clock
 from optserve.policies.env import AgentState, Evaluator
 from optserve.policies.outcome import SearchOutcome
+from optserve.policies.tile_actions import TILE_ACTION, tile_action
 
 POOL_SIZE = 150
 POOL_SEED = 0
 COVER_SIZE = 8
 PACK_REUSE = 32  # reads of each packed element from which the decision measures the packed layout first
-TILE_ACTION = "tile:"  # a tiled schedule's "action": the template that built it (not an env action)
 
 
 def template_grid() -> list[TileTemplate]:
@@ -66,6 +66,14 @@ def template_grid() -> list[TileTemplate]:
 def template_pool(size: int = POOL_SIZE, seed: int = POOL_SEED) -> list[TileTemplate]:
     """A fixed-seed sample of the grid, in a fixed order."""
     return random.Random(seed).sample(template_grid(), size)
+
+
+def tile_action_space(extra: int = 40) -> list[str]:
+    """The tile Q-network's actions (tile_actions.py): the cover's templates and the first `extra` other
+    pool templates, each packed, then all unpacked (the same nest except where packing is optional)."""
+    cover = list(load_cover())
+    templates = cover + [t for t in template_pool() if t not in cover][:extra]
+    return [tile_action(t) for t in templates + unpacked(templates)]
 
 
 def fits(template: TileTemplate, target: Target) -> bool:
@@ -151,19 +159,25 @@ def policy_tiles(
 ) -> SearchOutcome:
     """The cover's templates, then the Q-policy's final schedule, then the cover's unpacked twins where
     they differ (the twins first where packing is unlikely to pay), then the base, measured until the
-    deadline."""
-    from optserve.policies.policy import default_policy_path, load_bundle, rollout
+    deadline. A tile Q-network's pick (tile_actions.py) is measured first: it is the network's guess of the
+    best template for this shape, and on a large contraction the budget may not reach past the cover."""
+    from optserve.policies.policy import decision_policy_path, load_bundle, rollout
 
     target = target or host_target()
-    bundle = load_bundle(str(policy_path or default_policy_path()))
-    visited = rollout(bundle.network, evaluator.spec, start=root)
+    bundle = load_bundle(str(policy_path or decision_policy_path()))
+    visited = rollout(bundle.network, evaluator.spec, start=root, target=target)
     cover = list(load_cover())
     reuse = packed_reuse(evaluator.spec)
     layouts = [cover, unpacked(cover)]
     if reuse is not None and reuse < PACK_REUSE:
         layouts.reverse()
+    policy_option = (tuple(visited.actions), visited.final.schedule)
     options = [((TILE_ACTION + name,), s) for name, s in candidates(evaluator, layouts[0], target)]
-    options.append((tuple(visited.actions), visited.final.schedule))
+    if bundle.network.tile_actions:
+        picked = policy_option[1].compute_key()
+        options = [policy_option] + [o for o in options if o[1].compute_key() != picked]
+    else:
+        options.append(policy_option)
     seen = {s.compute_key() for _, s in options}
     second = candidates(evaluator, layouts[1], target)
     options += [((TILE_ACTION + name,), s) for name, s in second if s.compute_key() not in seen]
