@@ -5,7 +5,11 @@
 #   source benchmarks/looptune_lent_setup.sh
 set -e
 mkdir -p /tmp/site /tmp/ns/optserve /tmp/stub
-[ -d /tmp/site/llvmlite ] || tar xJf .carry/llvmlite047.tar.xz -C /tmp/site
+# corpus/label_remote.sh may have unpacked it into .lent/ in an earlier call on this warm machine
+if [ ! -d /tmp/site/llvmlite ]; then
+  if [ -f .lent/llvmlite047/.unpacked ]; then ln -sfn "$PWD/.lent/llvmlite047/llvmlite" /tmp/site/llvmlite
+  else tar xJf .carry/llvmlite047.tar.xz -C /tmp/site; fi
+fi
 for f in optserve/*.py; do ln -sf "$PWD/$f" /tmp/ns/optserve/; done
 for d in kernels policies looptune_training; do ln -sfn "$PWD/$d" /tmp/ns/optserve/$d; done
 cat > /tmp/stub/pydantic.py <<'PY'
