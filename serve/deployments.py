@@ -123,5 +123,10 @@ class LoopTuneScheduler:
         configure_replica_logging()
         self.settings = Settings.model_validate(settings)
 
-    async def schedule(self, request: schemas.ScheduleRequest) -> schemas.ScheduleResponse:
-        return await asyncio.to_thread(schedule, request, self.settings)
+    async def schedule(
+        self, request: schemas.ScheduleRequest, wall_deadline: float | None = None
+    ) -> schemas.ScheduleResponse:
+        """`wall_deadline`: when the answer must be ready, wall-clock time (serve/deadlines.py); time the
+        request waited in this replica's queue counts against it."""
+        deadline = as_monotonic(wall_deadline)
+        return await asyncio.to_thread(schedule, request, self.settings, deadline)

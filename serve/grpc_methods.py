@@ -4,7 +4,8 @@ Ray Serve's proxy routes a gRPC call to the ingress method named like the RPC, w
 (serve/grpc_services.py says why); the ingress hands it to the method of the same name here, which parses
 it, checks the caller (loopback peer, token), runs the operation and answers a `ServiceError` as the status
 it names. The call's deadline (serve/call_deadline.py) bounds the work: an Optimize's budget is cut to what
-the call leaves (its best answer so far comes back in time, `deadline_hit`), and any work still running when
+the call leaves (its best answer so far comes back in time, `deadline_hit`), a Schedule's search time limit
+too (the best schedule found in time, `timed_out`), and any work still running when
 the call's time is up is cancelled (DEADLINE_EXCEEDED). `grpc_context` is None when a test calls a method
 directly.
 """
@@ -12,6 +13,7 @@ directly.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -20,7 +22,7 @@ from grpc_health.v1 import health_pb2
 from optserve.config import Settings
 from optserve.serve import codec
 from optserve.serve.access import TOKEN_HEADER, check_peer, check_token, plaintext_grpc_host
-from optserve.serve.call_deadline import call_time_remaining, fit_optimize
+from optserve.serve.call_deadline import call_time_remaining, fit_optimize, work_budget_s
 from optserve.serve.client_retry import PUSHBACK_KEY
 from optserve.serve.errors import ErrorKind, ServiceError, retry_after_s
 from optserve.serve.grpc_services import parse_request
@@ -112,7 +114,8 @@ class GrpcMethods:
     async def schedule(self, request: bytes, context) -> pb.ScheduleResponse:
         async def work(remaining_s: float | None) -> pb.ScheduleResponse:
             schedule_request = codec.schedule_request(parse_request(pb.ScheduleRequest, request))
-            return codec.schedule_response(await self.operations.schedule(schedule_request))
+            deadline = None if remaining_s is None else time.monotonic() + work_budget_s(remaining_s)
+            return codec.schedule_response(await self.operations.schedule(schedule_request, deadline))
 
         return await self._answer("schedule", context, pb.ScheduleResponse(), work)
 

@@ -92,5 +92,9 @@ class LoopTuneClient:
     def __init__(self, handle: DeploymentHandle):
         self.handle = handle
 
-    async def schedule(self, request: schemas.ScheduleRequest) -> schemas.ScheduleResponse:
-        return await call(self.handle, "schedule", request)
+    async def schedule(
+        self, request: schemas.ScheduleRequest, deadline: float | None = None
+    ) -> schemas.ScheduleResponse:
+        """`deadline` (time.monotonic(); None: none): when the answer must be ready; sent as wall-clock time,
+        so the time the request waits in the replica's queue counts against it."""
+        return await call(self.handle, "schedule", request, as_wall_time(deadline))

@@ -55,8 +55,11 @@ class Operations:
             self.metrics.count(metrics.DEADLINE_HITS)
         return response
 
-    async def schedule(self, request: schemas.ScheduleRequest) -> schemas.ScheduleResponse:
-        return await self.looptune.schedule(request)
+    async def schedule(
+        self, request: schemas.ScheduleRequest, deadline: float | None = None
+    ) -> schemas.ScheduleResponse:
+        """`deadline` (time.monotonic()): when the answer must be ready (a gRPC call's; HTTP has none)."""
+        return await self.looptune.schedule(request, deadline)
 
     async def model_metadata(self) -> schemas.ModelMetadata:
         return await self.engine.metadata()

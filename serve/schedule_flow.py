@@ -1,27 +1,50 @@
 """The Schedule flow: validate the loop nest -> search or policy -> response.
 
 Loop kernels are only ever generated from a `LoopNestSpec` that passed `LoopNestSpec.parse` (names, sizes,
-memory and flop limits from the LoopTune settings), with the search time bounded by the same settings.
+memory and flop limits from the LoopTune settings), with the search time bounded by the same settings and,
+for a gRPC call, by the call's deadline: the search's time limit is cut so that the answer is ready by then
+(the best schedule found in time, `timed_out: true` when the search was cut).
 """
 
 from __future__ import annotations
+
+import time
 
 from optserve.config import Settings
 from optserve.kernels.spec import LoopNestSpec, SpecError
 from optserve.policies.methods import SearchMethod
 from optserve.serve import schemas
-from optserve.serve.errors import invalid
+from optserve.serve.errors import ErrorKind, ServiceError, invalid
 
 DEFAULT_METHOD = SearchMethod.POLICY_TILES  # learned tile cover + the Q-policy, within the polish budget
 DEFAULT_TIME_LIMIT_S = 10.0
+# Of the time left before the deadline, the search's share: a timing started near the end of its budget may
+# run CUT_SLACK (20%) past it (policies/scheduler.py), and the chosen schedule's compile (and IR) follows.
+SEARCH_SHARE = 0.75
 
 
-def schedule(request: schemas.ScheduleRequest, settings: Settings) -> schemas.ScheduleResponse:
-    """Choose a schedule for the request's loop nest (blocking: run it off the event loop)."""
+def time_limit_within(asked_s: float, deadline: float | None, max_s: float) -> float:
+    """The search's time limit: `asked_s`, cut to SEARCH_SHARE of what is left before the monotonic
+    `deadline` (None: no deadline). A limit over `max_s` is left as asked, to be refused as such; a deadline
+    already passed is DEADLINE_EXCEEDED before any work (the caller is gone)."""
+    if deadline is None or asked_s > max_s:
+        return asked_s
+    left_s = deadline - time.monotonic()
+    if left_s <= 0:
+        raise ServiceError(ErrorKind.DEADLINE_EXCEEDED, "the call's deadline passed before the search began")
+    return min(asked_s, SEARCH_SHARE * left_s)
+
+
+def schedule(
+    request: schemas.ScheduleRequest, settings: Settings, deadline: float | None = None
+) -> schemas.ScheduleResponse:
+    """Choose a schedule for the request's loop nest (blocking: run it off the event loop), done by the
+    monotonic `deadline` if one is given (the gRPC call's, less what its answer needs to get back)."""
     from optserve.policies.scheduler import schedule_nest
 
     limits = settings.looptune
-    time_limit_s = request.time_limit_s or min(DEFAULT_TIME_LIMIT_S, limits.search_time_limit_s)
+    asked_s = request.time_limit_s or min(DEFAULT_TIME_LIMIT_S, limits.search_time_limit_s)
+    time_limit_s = time_limit_within(asked_s, deadline, limits.search_time_limit_s)
     method = request.method or DEFAULT_METHOD
     try:
         spec = LoopNestSpec.parse(request.einsum, request.sizes, limits)

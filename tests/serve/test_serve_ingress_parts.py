@@ -238,3 +238,45 @@ def test_the_compiler_client_sends_the_deadline_as_wall_clock_time_and_the_repli
     (*_, wall_deadline), (*_, no_deadline) = handle.evaluate.sent
     assert wall_deadline == pytest.approx(time.time() + 7.0, abs=0.5) and no_deadline is None
     assert as_monotonic(wall_deadline) == pytest.approx(deadline, abs=0.01)
+
+
+def test_the_call_s_deadline_cuts_a_schedule_search_to_what_the_call_leaves():
+    from optserve.serve.schedule_flow import SEARCH_SHARE, time_limit_within
+
+    now = time.monotonic()
+    assert time_limit_within(10.0, None, max_s=60.0) == 10.0  # no deadline (HTTP): as asked
+    assert time_limit_within(10.0, now + 4.0, max_s=60.0) == pytest.approx(SEARCH_SHARE * 4.0, abs=0.05)
+    assert time_limit_within(1.0, now + 4.0, max_s=60.0) == 1.0  # the asked limit fits: kept
+    assert time_limit_within(100.0, now + 4.0, max_s=60.0) == 100.0  # over the limit: refused as asked
+    with pytest.raises(ServiceError) as caught:  # queued past the deadline: no search for a caller gone
+        time_limit_within(1.0, now - 0.1, max_s=60.0)
+    assert caught.value.kind is ErrorKind.DEADLINE_EXCEEDED
+
+
+def test_the_looptune_client_sends_the_deadline_as_wall_clock_time():
+    """The LoopTune replica takes one request at a time: time queued there counts against the deadline."""
+    from optserve.serve.handles import LoopTuneClient
+
+    handle = _handle(schedule=None)
+    request = schemas.ScheduleRequest(einsum="C[m,n] += A[m,k] * B[k,n]", sizes={"m": 8, "k": 8, "n": 8})
+    asyncio.run(LoopTuneClient(handle).schedule(request, deadline=time.monotonic() + 7.0))
+    asyncio.run(LoopTuneClient(handle).schedule(request))
+    (_, wall_deadline), (_, no_deadline) = handle.schedule.sent
+    assert wall_deadline == pytest.approx(time.time() + 7.0, abs=0.5) and no_deadline is None
+
+
+def test_a_schedule_search_longer_than_the_deadline_answers_its_best_by_then():
+    """A real search (greedy2 on a 128^3 matmul, JIT-compiled and timed, far longer than 1.5 s) with the
+    server's default limit (10 s) and a deadline 1.5 s away: the best schedule found, marked `timed_out`,
+    before the deadline."""
+    from optserve.config import Settings
+    from optserve.serve.schedule_flow import schedule
+
+    request = schemas.ScheduleRequest(
+        einsum="C[m,n] += A[m,k] * B[k,n]", sizes={"m": 128, "k": 128, "n": 128}, method="greedy2"
+    )
+    started = time.monotonic()
+    response = schedule(request, Settings(), deadline=started + 1.5)
+    took_s = time.monotonic() - started
+    assert response.timed_out and response.measured and response.gflops > 0
+    assert took_s < 1.5, took_s
