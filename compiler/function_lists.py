@@ -35,6 +35,7 @@ from optserve.compiler.ir import (
     _COMDAT,
     _TYPE_DEFINITION,
     IRError,
+    Stop,
     _declaration,
     _definitions_as_printed,
     _external_definition,
@@ -42,6 +43,7 @@ from optserve.compiler.ir import (
     _global_kind,
     _reachable_symbols,
     _symbols_in,
+    check_stop,
     module_instruction_count,
     parse_module,
 )
@@ -110,12 +112,13 @@ def defined_function_count(ir: str) -> int:
     return len(_DEFINE.findall(ir))
 
 
-def split_unit(ir: str) -> UnitParts:
+def split_unit(ir: str, stop: Stop | None = None) -> UnitParts:
     """The unit as a shell and one module per defined function (IRError for what it cannot split: aliases
-    and ifuncs, or a function whose module does not verify)."""
+    and ifuncs, or a function whose module does not verify). `stop()` is asked before each function module
+    is built (StoppedError)."""
     module = parse_module(ir)
     try:
-        return _split(module)
+        return _split(module, stop)
     finally:
         # Closed here, on every path: a module left to the garbage collector (held by an exception's
         # traceback, e.g. on a request cut by its deadline) may be freed after its own context, which
@@ -123,7 +126,7 @@ def split_unit(ir: str) -> UnitParts:
         module.close()
 
 
-def _split(module) -> UnitParts:
+def _split(module, stop: Stop | None) -> UnitParts:
     printed = str(module)
     if re.search(r"^@[^=\n]+ = [^\n]*\b(alias|ifunc)\b", printed, re.MULTILINE):
         raise IRError("the unit has aliases or ifuncs, which per-function splitting does not handle")
@@ -155,6 +158,7 @@ def _split(module) -> UnitParts:
 
     parts = {}
     for root, members in groups.items():
+        check_stop(stop, "splitting the unit")
         body = "\n".join(definitions[m] for m in members)
         needed_functions, needed_variables = _reachable_symbols(
             body, root, functions, variables, variable_texts

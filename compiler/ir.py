@@ -9,6 +9,7 @@ pipelines run in `optserve.compiler.workers`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import llvmlite.binding as llvm
 
@@ -25,6 +26,20 @@ _NESTING_STEP = {"(": 1, "[": 1, "{": 1, "<": 1, ")": -1, "]": -1, "}": -1, ">":
 
 class IRError(ValueError):
     """The input is not valid LLVM IR (empty, too large, not UTF-8, does not parse, or fails the verifier)."""
+
+
+class StoppedError(RuntimeError):
+    """A split was stopped by its caller's `stop()` (a deadline, a request given up) before it was done."""
+
+
+# Asked between functions by the splits: True = stop now (raise StoppedError). A unit of hundreds of
+# functions takes seconds to split, and a thread cannot be killed: this is how a caller ends one.
+Stop = Callable[[], bool]
+
+
+def check_stop(stop: Stop | None, what: str) -> None:
+    if stop is not None and stop():
+        raise StoppedError(f"stopped while {what}")
 
 
 def parse_module(ir: str) -> llvm.ModuleRef:
@@ -213,16 +228,23 @@ _LINKAGE_TO_DROP = re.compile(
 _COMDAT = re.compile(r"\scomdat(?:\(\$[-\w$.\"]+\))?")
 
 
-def split_functions(ir: str) -> list[tuple[str, str]]:
+def split_functions(ir: str, stop: Stop | None = None) -> list[tuple[str, str]]:
     """One module per defined function: (function name, module IR), in the module's order.
 
     Each module holds the function with external linkage (so it is not deleted as unused), declarations
     of the functions it references, and the global variables it reaches: constants with their
     initializers, other globals as external declarations (their contents are not known to the function in
     the original program either). Functions whose module cannot be built (they reference aliases or
-    ifuncs, which are left out) are skipped.
+    ifuncs, which are left out) are skipped. `stop()` is asked before each function (StoppedError).
     """
     module = parse_module(ir)
+    try:
+        return _split_functions(module, stop)
+    finally:
+        module.close()  # on every path, StoppedError's too (see function_lists.split_unit)
+
+
+def _split_functions(module: llvm.ModuleRef, stop: Stop | None) -> list[tuple[str, str]]:
     printed = str(module)
     header = [line for line in printed.splitlines() if line.startswith(("target ", "source_filename"))] + [
         line for line in printed.splitlines() if _TYPE_DEFINITION.match(line)
@@ -237,6 +259,7 @@ def split_functions(ir: str) -> list[tuple[str, str]]:
 
     result = []
     for name, definition in definitions.items():
+        check_stop(stop, "splitting functions")
         needed_functions, needed_variables = _reachable_symbols(
             definition, name, functions, global_variables, variable_texts
         )
@@ -250,9 +273,13 @@ def split_functions(ir: str) -> list[tuple[str, str]]:
         parts.extend(metadata)
         text = "\n".join(parts) + "\n"
         try:
-            result.append((name, str(parse_module(text))))
+            function_module = parse_module(text)
         except IRError:
             continue
+        try:
+            result.append((name, str(function_module)))
+        finally:
+            function_module.close()
     return result
 
 

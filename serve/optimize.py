@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 
 from optserve.compiler.cache import ResultCache, ir_digest
 from optserve.compiler.function_lists import FunctionLists, defined_function_count, split_unit
-from optserve.compiler.ir import IRError, parse_ir
+from optserve.compiler.ir import IRError, StoppedError, parse_ir
 from optserve.compiler.passes import format_pass_list, to_opt_pipeline
 from optserve.compiler.pipeline import Evaluation
 from optserve.compiler.unit_search import DeadlinePassedError, measure_functions, refine_functions
@@ -42,6 +42,7 @@ from optserve.serve import schemas
 from optserve.serve.errors import ErrorKind, ServiceError, invalid, unavailable
 from optserve.serve.result_cache import answer_key
 from optserve.serve.schemas import CandidateSource, ServedStrategy
+from optserve.serve.stoppable import in_thread
 from optserve.serve.unit_lists import UnitLists, unit_lists
 
 OZ_PASS_LIST = ("-Oz",)
@@ -320,7 +321,8 @@ class Optimizer:
         (compiler/unit_search.py; the path benchmarks/function_lists_units.py and unit_gap.py measure).
 
         Skipped for a unit of more than `engine.unit_function_lists_max_functions` functions (its compiles
-        grow with the count); every step, the split included, ends at the request's deadline."""
+        grow with the count); every step, the split included (serve/stoppable.py), ends at the request's
+        deadline."""
         engine = self.settings.engine
         count = engine.unit_function_lists
         if not count or request.strategy == ServedStrategy.RANKED_CORESET or sampled.deadline_hit:
@@ -330,7 +332,7 @@ class Optimizer:
         started = time.monotonic()
         try:
             parts = await _until(
-                asyncio.to_thread(split_unit, ir), deadline + BACKEND_GRACE_S, "splitting the unit"
+                in_thread(split_unit, ir, deadline=deadline), deadline + BACKEND_GRACE_S, "splitting the unit"
             )
             if len(parts.functions) < 2:  # one function: the whole-unit lists already cover it
                 return
@@ -374,7 +376,7 @@ class Optimizer:
                 raise DeadlinePassedError("the deadline came while linking the per-function candidate")
         except IRError:  # aliases or ifuncs: whole-unit candidates only
             return
-        except DeadlinePassedError:
+        except (DeadlinePassedError, StoppedError):
             sampled.deadline_hit = True
             return
         except ServiceError as err:
@@ -420,7 +422,7 @@ class Optimizer:
         elif engine.unit_function_prompts:
             try:
                 options = replace(_sampling_options(request, self.coreset), deadline_s=deadline - started)
-                found = await unit_lists(ir, generate, options, engine.unit_function_prompts)
+                found = await unit_lists(ir, generate, options, engine.unit_function_prompts, deadline)
             except ServiceError as err:
                 if err.kind is not ErrorKind.DEADLINE_EXCEEDED:
                     raise

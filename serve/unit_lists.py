@@ -13,8 +13,10 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from optserve.compiler.ir import IRError, split_functions
+from optserve.compiler.ir import IRError, StoppedError, split_functions
 from optserve.engine.interface import Generation, PromptTooLongError, SamplingOptions
+from optserve.serve.errors import ErrorKind, ServiceError
+from optserve.serve.stoppable import in_thread
 
 # generate(function IR, options) -> Generation; raises PromptTooLongError for a function too long itself.
 Generate = Callable[[str, SamplingOptions], Awaitable[Generation]]
@@ -27,16 +29,23 @@ class UnitLists:
     functions_too_long: int  # largest functions skipped because the model cannot read them either
 
 
-async def unit_lists(ir: str, generate: Generate, options: SamplingOptions, functions: int) -> UnitLists:
+async def unit_lists(
+    ir: str, generate: Generate, options: SamplingOptions, functions: int, deadline: float | None = None
+) -> UnitLists:
     """Lists for the `functions` largest functions of `ir` the model can read (largest IR first).
 
     Functions are tried in batches of `functions`, largest first, until that many were read or three
     batches were tried: a unit whose largest functions are all too long still gets lists from smaller ones.
+    The split stops at the monotonic `deadline` (DEADLINE_EXCEEDED) or when this call is cancelled.
     """
     try:
-        parts = await asyncio.to_thread(split_functions, ir)
+        parts = await in_thread(split_functions, ir, deadline=deadline)
     except IRError:
         parts = []
+    except StoppedError:
+        raise ServiceError(
+            ErrorKind.DEADLINE_EXCEEDED, "the deadline came while splitting the unit"
+        ) from None
     parts.sort(key=lambda part: (-len(part[1]), part[0]))  # by size; the name breaks ties (determinism)
     read: list[tuple[str, Generation]] = []
     too_long = 0

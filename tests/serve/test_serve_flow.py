@@ -20,7 +20,7 @@ import pytest
 from optserve.compiler.cache import ResultCache
 from optserve.compiler.cost import text_size
 from optserve.compiler.function_lists import defined_function_count, split_unit
-from optserve.compiler.ir import instruction_count
+from optserve.compiler.ir import StoppedError, instruction_count, split_functions
 from optserve.compiler.passes import format_pass_list, to_opt_pipeline
 from optserve.compiler.pipeline import evaluate
 from optserve.compiler.unit_search import REFINE_PASSES
@@ -35,6 +35,7 @@ from optserve.serve.engine_host import EngineHost
 from optserve.serve.errors import ErrorKind, ServiceError
 from optserve.serve.optimize import Optimizer, _Sampled
 from optserve.serve.result_cache import answer_key
+from optserve.serve.stoppable import in_thread
 from optserve.v1 import optserve_pb2 as pb
 from tests.serve.serve_helpers import slow_candidates_module, slow_module
 
@@ -882,3 +883,52 @@ def test_per_function_work_on_a_unit_of_many_functions_ends_at_the_deadline(pool
         assert response.deadline_hit and "per_function" not in {c.source for c in response.candidates}
     elapsed = time.monotonic() - started
     assert elapsed < 10 + 2.0, elapsed  # the deadline, BACKEND_GRACE_S and a loaded machine's slack
+
+
+def test_a_split_asks_stop_before_each_function_and_ends_when_told(unit_ir):
+    asked = []
+
+    def stop_at_the_third_question() -> bool:
+        asked.append(True)
+        return len(asked) >= 3
+
+    for split in (split_unit, split_functions):
+        asked.clear()
+        with pytest.raises(StoppedError):
+            split(unit_ir, stop=stop_at_the_third_question)
+        assert len(asked) == 3, split
+    assert split_unit(unit_ir, stop=lambda: False) == split_unit(unit_ir)  # never told: the same parts
+    assert split_functions(unit_ir, stop=lambda: False) == split_functions(unit_ir)
+
+
+# Past its deadline, or after its request was cancelled, the split thread ends within this: the whole-unit
+# parse before the first function (~N s for slow_module here) and one function's module, on a loaded machine.
+SPLIT_STOP_BOUND_S = 2.0
+
+
+@pytest.mark.parametrize("split", [split_unit, split_functions])
+def test_the_ingress_split_of_a_long_unit_ends_at_the_deadline(split):
+    """A thread cannot be killed: the split of the 1,200-function slow_module (seconds) ran on after its
+    request's deadline in the ingress. Now it ends then (serve/stoppable.py): asyncio.run returns only when
+    the thread has ended."""
+    ir = slow_module()
+    started = time.monotonic()
+    with pytest.raises(StoppedError):
+        asyncio.run(in_thread(split, ir, deadline=started + 0.5))
+    assert time.monotonic() - started < 0.5 + SPLIT_STOP_BOUND_S
+
+
+def test_the_ingress_split_of_a_request_given_up_ends_then():
+    """Cancelled (the answer went back without it: -Oz failed, the caller left), with no deadline."""
+    ir = slow_module()
+
+    async def given_up_after(seconds: float) -> None:
+        split = asyncio.ensure_future(in_thread(split_unit, ir, deadline=None))
+        await asyncio.sleep(seconds)
+        split.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await split
+
+    started = time.monotonic()
+    asyncio.run(given_up_after(0.5))  # returns when the thread has ended
+    assert time.monotonic() - started < 0.5 + SPLIT_STOP_BOUND_S
