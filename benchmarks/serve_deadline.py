@@ -16,12 +16,15 @@ CompilerPool of `--workers` processes, in one process as the ingress runs it, wi
   drained   when the first request's last thread ended (asyncio.run returns), minus the deadline
 
 Before the trials, `--restarts` times: a pool call with both workers compiling (one_function at -O3) cut by a
-0.3 s deadline, and how long until both stopped workers are restarted and idle again (this code only: the
-cost of stopping a compile by killing its worker).
+0.3 s deadline, and how long until the pool has both workers idle again (this code only: the cost of
+stopping a compile by killing its worker), with `--standby` standby workers and, if `--before-standby`
+differs, with that many too.
 
 Each trial is a fresh process. With `--before-python` (an interpreter whose `optserve` is the code before the
 change, e.g. /work/main/.venv/bin/python for main), every trial runs once with it and once with this one,
-alternating, so both see the same machine load.
+alternating, so both see the same machine load. `--standby N` gives this code's pool N standby workers
+(compiler/workers.py), `--before-standby N` the other's (code from before standby workers takes only 0);
+comparing standby with none in this code: `--before-python .venv/bin/python --before-standby 0 --standby 1`.
 
     python benchmarks/serve_deadline.py --module slow_module --deadlines 2 5 10 --trials 3 \
         --before-python /work/main/.venv/bin/python
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -66,10 +70,16 @@ async def _metadata():
     )  # fmt: skip
 
 
-def trial(module: str, deadline_s: float, samples: int, workers: int) -> dict:
+def _pool(workers: int, timeout_s: float, standby: int):
+    from optserve.compiler.workers import CompilerPool
+
+    # code from before standby workers has no such argument: passed only when asked for
+    return CompilerPool(processes=workers, timeout_s=timeout_s, **({"standby": standby} if standby else {}))
+
+
+def trial(module: str, deadline_s: float, samples: int, workers: int, standby: int = 0) -> dict:
     """One request cut by `deadline_s`, then a small one; seconds as in the module docstring."""
     from optserve.compiler.cache import ResultCache
-    from optserve.compiler.workers import CompilerPool
     from optserve.config import Settings
     from optserve.serve import schemas
     from optserve.serve.errors import ServiceError
@@ -101,7 +111,7 @@ def trial(module: str, deadline_s: float, samples: int, workers: int) -> dict:
         await optimizer.optimize(small)
         outcome["next_s"] = time.monotonic() - sent
 
-    with CompilerPool(processes=workers, timeout_s=20) as pool:
+    with _pool(workers, 20, standby) as pool:
         started = time.monotonic()
         asyncio.run(both())  # returns once every thread it started has ended
         drained_s = time.monotonic() - started
@@ -114,14 +124,14 @@ def trial(module: str, deadline_s: float, samples: int, workers: int) -> dict:
     }
 
 
-def restart_seconds(times: int, workers: int) -> list[float]:
+def restart_seconds(times: int, workers: int, standby: int = 0) -> list[float]:
     """Seconds from a call's cut (every worker compiling) until all its workers are idle again."""
-    from optserve.compiler.workers import CompilerPool
-
     ir = slow_candidates_module()
     seconds = []
-    with CompilerPool(processes=workers, timeout_s=60) as pool:
+    with _pool(workers, 60, standby) as pool:
         for _ in range(times):
+            while standby and pool.standby_workers() < standby:  # the standby refilled after the last cut
+                time.sleep(0.01)
             pool.evaluate(ir, [("-O3",)] * workers, "instruction_count", deadline=time.monotonic() + 0.3)
             cut = time.monotonic()
             while pool.idle_workers() < workers:
@@ -130,7 +140,27 @@ def restart_seconds(times: int, workers: int) -> list[float]:
     return seconds
 
 
-def _run_trial(python: str, deadline_s: float, args) -> dict:
+def split_seconds(times: int, stop_after_s: float) -> tuple[list[float], list[float]]:
+    """The ingress's split of slow_module (split_unit, in a thread as the ingress runs it): seconds for the
+    whole split, and seconds past a deadline `stop_after_s` after its start until its thread ended."""
+    from optserve.compiler.function_lists import split_unit
+    from optserve.compiler.ir import StoppedError
+    from optserve.serve.stoppable import in_thread
+
+    ir = slow_module()
+    whole, past = [], []
+    for _ in range(times):
+        started = time.monotonic()
+        split_unit(ir)
+        whole.append(time.monotonic() - started)
+        started = time.monotonic()
+        with contextlib.suppress(StoppedError):  # asyncio.run returns once the thread has ended
+            asyncio.run(in_thread(split_unit, ir, deadline=started + stop_after_s))
+        past.append(time.monotonic() - started - stop_after_s)
+    return whole, past
+
+
+def _run_trial(python: str, deadline_s: float, standby: int, args) -> dict:
     command = [
         python,
         __file__,
@@ -141,7 +171,7 @@ def _run_trial(python: str, deadline_s: float, args) -> dict:
         "--module",
         args.module,
     ]
-    command += ["--workers", str(args.workers)]
+    command += ["--workers", str(args.workers), "--standby", str(standby)]
     env = os.environ | {"PYTHONDONTWRITEBYTECODE": "1"}  # the other interpreter's tree stays untouched
     done = subprocess.run(command, capture_output=True, text=True, check=True, cwd=REPO, env=env)
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -175,29 +205,44 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=10, help="whole-unit coreset lists")
     parser.add_argument("--workers", type=int, default=2, help="compiler pool processes")
     parser.add_argument("--restarts", type=int, default=10, help="stops whose restart is timed (0: none)")
+    parser.add_argument("--splits", type=int, default=0, help="times the ingress's split is timed (0: none)")
+    parser.add_argument("--standby", type=int, default=0, help="standby workers of this code's pool")
+    parser.add_argument("--before-standby", type=int, default=0, help="standby workers of the other's")
     parser.add_argument("--before-python", help="an interpreter importing the code before the change")
     parser.add_argument("--trial", type=float, help=argparse.SUPPRESS)  # one trial, in a child process
     args = parser.parse_args()
     if args.trial is not None:
-        print(json.dumps(trial(args.module, args.trial, args.samples, args.workers)))
+        print(json.dumps(trial(args.module, args.trial, args.samples, args.workers, args.standby)))
         return
 
-    versions = {"after": sys.executable} | ({"before": args.before_python} if args.before_python else {})
+    versions = {"after": (sys.executable, args.standby)}
+    if args.before_python:
+        versions["before"] = (args.before_python, args.before_standby)
     print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}, {os.cpu_count()} CPUs, {args.module}")
-    for label, python in versions.items():
-        print(f"  {label}: {_code_version(python)}")
-    if args.restarts:
-        restarts = restart_seconds(args.restarts, args.workers)
+    for label, (python, standby) in versions.items():
+        print(f"  {label}: {_code_version(python)}, {standby} standby workers")
+    if args.splits:
+        whole, past = split_seconds(args.splits, 0.5)
         print(
-            f"  restart of {args.workers} stopped workers: p50 {statistics.median(restarts):.2f} s, "
-            f"max {max(restarts):.2f} s over {len(restarts)} (load {os.getloadavg()[0]:.1f})"
+            f"  split of slow_module: p50 {statistics.median(whole):.2f} s, max {max(whole):.2f} s;"
+            f" stopped 0.5 s in, ended past that p50 {statistics.median(past):.2f} s, max {max(past):.2f} s"
+            f" over {args.splits} (load {os.getloadavg()[0]:.1f})"
+        )
+    for standby in sorted({args.standby, args.before_standby} if args.before_python else {args.standby}):
+        if not args.restarts:
+            break
+        restarts = restart_seconds(args.restarts, args.workers, standby)
+        print(
+            f"  restart of {args.workers} stopped workers, {standby} standby: p50 "
+            f"{statistics.median(restarts):.2f} s, max {max(restarts):.2f} s over {len(restarts)} "
+            f"(load {os.getloadavg()[0]:.1f})"
         )
     rows: dict[tuple[str, float], list[dict]] = {}
     for deadline_s in args.deadlines:
         for index in range(args.trials):
             order = list(versions) if index % 2 == 0 else list(reversed(versions))
             for label in order:
-                row = _run_trial(versions[label], deadline_s, args)
+                row = _run_trial(versions[label][0], deadline_s, versions[label][1], args)
                 rows.setdefault((label, deadline_s), []).append(row)
                 load = os.getloadavg()[0]
                 print(f"  {label} deadline {deadline_s:g} s: {json.dumps(row)} (load {load:.1f})", flush=True)

@@ -15,6 +15,10 @@ caller cancelled). From then on no candidate of the call starts, and the compile
 LLVM cannot be interrupted inside a pass, so their workers are killed and restarted in the background
 (~0.15 s each on an idle machine, seconds on a loaded one), and the call returns at once. No worker or
 thread stays busy with work nobody will read.
+
+Standby workers (`standby`, default none): processes started and ready but idle, outside the pool's
+`processes`. A worker stopped or lost (deadline, crash, overrun) is replaced by a standby one at once, and a
+new standby starts in the background, so the next call does not wait for a process start.
 """
 
 from __future__ import annotations
@@ -194,13 +198,18 @@ class CandidateCompiler(Protocol):
 
 
 class CompilerPool:
-    """`processes` worker processes evaluating candidates, each within `timeout_s` seconds of wall time."""
+    """`processes` worker processes evaluating candidates, each within `timeout_s` seconds of wall time,
+    and `standby` more started and idle to replace a worker stopped or lost without waiting."""
 
-    def __init__(self, processes: int, timeout_s: float, memory_limit_mb: int | None = None):
+    def __init__(
+        self, processes: int, timeout_s: float, memory_limit_mb: int | None = None, standby: int = 0
+    ):
         if processes < 1:
             raise ValueError("a compiler pool needs at least one process")
         if timeout_s <= 0:
             raise ValueError("timeout_s must be positive")
+        if standby < 0:
+            raise ValueError("standby must not be negative")
         self.processes = processes
         self.timeout_s = timeout_s
         self._memory_limit_bytes = memory_limit_mb * 1024 * 1024 if memory_limit_mb else None
@@ -208,12 +217,17 @@ class CompilerPool:
         self._closed = False
         self._workers: set[_Worker] = set()
         self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
+        self._standby: list[_Worker] = []  # started and ready, not among the workers until one is lost
         self._restarting = 0  # workers stopped whose successors have not been started yet
         self.replaced_workers = 0
         started = [self._start_worker() for _ in range(processes)]
+        spares = [_Worker(self._memory_limit_bytes) for _ in range(standby)]
         for worker in started:
             worker.wait_ready()
             self._idle.put(worker)
+        for worker in spares:
+            worker.wait_ready()
+            self._standby.append(worker)
 
     def _start_worker(self) -> _Worker:
         worker = _Worker(self._memory_limit_bytes)
@@ -224,8 +238,9 @@ class CompilerPool:
     def _replace(self, worker: _Worker) -> _Worker:
         worker.kill()
         with self._lock:
-            self._workers.discard(worker)
-            self.replaced_workers += 1
+            standby = self._swap_out(worker)
+        if standby is not None:
+            return standby
         fresh = self._start_worker()
         try:
             fresh.wait_ready()
@@ -234,6 +249,45 @@ class CompilerPool:
                 self._workers.discard(fresh)
             raise
         return fresh
+
+    def _swap_out(self, stopped: _Worker) -> _Worker | None:
+        """(Lock held.) `stopped`, killed, leaves the workers; a ready standby worker takes its place if
+        there is one (returned; None: none), and a thread reaps `stopped` and starts a successor standby."""
+        self._workers.discard(stopped)
+        self.replaced_workers += 1
+        reap = [stopped]
+        while self._standby and not self._closed:
+            standby = self._standby.pop()
+            if standby.process.poll() is None:
+                self._workers.add(standby)
+                threading.Thread(target=self._refill_standby, args=(reap,), daemon=True).start()
+                return standby
+            reap.append(standby)  # died while on standby (killed from outside): try the next one
+        if len(reap) > 1:
+            threading.Thread(target=self._refill_standby, args=(reap[1:],), daemon=True).start()
+        return None
+
+    def _refill_standby(self, reap: list[_Worker]) -> None:
+        """Reap the killed workers `reap`, then start a standby worker and keep it ready (until close)."""
+        for worker in reap:
+            worker.kill()
+        if self._closed:
+            return
+        fresh = _Worker(self._memory_limit_bytes)
+        try:
+            fresh.wait_ready()
+        except PoolBrokenError:  # the pool works on without it; the next loss restarts as without standby
+            return
+        with self._lock:
+            if not self._closed:
+                self._standby.append(fresh)
+                return
+        fresh.stop()
+
+    def standby_workers(self) -> int:
+        """Standby workers ready now."""
+        with self._lock:
+            return len(self._standby)
 
     def check_health(self) -> None:
         """Raise `PoolBrokenError` if the pool can no longer evaluate (closed, or a worker it could not
@@ -390,9 +444,12 @@ class CompilerPool:
         with contextlib.suppress(OSError):
             worker.process.kill()  # at once: the reaping waits in the thread
         with self._lock:
-            self._workers.discard(worker)
-            self._restarting += 1  # counted as a worker by check_health until its successor is started
-            self.replaced_workers += 1
+            standby = self._swap_out(worker)
+            if standby is None:
+                self._restarting += 1  # counted as a worker by check_health until its successor is started
+        if standby is not None:
+            self._idle.put(standby)
+            return
         threading.Thread(target=self._restart, args=(worker,), daemon=True).start()
 
     def _restart(self, worker: _Worker) -> None:
@@ -444,6 +501,8 @@ class CompilerPool:
         self._closed = True
         with self._lock:
             workers, self._workers = list(self._workers), set()
+            workers += self._standby
+            self._standby = []
         for worker in workers:
             worker.stop()
 

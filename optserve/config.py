@@ -46,6 +46,12 @@ class CompilerSettings(_Section):
         description="worker processes of one CompilerWorkers replica, which reserves one Ray CPU for each "
         "(default: this machine's CPUs less the one the ingress, engine and LoopTune reserve together)",
     )
+    standby_workers: int = Field(
+        1,
+        ge=0,
+        description="worker processes started and idle beside `workers`, each taking the place of a worker "
+        "stopped at a deadline or lost at once (not reserved as a Ray CPU: idle until then)",
+    )
     cache_entries: int = Field(100_000, ge=0, description="content-addressed result cache size")
     worker_memory_mb: int | None = Field(
         4096, gt=0, description="address-space limit per worker (None: none)"

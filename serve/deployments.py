@@ -82,6 +82,7 @@ class CompilerWorkers:
             processes=compiler.workers,
             timeout_s=compiler.candidate_timeout_s,
             memory_limit_mb=compiler.worker_memory_mb,
+            standby=compiler.standby_workers,
         )
 
     async def evaluate(
