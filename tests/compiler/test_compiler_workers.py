@@ -271,3 +271,29 @@ def test_a_pool_that_cannot_restart_a_worker_says_so(monkeypatch, c_ir):
             broken.evaluate(c_ir["structs"], [("-Oz",)], "instruction_count")
         with pytest.raises(PoolBrokenError, match="1 of 1 compiler workers"):
             broken.check_health()
+
+
+def test_a_standby_worker_takes_the_place_of_one_stopped_at_a_deadline_at_once(c_ir, heavy_ir):
+    """One worker and one on standby: the worker stopped at the call's deadline is replaced by the standby
+    one before the call returns (no process start to wait for), and a new standby one starts behind it."""
+    with CompilerPool(processes=1, timeout_s=120, standby=1) as pool:
+        before = pool.worker_pids()
+        (cut,) = pool.evaluate(heavy_ir, [("-O3",)], "instruction_count", deadline=time.monotonic() + 0.3)
+        assert cut.error == workers.DEADLINE_STOPPED
+        assert pool.idle_workers() == 1 and pool.worker_pids() != before  # ready at once
+        pool.check_health()
+        _wait_for(lambda: pool.standby_workers() == 1, 30.0)
+        (after,) = pool.evaluate(c_ir["switch"], [("-Oz",)], "instruction_count")
+        assert after.ok and after.cost == evaluate(c_ir["switch"], ("-Oz",), "instruction_count").cost
+
+
+def test_a_standby_worker_replaces_one_that_died_and_close_stops_the_standby_too(c_ir):
+    with CompilerPool(processes=1, timeout_s=30, standby=1) as pool:
+        (pid,) = pool.worker_pids()
+        os.kill(pid, signal.SIGKILL)
+        _wait_for(lambda: Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] == "Z", 10.0)  # dead
+        (result,) = pool.evaluate(c_ir["structs"], [("-Oz",)], "instruction_count")
+        assert result.ok and pool.replaced_workers == 1 and pool.worker_pids() != [pid]
+        _wait_for(lambda: pool.standby_workers() == 1, 30.0)
+        standby = [w.process for w in pool._standby]
+    assert all(process.poll() is not None for process in standby)  # closed: no process left behind
