@@ -127,7 +127,9 @@ def split_unit(ir: str, stop: Stop | None = None) -> UnitParts:
 
 
 def _split(module, stop: Stop | None) -> UnitParts:
+    check_stop(stop, "parsing the unit")  # each step before the loop takes up to a few tenths of a second
     printed = str(module)
+    check_stop(stop, "printing the unit")
     if re.search(r"^@[^=\n]+ = [^\n]*\b(alias|ifunc)\b", printed, re.MULTILINE):
         raise IRError("the unit has aliases or ifuncs, which per-function splitting does not handle")
     lines = printed.splitlines()
@@ -147,7 +149,7 @@ def _split(module, stop: Stop | None) -> UnitParts:
         if value.linkage.name in _LOCAL_LINKAGES
     }
     definitions = _definitions_as_printed(printed, [f.name for f in module.functions if not f.is_declaration])
-
+    check_stop(stop, "reading the unit's functions")
     groups = _groups(definitions, local_linkage, variable_texts)
     helpers = {name for members in groups.values() for name in members[1:]}
     shell = [*header, *comdats, *module_asm]

@@ -245,7 +245,9 @@ def split_functions(ir: str, stop: Stop | None = None) -> list[tuple[str, str]]:
 
 
 def _split_functions(module: llvm.ModuleRef, stop: Stop | None) -> list[tuple[str, str]]:
+    check_stop(stop, "parsing the module")  # each step before the loop takes up to a few tenths of a second
     printed = str(module)
+    check_stop(stop, "printing the module")
     header = [line for line in printed.splitlines() if line.startswith(("target ", "source_filename"))] + [
         line for line in printed.splitlines() if _TYPE_DEFINITION.match(line)
     ]
