@@ -281,6 +281,6 @@ def test_a_schedule_search_longer_than_the_deadline_answers_its_best_by_then():
     started = time.monotonic()
     response = schedule(request, Settings(), deadline=started + 1.5)
     took_s = time.monotonic() - started
-    print(f"answered in {took_s:.2f} s of 1.5 s; search {response.seconds:.2f} s, {response.evaluations} runs")
+    print(f"answered in {took_s:.2f} s of 1.5 s; search {response.seconds:.2f} s")
     assert response.timed_out and response.measured and response.gflops > 0
     assert took_s < 1.5, took_s
