@@ -18,9 +18,9 @@ from optserve.serve.errors import ErrorKind, ServiceError, invalid
 
 DEFAULT_METHOD = SearchMethod.POLICY_TILES  # learned tile cover + the Q-policy, within the polish budget
 DEFAULT_TIME_LIMIT_S = 10.0
-# Of the time left before the deadline, the search's share: a timing started near the end of its budget may
-# run CUT_SLACK (20%) past it (policies/scheduler.py; measured: a 1.1 s search answered at 1.38 s), and the
-# chosen schedule's compile (and IR) follows.
+# Of the time left before the deadline, the search's share: a timing started near the end of its limit may
+# run CUT_SLACK (20%) past it (policies/scheduler.py), the chosen schedule's compile (and IR) follows, and a
+# replica's first Schedule also measures the core's peak GFLOPS (~0.3 s here).
 SEARCH_SHARE = 2 / 3
 
 
