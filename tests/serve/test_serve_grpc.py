@@ -240,11 +240,13 @@ CUT_DEADLINE_S = 2.0
 CUT_BOUND_S = 1.5  # answer past the deadline: grace, the stop, the trip back, a loaded machine's slack
 
 
-def test_the_deadline_stops_the_compiles_it_cuts(client, add_ir):
+def test_the_deadline_stops_the_compiles_it_cuts(service, client, add_ir):
     """The call's deadline bounds the work, not only the wait: -Oz (~15 s) and the unit's lists (~5 s each)
     are still compiling at the deadline. The answer (the best found in time) comes at the deadline, a small
     request right after is answered at once (not queued behind abandoned compiles), and the compiler replica
-    is left with all of its workers alive and idle. Before, -Oz ran on ~13 s past the deadline."""
+    is left with all of its workers (and its standby one) alive and idle. Before, -Oz ran on ~13 s past the
+    deadline."""
+    _, settings = service
     module = slow_candidates_module()
     started = time.monotonic()
     answer = client.optimize(
@@ -266,7 +268,8 @@ def test_the_deadline_stops_the_compiles_it_cuts(client, add_ir):
         small_s
     )  # a stopped worker's restart, on a loaded machine
     workers = _compiler_workers_settled(timeout_s=10.0)
-    assert workers == {pid: 2 for pid in replica_pids("CompilerWorkers")}, workers
+    processes = settings.compiler.workers + settings.compiler.standby_workers  # 2 + 1
+    assert workers == {pid: processes for pid in replica_pids("CompilerWorkers")}, workers
 
 
 def _compiler_workers_settled(timeout_s: float) -> dict[int, int]:
