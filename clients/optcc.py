@@ -32,10 +32,10 @@ widen it). For such a unit it
   4. waits for clang's object and writes the smaller of the two by `.text` bytes; a tie keeps clang's.
      With objective instruction_count the service ranks its candidates by IR instructions, but the objects
      are still compared by `.text` bytes: clang's object has no IR to count, and machine code is what the
-     promise is about. If clang's object has debug info (`.debug_info`/`.debug_line`) and the service's lacks it,
-     clang's is kept; and stores the result in the cache: service answers, clang's object for a unit not
-     sent (step 2) and when the service answered that the unit's deadline (its budget) ran out; never other
-     fallbacks (object_cache.py).
+     promise is about. If clang's object has debug info (`.debug_info`/`.debug_line`) and the service's
+     lacks it, clang's is kept; and stores the result in the cache: service answers, clang's object for a
+     unit not sent (step 2) and when the service answered that the unit's deadline (its budget) ran out;
+     never other fallbacks (object_cache.py).
 Warnings, errors, exit status and -MD dependency files are those of your clang's compile. If the service is
 down, slow, overloaded or answers an error, the unit gets clang's object and stderr says so once per build:
 optcc never breaks a build that clang would build.
