@@ -17,12 +17,12 @@ widen it). For such a unit it
      runs in the background while steps 2-3 go on; with OPTCC_IR=o0 (the thesis' `-O0 -Xclang
      -disable-O0-optnone -emit-llvm`) or a -MMD dependency file, clang's own compile of the source runs
      beside the IR step and the call instead,
-  2. decides whether the unit is worth a service call (by default, OPTCC_BUDGET): the call may take 1.5
+  2. decides whether the unit is worth a service call (by default, OPTCC_BUDGET): the call may take 2
      times the unit's front end (the IR step); less what a call costs beyond its deadline
      (OPTCC_CALL_OVERHEAD, 0.4 s) that is its deadline, and a unit whose deadline would be below
      OPTCC_BUDGET_MIN (0.2 s) keeps clang's object without a call. The call runs beside clang's back end,
-     so a unit takes about 2.5 times its front end (about 1.8 times clang's compile; at most 2.5 times): a
-     cold build's cost scales with clang's,
+     so a unit takes about 3 times its front end (at most 3 times clang's compile, less when its back end
+     is long): a cold build's cost scales with clang's,
   3. asks the service over gRPC, with that deadline, right after the front end, for the best pass list
      for the objective and the object code of that candidate (`return_object`): the service compiles its
      own -Oz (its baseline) beside the model, not the unoptimized input (`skip_input_cost`), and returns
@@ -49,7 +49,7 @@ Environment (all optional):
   OPTCC_DEADLINE   seconds the service may spend on one unit   (default 10; optcc waits 5 s more)
   OPTCC_BUDGET     the service call's time per unit as a multiple of the unit's front end (the IR step;
                    the call runs beside clang's back end): the deadline is that less OPTCC_CALL_OVERHEAD, at
-                   most OPTCC_DEADLINE; 0: OPTCC_DEADLINE for every unit, every unit sent (default 1.5)
+                   most OPTCC_DEADLINE; 0: OPTCC_DEADLINE for every unit, every unit sent (default 2)
   OPTCC_BUDGET_MIN a unit whose deadline would be shorter is not sent: clang's object (default 0.2 s)
   OPTCC_CALL_OVERHEAD  seconds a call costs beyond its deadline (the service's grace, gRPC, Ray Serve's
                    proxy), taken off the budget (default 0.4)

@@ -121,7 +121,7 @@ class OptccSettings:
             strategy=strategy,
             samples=samples,
             deadline_s=number("OPTCC_DEADLINE", 10.0),
-            budget=number("OPTCC_BUDGET", 1.5, zero=True),  # x the front end: docs/bench/clients.md, run 10
+            budget=number("OPTCC_BUDGET", 2.0, zero=True),  # x the front end: docs/bench/clients.md, run 10
             budget_min_s=number("OPTCC_BUDGET_MIN", 0.2, zero=True),
             call_overhead_s=number("OPTCC_CALL_OVERHEAD", 0.4, zero=True),
             large_unit_bytes=_size(env.get("OPTCC_LARGE_UNIT", "16K"), "OPTCC_LARGE_UNIT"),
