@@ -250,8 +250,8 @@ def _compile_beside(
 
 
 def _will_ask(settings: OptccSettings, front_end_s: float) -> bool:
-    """Whether the unit's budget already allows a service call with clang's front end alone done (its whole
-    compile takes longer): then the gRPC imports are worth starting now; a unit sent to no service pays
+    """Whether the unit's budget (from its front end's time, `_ask_within_budget`) pays for a service call:
+    then the gRPC imports are worth starting now, beside clang's back end; a unit sent to no service pays
     for none of them."""
     if not settings.budget:
         return True
