@@ -19,7 +19,9 @@ already uses, through a private list (corpus/real_packages.py; nothing under /et
 --before-after adds a third copy of each package, built right after the optcc one in the same run (right
 before it with `--before-after first`):
   optcc-oz CC=optcc ... OPTCC_CLANG_BASELINE=0  (the service is not told clang's .text size and compiles its
-                                                 own -Oz and the input, as before that option)
+                                                 own -Oz, as before that option; run 7. Since run 10 that is
+                                                 optcc's default too: give optcc's side
+                                                 OPTCC_CLANG_BASELINE=1 in the environment to compare)
 and a table of both optcc sides' cold builds unit by unit (optcc's time per unit over clang's compile of it).
 --compare-optcc DIR does the same with a third copy built with another install's optcc and optcc++
 (DIR/optcc, e.g. the main checkout's .venv/bin: `optcc-main`, its own defaults), after this one's (before

@@ -12,27 +12,30 @@ widen it). For such a unit it
      compiler, settings, service model, source and headers are unchanged gets the object it got before,
      with clang's diagnostics and dependency file, and neither clang nor the service runs; else it
   1. compiles the unit to unoptimized bitcode (`-Oz -Xclang -disable-llvm-passes -emit-llvm`, -Os for an
-     -Os build), the unit's dependency file with it, and then your clang's own object from that bitcode
-     (`clang -Oz -c unit.bc`: byte for byte the object of `clang -Oz -c unit.c`, with clang's front end run
-     once); with OPTCC_IR=o0 (the thesis' `-O0 -Xclang -disable-O0-optnone -emit-llvm`) or a -MMD
-     dependency file, clang's own compile of the source runs beside the IR step instead,
-  2. decides whether the unit is worth a service call (by default, OPTCC_BUDGET): the call may take 0.6
-     times clang's compile of the unit; less what a call costs beyond its deadline (OPTCC_CALL_OVERHEAD,
-     0.4 s) that is its deadline, and a unit whose deadline would be below OPTCC_BUDGET_MIN (0.2 s), or
-     whose object from clang has no code, keeps clang's object without a call: a cold build's cost scales
-     with clang's,
-  3. asks the service over gRPC, with that deadline, for the best pass list for the objective and the
-     object code of that candidate (`return_object`), telling it the `.text` bytes of clang's object
-     (`baseline_cost`, objective text_size): the service then ranks its own -Oz as one more candidate,
-     compiles no unoptimized input, and returns an object only if one beats clang's; else the unit gets
-     that very clang object (no second compile),
-  4. writes the smaller of the two objects by `.text` bytes; a tie keeps clang's. With objective
-     instruction_count the service ranks its candidates by IR instructions, but the objects are still
-     compared by `.text` bytes: clang's object has no IR to count, and machine code is what the promise is
-     about. If clang's object has debug info (`.debug_info`/`.debug_line`) and the service's lacks it,
-     clang's is kept; and stores the result in the cache: service answers, clang's object for a unit not
-     sent (step 2) and when the service answered that the unit's deadline (its budget) ran out; never other
-     fallbacks (object_cache.py).
+     -Os build), the unit's dependency file with it: clang's front end, run once; then your clang's own
+     object from that bitcode (`clang -Oz -c unit.bc`: byte for byte the object of `clang -Oz -c unit.c`)
+     runs in the background while steps 2-3 go on; with OPTCC_IR=o0 (the thesis' `-O0 -Xclang
+     -disable-O0-optnone -emit-llvm`) or a -MMD dependency file, clang's own compile of the source runs
+     beside the IR step and the call instead,
+  2. decides whether the unit is worth a service call (by default, OPTCC_BUDGET): the call may take 2
+     times the unit's front end (the IR step); less what a call costs beyond its deadline
+     (OPTCC_CALL_OVERHEAD, 0.4 s) that is its deadline, and a unit whose deadline would be below
+     OPTCC_BUDGET_MIN (0.2 s) keeps clang's object without a call. The call runs beside clang's back end,
+     so a unit takes about 3 times its front end (at most 3 times clang's compile, less when its back end
+     is long): a cold build's cost scales with clang's,
+  3. asks the service over gRPC, with that deadline, right after the front end, for the best pass list
+     for the objective and the object code of that candidate (`return_object`): the service compiles its
+     own -Oz (its baseline) beside the model, not the unoptimized input (`skip_input_cost`), and returns
+     its best object; a service whose -Oz does not fit the deadline answers DEADLINE_EXCEEDED and the
+     unit keeps clang's object. (OPTCC_CLANG_BASELINE=1: asked after clang's object exists instead, told
+     its `.text` bytes as `baseline_cost`; the service returns an object only if one beats clang's.)
+  4. waits for clang's object and writes the smaller of the two by `.text` bytes; a tie keeps clang's.
+     With objective instruction_count the service ranks its candidates by IR instructions, but the objects
+     are still compared by `.text` bytes: clang's object has no IR to count, and machine code is what the
+     promise is about. If clang's object has debug info (`.debug_info`/`.debug_line`) and the service's
+     lacks it, clang's is kept; and stores the result in the cache: service answers, clang's object for a
+     unit not sent (step 2) and when the service answered that the unit's deadline (its budget) ran out;
+     never other fallbacks (object_cache.py).
 Warnings, errors, exit status and -MD dependency files are those of your clang's compile. If the service is
 down, slow, overloaded or answers an error, the unit gets clang's object and stderr says so once per build:
 optcc never breaks a build that clang would build.
@@ -44,14 +47,15 @@ Environment (all optional):
   OPTCC_STRATEGY   greedy | priority | nucleus | coreset | ranked_coreset (default greedy)
   OPTCC_SAMPLES    model candidates per unit                   (default 1 for greedy, else 10)
   OPTCC_DEADLINE   seconds the service may spend on one unit   (default 10; optcc waits 5 s more)
-  OPTCC_BUDGET     the service call's time per unit as a multiple of clang's own compile time of it: the
-                   deadline is that less OPTCC_CALL_OVERHEAD, at most OPTCC_DEADLINE; 0: OPTCC_DEADLINE for
-                   every unit, every unit sent (default 0.6)
+  OPTCC_BUDGET     the service call's time per unit as a multiple of the unit's front end (the IR step;
+                   the call runs beside clang's back end): the deadline is that less OPTCC_CALL_OVERHEAD, at
+                   most OPTCC_DEADLINE; 0: OPTCC_DEADLINE for every unit, every unit sent (default 2)
   OPTCC_BUDGET_MIN a unit whose deadline would be shorter is not sent: clang's object (default 0.2 s)
   OPTCC_CALL_OVERHEAD  seconds a call costs beyond its deadline (the service's grace, gRPC, Ray Serve's
                    proxy), taken off the budget (default 0.4)
-  OPTCC_CLANG_BASELINE  0: do not tell the service clang's .text size; its own -Oz is then its baseline and
-                   it measures the input too (default 1: told, with objective text_size and a budget)
+  OPTCC_CLANG_BASELINE  1: ask the service after clang's compile, telling it clang's .text size (objective
+                   text_size, with a budget): a unit then takes clang's whole time plus the call
+                   (default 0: asked beside clang's back end; the service's -Oz is its baseline)
   OPTCC_LARGE_UNIT a unit whose bitcode is larger (about the model's context) is sent with strategy coreset,
                    its first 4 lists: no model call per function (default 16K; 0: never)
   OPTCC_RETRY      seconds a build skips a service it found unreachable (default 60)

@@ -137,9 +137,11 @@ def _compile_through_bitcode(
     -disable-llvm-passes -emit-llvm`, with the unit's dependency file) writes the bitcode the service gets,
     then `clang -Oz -c unit.bc` runs clang's -Oz pipeline and code generator on it: byte for byte the object
     of `clang -Oz -c unit.c` (every unit of xz-utils and mxml, docs/bench/clients.md), without the second
-    front end that compiling beside the IR step cost (72% of clang's time on xz-utils' units). Diagnostics are
-    the two halves' (the front end's, then the code generator's). If either half fails, clang's one-step
-    compile runs and decides (an error in the source fails the build exactly as clang's would).
+    front end that compiling beside the IR step cost (72% of clang's time on xz-utils' units). The service is
+    asked as soon as the bitcode exists, while that back end runs (unless it is to be told clang's size,
+    OPTCC_CLANG_BASELINE=1: then after it). Diagnostics are the two halves' (the front end's, then the code
+    generator's). If either half fails, clang's one-step compile runs and decides (an error in the source
+    fails the build exactly as clang's would).
 
     (exit status, clang's stderr, the service's answer or why there is none)."""
     bitcode = scratch / "unit.bc"
@@ -162,47 +164,66 @@ def _compile_through_bitcode(
         stderr=subprocess.PIPE,
     )
     timing["ir_step_s"] = round(time.monotonic() - started, 3)
-    back = None
+    answer = back_stderr = None
+    back_ok = False
     if front.returncode == 0:
         if _will_ask(settings, timing["ir_step_s"]):  # the gRPC imports (0.1-0.3 s) load beside clang's half
             threading.Thread(target=_import_client, daemon=True).start()
-        back = subprocess.run(  # -x ir: a -x c given before the source must not name the bitcode C
-            [
-                settings.clang,
-                *job.ir_flags,
-                level,
-                "-Wno-unused-command-line-argument",  # -I, -D, ... mean nothing to bitcode
-                "-c",
-                "-x",
-                "ir",
-                str(bitcode),
-                "-o",
-                str(scratch / "clang.o"),
-            ],
-            stdin=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-    if back is None or back.returncode != 0:
+        with open(scratch / "back.stderr", "w+b") as back_errors:
+            back = subprocess.Popen(
+                _back_end_command(settings, job, level, bitcode, scratch / "clang.o"),
+                stdin=subprocess.DEVNULL,
+                stderr=back_errors,
+            )
+            back_ended = threading.Thread(target=_time_compile, args=(back, started, timing), daemon=True)
+            back_ended.start()  # its end is clang_s, whenever the call beside it ends
+            try:
+                if not settings.sends_clang_baseline:  # the call runs beside clang's back end
+                    answer = _ask_within_budget(settings, scratch, bitcode, timing, started)
+            finally:
+                back_ended.join()
+            back_ok = back.returncode == 0
+            back_errors.seek(0)
+            back_stderr = back_errors.read()
+    if not back_ok:
         own = subprocess.run(
             [settings.clang, *job.clang_args(level, str(scratch / "clang.o"))],
             stdin=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
         timing["clang_s"] = round(time.monotonic() - started, 3)
-        failed = front if back is None else back
-        reason = f"the IR step failed: {failed.stderr.decode(errors='replace')[-300:]}"
+        failed = front.stderr if back_stderr is None else back_stderr
+        reason = f"the IR step failed: {failed.decode(errors='replace')[-300:]}"
         return own.returncode, own.stderr, ServiceFailure(reason)
-    timing["clang_s"] = round(time.monotonic() - started, 3)
     if job.dependency_flags and headers:  # the cache lists the headers from the user's dependency file
         shutil.copyfile(job.dependency_file, scratch / "unit.d")
-    return 0, front.stderr + back.stderr, _ask_within_budget(settings, scratch, bitcode, timing)
+    if answer is None:  # to be told clang's size: asked once clang's object exists
+        answer = _ask_within_budget(settings, scratch, bitcode, timing, started)
+    return 0, front.stderr + back_stderr, answer
+
+
+def _back_end_command(settings: OptccSettings, job: CompileJob, level: str, bitcode: Path, output: Path):
+    """Clang's -Oz (or -Os) pipeline and code generator on the IR step's bitcode: clang's own object."""
+    return [  # -x ir: a -x c given before the source must not name the bitcode C
+        settings.clang,
+        *job.ir_flags,
+        level,
+        "-Wno-unused-command-line-argument",  # -I, -D, ... mean nothing to bitcode
+        "-c",
+        "-x",
+        "ir",
+        str(bitcode),
+        "-o",
+        str(output),
+    ]
 
 
 def _compile_beside(
     settings: OptccSettings, job: CompileJob, level: str, scratch: Path, headers: bool, timing, started
 ):
     """Clang's own compile of the source in the background, beside the IR step (with OPTCC_IR=o0, or a -MMD
-    dependency file). (exit status, clang's stderr, the service's answer or why there is none)."""
+    dependency file) and the service call. (exit status, clang's stderr, the service's answer or why there
+    is none)."""
     with open(scratch / "clang.stderr", "w+b") as clang_errors:
         own = subprocess.Popen(  # the user's own compile runs beside the IR step (and the service)
             [settings.clang, *job.clang_args(level, str(scratch / "clang.o"))],
@@ -221,7 +242,7 @@ def _compile_beside(
             return own.returncode == 0
 
         try:
-            answer = _service_answer(settings, job, level, scratch, headers, clang_compile, timing)
+            answer = _service_answer(settings, job, level, scratch, headers, clang_compile, timing, started)
         finally:
             clang_compile()
         clang_errors.seek(0)
@@ -229,8 +250,8 @@ def _compile_beside(
 
 
 def _will_ask(settings: OptccSettings, front_end_s: float) -> bool:
-    """Whether the unit's budget already allows a service call with clang's front end alone done (its whole
-    compile takes longer): then the gRPC imports are worth starting now; a unit sent to no service pays
+    """Whether the unit's budget (from its front end's time, `_ask_within_budget`) pays for a service call:
+    then the gRPC imports are worth starting now, beside clang's back end; a unit sent to no service pays
     for none of them."""
     if not settings.budget:
         return True
@@ -264,12 +285,20 @@ def _remember(settings, job, slot, model: str, object_code: bytes, clang_stderr,
 
 
 def _service_answer(
-    settings: OptccSettings, job: CompileJob, level: str, scratch: Path, headers: bool, clang_compile, timing
+    settings: OptccSettings,
+    job: CompileJob,
+    level: str,
+    scratch: Path,
+    headers: bool,
+    clang_compile,
+    timing,
+    unit_started: float,
 ):
     """The IR step beside clang's own compile, then the service's answer (`_ask_within_budget`); or the
     ServiceFailure that says why there is none. `headers`: the IR step also lists the files the unit includes
-    in scratch/unit.d (for the object cache). With a budget the service is asked once clang's compile has
-    ended; a unit clang fails on is not sent. Without one (OPTCC_BUDGET=0) it is asked at once."""
+    in scratch/unit.d (for the object cache). The service is asked as soon as the IR step is done, while
+    clang's compile goes on; to be told clang's size (OPTCC_CLANG_BASELINE=1), once that compile has ended
+    (a unit clang fails on is then not sent)."""
     if build_state.service_unreachable_since(settings.retry_s):  # then the IR step would be wasted too
         return ServiceFailure(f"optserve at {settings.server} was unreachable earlier in this build")
     started = time.monotonic()
@@ -291,41 +320,49 @@ def _service_answer(
     timing["ir_step_s"] = round(time.monotonic() - started, 3)
     if ir_step.returncode != 0:  # most likely an error in the source, which clang's own compile reports
         return ServiceFailure(f"the IR step failed: {ir_step.stderr.decode(errors='replace')[-300:]}")
-    if settings.budget and not clang_compile():
+    if settings.sends_clang_baseline and not clang_compile():
         return ServiceFailure("clang's own compile failed")
-    return _ask_within_budget(settings, scratch, bitcode_path, timing)
+    return _ask_within_budget(settings, scratch, bitcode_path, timing, unit_started)
 
 
-def _ask_within_budget(settings: OptccSettings, scratch: Path, bitcode_path: Path, timing):
+def _ask_within_budget(
+    settings: OptccSettings, scratch: Path, bitcode_path: Path, timing, unit_started: float
+):
     """The service's response for the unit's bitcode, or why the service was not asked (NotAsked) or gave
     no answer (ServiceFailure).
 
-    With a budget (OPTCC_BUDGET; clang's compile has ended, `timing["clang_s"]`) the whole call should take
-    at most `budget` times clang's compile: the deadline sent is that less OPTCC_CALL_OVERHEAD, what a call
-    costs beyond its deadline (the service's grace for a compile running at the deadline, the gRPC call
-    through Ray Serve's proxy), at most OPTCC_DEADLINE. A unit whose deadline would be below
-    OPTCC_BUDGET_MIN is not sent: it keeps clang's object (docs/bench/clients.md, run 9: below ~0.2 s nothing
-    but the call's own cost fits, and on a unit clang compiles in 0.1-0.3 s that cost alone was 2-5 times
-    clang's). Nor is a unit whose object from clang has no code, when the objective is `.text` bytes."""
+    With a budget (OPTCC_BUDGET) the whole call should take at most `budget` times the unit's front end, the
+    IR step (`timing["ir_step_s"]`; known when the call starts, before clang's back end ends): the deadline
+    sent is that less OPTCC_CALL_OVERHEAD, what a call costs beyond its deadline (the service's grace for a
+    compile running at the deadline, the gRPC call through Ray Serve's proxy), at most OPTCC_DEADLINE. The
+    call runs beside clang's back end, so the unit takes about (1 + budget) x its front end, and never more
+    than (1 + budget) x clang's whole compile, whatever the split (docs/bench/clients.md, run 10). A unit
+    whose deadline would be below OPTCC_BUDGET_MIN is not sent: it keeps clang's object (run 9: below ~0.2 s
+    nothing but the call's own cost fits, and on a unit clang compiles in 0.1-0.3 s that cost alone was 2-5
+    times clang's). Told clang's size (OPTCC_CLANG_BASELINE=1; asked after clang's compile), a unit whose
+    object from clang has no code is not sent either."""
     if build_state.service_unreachable_since(settings.retry_s):
         return ServiceFailure(f"optserve at {settings.server} was unreachable earlier in this build")
     deadline_s = settings.deadline_s
     if settings.budget:
-        allowed = settings.budget * timing["clang_s"] - settings.call_overhead_s
+        allowed = settings.budget * timing["ir_step_s"] - settings.call_overhead_s
         if allowed < settings.budget_min_s:
             return NotAsked(
-                f"its budget, {settings.budget:g} x clang's {timing['clang_s']:.2f} s less the call's "
-                f"{settings.call_overhead_s:g} s, is below OPTCC_BUDGET_MIN ({settings.budget_min_s:g} s)"
+                f"its budget, {settings.budget:g} x the front end's {timing['ir_step_s']:.2f} s less the "
+                f"call's {settings.call_overhead_s:g} s, is below OPTCC_BUDGET_MIN "
+                f"({settings.budget_min_s:g} s)"
             )
         deadline_s = min(deadline_s, allowed)
     baseline_cost = None
-    if settings.sends_clang_baseline:  # clang's compile has ended (the budget waited for it)
+    if settings.sends_clang_baseline:  # clang's compile has ended (the call waited for it)
         baseline_cost = _clang_text(scratch / "clang.o")
         if baseline_cost is None:
             return NotAsked("clang's object has no code to make smaller")
         timing["baseline_cost"] = baseline_cost
     timing["deadline_s"] = round(deadline_s, 3)
+    _import_client()  # loaded beside clang's work already, or now (beside its back end)
     started = time.monotonic()
+    timing["asked_s"] = round(started - unit_started, 3)  # the test of the call's order reads this
     bitcode = bitcode_path.read_bytes()
     timing["bitcode_bytes"] = len(bitcode)
     try:
@@ -350,9 +387,11 @@ def _text_bytes(sections) -> int:
 
 def _ask_service(settings: OptccSettings, bitcode: bytes, deadline_s: float, baseline_cost: int | None):
     """The service's answer for the unit. With `baseline_cost` (clang's `.text` bytes) that is the service's
-    baseline: it returns an object only for a candidate (its own -Oz among them) smaller than that."""
+    baseline: it returns an object only for a candidate (its own -Oz among them) smaller than that. Without
+    it the service's -Oz is its baseline and its best object comes back, compared here with clang's; the
+    unoptimized input's cost, which this comparison does not use, is not compiled (`skip_input_cost`)."""
     strategy, samples = settings.for_unit(len(bitcode))
-    baseline = {} if baseline_cost is None else {"baseline_cost": baseline_cost}
+    baseline = {"skip_input_cost": True} if baseline_cost is None else {"baseline_cost": baseline_cost}
     import grpc
 
     from optserve.clients import service_call

@@ -54,6 +54,7 @@ class OptimizeOptions(TypedDict, total=False):
     top_p: float  # nucleus only; default 1.0
     seed: int  # nucleus only; the same seed draws the same candidates
     baseline_cost: int  # the cost of the code the caller holds: the service skips -Oz and must beat this
+    skip_input_cost: bool  # the input's cost (input_cost) is not compiled: the caller compares on its own
 
 
 def optimize_request(ir: str | bytes, **options: Unpack[OptimizeOptions]) -> pb.OptimizeRequest:

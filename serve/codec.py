@@ -53,6 +53,7 @@ def optimize_request(message: pb.OptimizeRequest) -> schemas.OptimizeRequest:
         "temperature": message.temperature or 1.0,
         "top_p": message.top_p or 1.0,
         "seed": message.seed,
+        "skip_input_cost": message.skip_input_cost,
     }
     if message.HasField("baseline_cost"):  # proto3 `optional`: unset = -Oz; a zero given is refused
         options["baseline_cost"] = message.baseline_cost

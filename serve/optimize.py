@@ -16,8 +16,9 @@ ends the request at once with that error, not after the rest of the candidate wo
 cost, e.g. the .text size of the object its own clang made) the client's cost is the baseline and -Oz an
 ordinary candidate, waited for like the others: the answer is the cheapest of -Oz and the model's candidates
 if it costs less than the client's, else the client's; only the deadline ending first leaves -Oz out
-(`oz_skipped`, `deadline_hit`). The input's cost, which only informs, is not compiled then: the client's
-compiles share the cores.
+(`oz_skipped`, `deadline_hit`). The input's cost, which only informs, is not compiled then, nor with
+`skip_input_cost` (a client that compares the answer's object with its own, as optcc does beside its clang's
+back end): the client's compiles share the cores.
 """
 
 from __future__ import annotations
@@ -183,7 +184,9 @@ class Optimizer:
             sampled.compile_s += time.monotonic() - started_output
 
         input_cost = None
-        if not client_baseline:  # the input's cost only informs: a client with its own baseline skips it
+        # the input's cost only informs: a client with its own baseline, or that compares itself, skips it
+        measures_input = not (client_baseline or request.skip_input_cost)
+        if measures_input:
             started_input = time.monotonic()
             input_cost = await self._input_cost(ir, request.objective, deadline)
             sampled.compile_s += time.monotonic() - started_input
@@ -213,7 +216,8 @@ class Optimizer:
             warning=sampled.warning,
             oz_skipped=oz is None,  # with a client baseline only: the deadline came before -Oz's compile
         )
-        if not sampled.deadline_hit and not sampled.warning and (input_cost is not None or client_baseline):
+        complete = input_cost is not None or not measures_input
+        if complete and not sampled.deadline_hit and not sampled.warning:
             self.cache.put(key, response)
         return response
 

@@ -132,6 +132,12 @@ class OptimizeRequest(_Request):
         "compiled, the best answer is never worse than this; absent = -Oz is the baseline",
     )
 
+    skip_input_cost: bool = Field(
+        False,
+        description="do not compile the unoptimized input (input_cost -1): for a client that compares the "
+        "answer with its own compiler's object itself; implied by baseline_cost",
+    )
+
     @field_validator("baseline_cost", mode="before")
     @classmethod
     def _no_null_baseline(cls, value):

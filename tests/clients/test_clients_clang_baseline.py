@@ -1,25 +1,29 @@
-"""optcc tells the service the `.text` size of clang's object (`baseline_cost`): the service then compiles
-no unoptimized input, ranks its own -Oz as one more candidate, and sends an object only for a candidate
-smaller than clang's; otherwise the unit gets the very object whose size optcc sent. Real clang, the real
-service (its compile counter at /metrics), real objects."""
+"""With OPTCC_CLANG_BASELINE=1 optcc asks the service after clang's compile and tells it the `.text` size of
+clang's object (`baseline_cost`): the service then ranks its own -Oz as one more candidate, and sends an
+object only for a candidate smaller than clang's; otherwise the unit gets the very object whose size optcc
+sent. By default (asked beside clang's back end, no size yet) the service's -Oz is its baseline. Either way
+it compiles no unoptimized input. Real clang, the real service (its compile counter at /metrics), real
+objects."""
 
 from __future__ import annotations
 
+import subprocess
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from optserve.clients import elf
-from optserve.clients.settings import OptccSettings
+from optserve.clients import elf, service_call
+from optserve.clients.settings import OptccSettings, ir_step_flags
 from optserve.serve.metrics import parse_exposition
 from tests.clients.clients_helpers import HTTP_PORT
 from tests.clients.test_clients_never_larger import C_SOURCES, DATA, OPTCC, compile_unit
 
-# A budget (the baseline is sent only with one: clang's compile has ended when the service is asked) large
-# enough that this loaded machine never cuts the service's answer short.
+# A budget (the baseline is sent only with one) large enough that this loaded machine never cuts the
+# service's answer short.
 BUDGETED = {"OPTCC_BUDGET": "1000", "OPTCC_BUDGET_MIN": "0.5", "OPTCC_DEADLINE": "30"}
+TOLD = {"OPTCC_CLANG_BASELINE": "1", **BUDGETED}
 COMPILES = "optserve_compiler_evaluations_total"
 
 
@@ -52,7 +56,7 @@ def settled_compiles() -> float:
 def test_told_clangs_size_the_service_still_ranks_its_oz_and_optcc_is_never_larger(
     optserve_target, tmp_path, source: Path, flags
 ):
-    env = {"OPTCC_SERVER": optserve_target, **BUDGETED}
+    env = {"OPTCC_SERVER": optserve_target, **TOLD}
     mine, clangs, [record] = compile_unit(OPTCC, "clang-19", source, flags, tmp_path, **env)
     assert record["outcome"] == "service" and not record["oz_skipped"] and record["oz_cost"] > 0
     assert record["baseline_cost"] == record["clang_text"] == elf.text_size(clangs)
@@ -76,7 +80,7 @@ def test_when_clang_stays_best_its_measured_object_is_written_without_a_second_c
     counting = tmp_path / "counting-clang"
     counting.write_text(f'#!/bin/sh\necho "$*" >> {calls}\nexec clang-19 "$@"\n')
     counting.chmod(0o755)
-    env = {"OPTCC_SERVER": optserve_target, "OPTCC_CLANG": str(counting), "OPTCC_CACHE": "0", **BUDGETED}
+    env = {"OPTCC_SERVER": optserve_target, "OPTCC_CLANG": str(counting), "OPTCC_CACHE": "0", **TOLD}
     # floating.c at -Os: clang-19's object is smaller than anything the service has
     mine, clangs, [record] = compile_unit(
         OPTCC, "clang-19", C_SOURCES / "floating.c", ["-Os"], tmp_path, **env
@@ -88,7 +92,9 @@ def test_when_clang_stays_best_its_measured_object_is_written_without_a_second_c
 
 
 @pytest.mark.slow
-def test_the_clang_baseline_saves_the_service_its_input_compile(optserve_target, tmp_path):
+def test_optcc_never_has_the_service_compile_the_input(optserve_target, tmp_path):
+    """The input's cost only informs, and optcc compares the objects itself: told clang's size or not, the
+    service compiles -Oz and the candidates but not the input, one compile less than a plain request."""
     source = DATA / "clients" / "wordstat" / "main.c"
     env = {"OPTCC_SERVER": optserve_target, "OPTCC_CACHE": "0", **BUDGETED}
     compiled = {}
@@ -97,20 +103,28 @@ def test_the_clang_baseline_saves_the_service_its_input_compile(optserve_target,
         _, _, [record] = compile_unit(
             OPTCC, "clang-19", source, ["-Oz"], tmp_path, OPTCC_CLANG_BASELINE=told, **env
         )
-        assert record["outcome"] == "service" and not record["oz_skipped"] and record["oz_cost"] > 0
+        assert record["outcome"] == "service" and record["oz_cost"] > 0 and not record["cached"]
+        assert record["input_cost"] == -1
         compiled[told] = settled_compiles() - before
-    assert compiled["0"] >= 2  # -Oz and the input, besides the model's candidates
-    # the input not compiled; -Oz still is, as a candidate whose object comes with its one compile
-    assert compiled["1"] <= compiled["0"] - 1
+    bitcode = tmp_path / "main.bc"
+    subprocess.run(["clang-19", *ir_step_flags("oz", "-Oz"), "-c", source, "-o", bitcode], check=True)
+    before = settled_compiles()  # the same request as optcc's, with the input's cost wanted
+    plain = service_call.optimize(
+        optserve_target, bitcode.read_bytes(), objective="text_size", deadline_s=30, return_object=True,
+        bypass_cache=True,
+    )  # fmt: skip
+    assert plain.input_cost > 0
+    asked_plainly = settled_compiles() - before
+    assert compiled["0"] <= asked_plainly - 1 and compiled["1"] <= asked_plainly - 1
 
 
 @pytest.mark.parametrize(
     ("env", "sent"),
     [
-        ({}, True),
-        ({"OPTCC_CLANG_BASELINE": "0"}, False),
-        ({"OPTCC_OBJECTIVE": "instruction_count"}, False),  # clang's object has no IR to count
-        ({"OPTCC_BUDGET": "0"}, False),  # the service is asked beside clang's compile: no size yet
+        ({}, False),  # asked beside clang's back end: no size yet
+        ({"OPTCC_CLANG_BASELINE": "1"}, True),
+        ({"OPTCC_CLANG_BASELINE": "1", "OPTCC_OBJECTIVE": "instruction_count"}, False),  # no IR to count
+        ({"OPTCC_CLANG_BASELINE": "1", "OPTCC_BUDGET": "0"}, False),
     ],
 )
 def test_clangs_size_is_sent_only_where_the_service_can_compare_it(env, sent):

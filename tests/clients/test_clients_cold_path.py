@@ -1,14 +1,18 @@
-"""A cold unit's cost: clang's front end runs once, units whose budget cannot pay for a service call (or that
-have no code to shrink) are not sent, and a unit that is sent never imports the full Python client.
-Real clang-19, a real service (the session's) behind a relay that counts connections."""
+"""A cold unit's cost: clang's front end runs once, the service call runs beside clang's back end, units whose
+budget cannot pay for a service call (or that have no code to shrink) are not sent, and a unit that is sent
+never imports the full Python client. Real clang-19, a real service (the session's) behind a relay that
+counts connections."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import grpc
 import pytest
 
 from optserve.clients import elf
@@ -74,6 +78,51 @@ def test_clangs_front_end_runs_once_and_its_object_dependencies_and_warnings_are
     assert result.stderr.count("-Wunused-variable") == plain.stderr.count("-Wunused-variable")
 
 
+# Clang's back end (its compile of the IR step's bitcode, `-x ir`) made 1.5 s slower, and a service that takes
+# as long to answer (then fails): side by side the unit takes about 1.5 s more than its front end; one after
+# the other, 3 s.
+SLOW_S = 1.5
+
+
+@pytest.fixture
+def slow_service():
+    """host:port of a gRPC service that answers Optimize after SLOW_S with INTERNAL (not tried again)."""
+    from optserve.v1 import optserve_pb2 as pb
+
+    def optimize(request, context):
+        time.sleep(SLOW_S)
+        context.abort(grpc.StatusCode.INTERNAL, "no answer (a test's service)")
+
+    method = grpc.unary_unary_rpc_method_handler(
+        optimize, pb.OptimizeRequest.FromString, pb.OptimizeResponse.SerializeToString
+    )
+    server = grpc.server(ThreadPoolExecutor(max_workers=2))
+    server.add_generic_rpc_handlers(
+        [grpc.method_handlers_generic_handler("optserve.v1.PassOrdering", {"Optimize": method})]
+    )
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    yield f"127.0.0.1:{port}"
+    server.stop(None)
+
+
+def test_the_service_is_asked_while_clangs_back_end_still_runs(unit, slow_service):
+    """The bitcode goes to the service as soon as clang's front end has written it, so the call and clang's
+    back end run side by side (the log's timestamps, seconds since the unit's start: asked after the front
+    end, before the back end ended) and the unit takes the longer of the two, not their sum."""
+    slow_clang = unit / "slow-back-end-clang"
+    back_end_waits = f'case " $* " in *" -x ir "*) sleep {SLOW_S};; esac'
+    slow_clang.write_text(f'#!/bin/sh\n{back_end_waits}\nexec clang-19 "$@"\n')
+    slow_clang.chmod(0o755)
+    env = {"OPTCC_SERVER": slow_service, "OPTCC_CLANG": str(slow_clang), "OPTCC_CACHE": "0"}
+    _, [record] = optcc(unit, [], OPTCC_BUDGET="0", **env)  # budget 0: every unit sent
+    assert record["outcome"] == "fallback" and "INTERNAL" in record["reason"]
+    assert record["service_s"] >= SLOW_S and record["clang_s"] - record["ir_step_s"] >= SLOW_S
+    assert record["seconds"] < record["clang_s"] + record["service_s"] - SLOW_S / 2
+    assert record["ir_step_s"] <= record["asked_s"] < record["clang_s"] - SLOW_S / 2
+    assert (unit / "unit.o").read_bytes() == clang_object(unit, "unit.c")
+
+
 def test_an_error_in_the_source_fails_as_clangs_compile_does(unit):
     (unit / "broken.c").write_text("int f(void) { return missing; }\n")
     environment = os.environ | {"OPTCC_SERVER": "127.0.0.1:1", "TMPDIR": str(unit)}
@@ -90,9 +139,9 @@ def test_an_error_in_the_source_fails_as_clangs_compile_does(unit):
 
 @pytest.mark.slow
 def test_a_unit_whose_budget_cannot_pay_for_a_call_is_not_sent(unit, proxy):
-    """OPTCC_BUDGET times clang's compile, less what a call costs beyond its deadline (OPTCC_CALL_OVERHEAD),
-    below OPTCC_BUDGET_MIN: the unit keeps clang's object and opens no connection to the service; the
-    outcome is stored, so the rebuild comes from the cache."""
+    """OPTCC_BUDGET times the unit's front end, less what a call costs beyond its deadline
+    (OPTCC_CALL_OVERHEAD), below OPTCC_BUDGET_MIN: the unit keeps clang's object and opens no connection to
+    the service; the outcome is stored, so the rebuild comes from the cache."""
     env = {"OPTCC_SERVER": proxy.target, "OPTCC_BUDGET": "0.5", "OPTCC_CALL_OVERHEAD": "0.4"}
     _, [record] = optcc(unit, [], OPTCC_CACHE="0", **env)
     assert (record["outcome"], record["winner"]) == ("not_asked", "clang")
@@ -109,9 +158,11 @@ def test_a_unit_whose_budget_cannot_pay_for_a_call_is_not_sent(unit, proxy):
 
 @pytest.mark.slow
 def test_a_unit_without_code_is_not_sent(tmp_path, proxy):
-    """A table and no function: clang's object has no `.text` to make smaller (objective text_size)."""
+    """A table and no function: clang's object has no `.text` to make smaller (objective text_size). Known
+    only once clang's object exists: when the service is asked after it, to be told clang's size."""
     (tmp_path / "table.c").write_text("const int table[4] = {1, 2, 3, 5};\n")
     env = {"OPTCC_SERVER": proxy.target, "OPTCC_BUDGET": "1000", "OPTCC_CACHE": "0"}
+    env["OPTCC_CLANG_BASELINE"] = "1"
     _, [record] = optcc(tmp_path, [], "table.c", **env)
     assert record["outcome"] == "not_asked" and "no code" in record["reason"]
     assert proxy.connections == 0 and elf.text_size((tmp_path / "unit.o").read_bytes()) == 0

@@ -139,12 +139,13 @@ def a_new_unit(folder: Path, functions: int) -> None:
     (folder / "unit.c").write_text("\n".join(lines) + "\n")
 
 
-# A deadline no -Oz compile of a 200-function unit meets (the service waits BACKEND_GRACE_S = 0.25 s past it
-# for its -Oz; clang-19 -Oz takes ~1 s on it): the service answers DEADLINE_EXCEEDED itself. Greedy for
+# A deadline (0.001 x the front end) no -Oz compile of a 200-function unit meets (the service waits
+# BACKEND_GRACE_S = 0.25 s past it for its -Oz; clang-19 -Oz takes ~1 s on it): the service answers
+# DEADLINE_EXCEEDED itself. Greedy for
 # every unit (OPTCC_LARGE_UNIT=0), as the first budgeted runs had it. The service compiles its own -Oz only
 # when not given clang's size (OPTCC_CLANG_BASELINE=0); given it, it answers (the next test).
 NO_TIME = {
-    "OPTCC_BUDGET": "0.001", "OPTCC_BUDGET_MIN": "0.0001", "OPTCC_CALL_OVERHEAD": "0",
+    "OPTCC_BUDGET": "0.001", "OPTCC_BUDGET_MIN": "0.000001", "OPTCC_CALL_OVERHEAD": "0",
     "OPTCC_LARGE_UNIT": "0", "OPTCC_CLANG_BASELINE": "0",
 }  # fmt: skip
 

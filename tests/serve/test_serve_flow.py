@@ -300,6 +300,18 @@ def test_a_client_baseline_compiles_oz_beside_the_model_but_not_the_input(pool, 
     assert answer.improvement_over_oz_pct == pytest.approx(own.improvement_over_oz_pct)
 
 
+def test_skip_input_cost_compiles_oz_and_the_model_s_lists_but_not_the_input(pool, unrolled_loop_ir):
+    """optcc compares the answer's object with its clang's itself: the input's cost is a compile it does not
+    use. -Oz stays the baseline, and the answer (its input_cost -1) is complete enough to be cached."""
+    cache, compiler = ResultCache(10), CountingCompiler(pool)
+    request = schemas.OptimizeRequest(ir=unrolled_loop_ir, skip_input_cost=True)
+    answer = optimize(ScriptedGenerator([("sroa",)]), compiler, request, cache)
+    assert sorted(compiler.compiled) == [("-Oz",), ("sroa",)]  # no () list: the input was not compiled
+    assert answer.input_cost == -1 and answer.oz_cost > 0 and not answer.oz_skipped
+    assert answer.best.cost <= answer.oz_cost
+    assert optimize(ScriptedGenerator([("sroa",)]), compiler, request, cache).cached
+
+
 def test_a_candidate_is_best_only_when_it_costs_less_than_the_client_baseline(pool, unrolled_loop_ir):
     sroa = evaluate(unrolled_loop_ir, ("sroa",), "instruction_count").cost
     oz = evaluate(unrolled_loop_ir, ("-Oz",), "instruction_count").cost
@@ -693,6 +705,11 @@ def test_malformed_grpc_requests_are_invalid_argument(message):
     with pytest.raises(ServiceError) as caught:
         codec.optimize_request(message)
     assert caught.value.kind.grpc_code is grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_skip_input_cost_crosses_the_grpc_edge():
+    assert not codec.optimize_request(pb.OptimizeRequest(ir_text="x")).skip_input_cost
+    assert codec.optimize_request(pb.OptimizeRequest(ir_text="x", skip_input_cost=True)).skip_input_cost
 
 
 def test_a_client_baseline_crosses_the_grpc_edge_only_when_set():
