@@ -15,7 +15,7 @@ something outside it is not. Stored: every service answer (the object that won t
 an answer cut by its deadline (record `deadline_hit`), and a *budget cut* (record `budget_cut`, outcome
 `fallback`, clang's object): the service was reachable and answered DEADLINE_EXCEEDED itself because its
 -Oz did not fit the unit's deadline. The deadline comes from settings the key holds (OPTCC_BUDGET,
-OPTCC_BUDGET_MIN, OPTCC_DEADLINE) and clang's compile time then, so a rebuild gets what the first build
+OPTCC_BUDGET_MIN, OPTCC_DEADLINE) and the front end's time then, so a rebuild gets what the first build
 got, as ccache gives a stored object whatever the load was when it was made. Not stored: a service that
 was unreachable, timed out on the client's side, was overloaded or answered another error, a failed IR
 step or clang compile (ccache does not store failed compiles either), and any unit whose source or headers
