@@ -15,6 +15,31 @@ HTTP_PORT = int(os.environ.get("OPTSERVE_TEST_HTTP_PORT", "18000")) + 10100
 GRPC_PORT = int(os.environ.get("OPTSERVE_TEST_GRPC_PORT", "19000")) + 10100
 
 
+@contextlib.contextmanager
+def fake_optimize_service(optimize, workers: int = 2):
+    """host:port of a gRPC server whose PassOrdering/Optimize is `optimize(request, context)` (a test's
+    stand-in service: a failure or a delay the real one does not give on demand)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import grpc
+
+    from optserve.v1 import optserve_pb2 as pb
+
+    method = grpc.unary_unary_rpc_method_handler(
+        optimize, pb.OptimizeRequest.FromString, pb.OptimizeResponse.SerializeToString
+    )
+    server = grpc.server(ThreadPoolExecutor(max_workers=workers))
+    server.add_generic_rpc_handlers(
+        [grpc.method_handlers_generic_handler("optserve.v1.PassOrdering", {"Optimize": method})]
+    )
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.stop(None)
+
+
 class CountingProxy:
     """A TCP relay to the real service that counts the connections optcc opens (each optcc process opens its
     own channel, so 0 connections in a build means no service call); `refuse` closes them unanswered."""

@@ -9,14 +9,13 @@ import json
 import os
 import subprocess
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import grpc
 import pytest
 
 from optserve.clients import elf
-from tests.clients.clients_helpers import CountingProxy
+from tests.clients.clients_helpers import CountingProxy, fake_optimize_service
 from tests.clients.test_clients_never_larger import C_SOURCES, OPTCC
 
 # Warnings in the front end (an unused variable) and code in the back end; a header for the dependency file.
@@ -87,23 +86,13 @@ SLOW_S = 1.5
 @pytest.fixture
 def slow_service():
     """host:port of a gRPC service that answers Optimize after SLOW_S with INTERNAL (not tried again)."""
-    from optserve.v1 import optserve_pb2 as pb
 
     def optimize(request, context):
         time.sleep(SLOW_S)
         context.abort(grpc.StatusCode.INTERNAL, "no answer (a test's service)")
 
-    method = grpc.unary_unary_rpc_method_handler(
-        optimize, pb.OptimizeRequest.FromString, pb.OptimizeResponse.SerializeToString
-    )
-    server = grpc.server(ThreadPoolExecutor(max_workers=2))
-    server.add_generic_rpc_handlers(
-        [grpc.method_handlers_generic_handler("optserve.v1.PassOrdering", {"Optimize": method})]
-    )
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    yield f"127.0.0.1:{port}"
-    server.stop(None)
+    with fake_optimize_service(optimize) as target:
+        yield target
 
 
 def test_the_service_is_asked_while_clangs_back_end_still_runs(unit, slow_service):

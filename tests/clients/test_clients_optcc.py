@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from optserve.compiler.cost import text_size
+from tests.clients.clients_helpers import fake_optimize_service
 
 OPTCC = Path(sys.executable).with_name("optcc")
 FALLBACK_NOTICE = "using clang-19 -Oz instead"
@@ -164,31 +165,16 @@ def test_the_service_s_deadline_per_unit_is_a_multiple_of_clang_s_compile_time(p
 def test_a_service_that_answers_deadline_exceeded_is_asked_again_by_later_units(program, oz_output):
     """A unit whose budget the service could not meet falls back to clang's object; the service answered, so
     it is not taken for unreachable: the build's other units still ask it."""
-    from concurrent.futures import ThreadPoolExecutor
-
     import grpc
-
-    from optserve.v1 import optserve_pb2 as pb
 
     def optimize(request, context):
         context.abort(
             grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded while waiting for the -Oz baseline"
         )
 
-    method = grpc.unary_unary_rpc_method_handler(
-        optimize, pb.OptimizeRequest.FromString, pb.OptimizeResponse.SerializeToString
-    )
-    server = grpc.server(ThreadPoolExecutor(max_workers=4))
-    server.add_generic_rpc_handlers(
-        [grpc.method_handlers_generic_handler("optserve.v1.PassOrdering", {"Optimize": method})]
-    )
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    try:
-        log = program / "optcc.jsonl"
-        result = build(program, str(OPTCC), "-Oz", OPTCC_SERVER=f"127.0.0.1:{port}", OPTCC_LOG=str(log))
-    finally:
-        server.stop(None)
+    log = program / "optcc.jsonl"
+    with fake_optimize_service(optimize, workers=4) as target:
+        result = build(program, str(OPTCC), "-Oz", OPTCC_SERVER=target, OPTCC_LOG=str(log))
     assert result.returncode == 0, result.stderr
     assert run_program(program) == oz_output
     reasons = [r["reason"] for r in log_records(log)]
