@@ -86,13 +86,19 @@ def best_servable_list(
     Labels predate passes the vocabulary dropped (newgvn miscompiles real code): a label whose best list uses
     one teaches the model a list the grammar forbids, so its answer becomes the best servable list measured.
     """
+    ranked = ranked_servable_lists(known, 1)
+    return ranked[0] if ranked else None
+
+
+def ranked_servable_lists(
+    known: Mapping[tuple[str, ...], int], count: int
+) -> list[tuple[tuple[str, ...], int]]:
+    """The `count` cheapest measured lists the service can still serve, cheapest first (shorter, then earlier
+    in order, on ties)."""
     from optserve.corpus.coreset import servable
 
-    found = [(cost, len(p), p) for p, cost in known.items() if servable(p)]
-    if not found:
-        return None
-    cost, _, best = min(found)
-    return best, cost
+    found = sorted((cost, len(p), index, p) for index, (p, cost) in enumerate(known.items()) if servable(p))
+    return [(p, cost) for cost, _, _, p in found[:count]]
 
 
 def iter_training_records(
@@ -102,10 +108,13 @@ def iter_training_records(
     coresets: Mapping[str, Sequence[Sequence[str]]] | None = None,
     coreset_margin: float = 0.0,
     label_margin: float = 0.0,
+    top_answers: int = 1,
 ) -> Iterator[dict]:
     """Training records; with `coresets` (objective -> lists) also the best-coreset-list examples, which
     answer -Oz unless the best coreset list is smaller than -Oz by more than `coreset_margin` (a fraction).
-    A label answers -Oz unless its best list is smaller than -Oz by more than `label_margin`."""
+    A label answers -Oz unless its best list is smaller than -Oz by more than `label_margin`. With
+    `top_answers` K > 1, a function also gets examples answering with its 2nd..K-th cheapest measured lists,
+    those that beat -Oz by more than `label_margin` (ids ending in /top2, /top3, ...)."""
     from optserve.corpus.coreset import known_costs, servable
     from optserve.corpus.label import iter_labelled, searched_labels
     from optserve.corpus.label_store import seed_sets
@@ -148,6 +157,18 @@ def iter_training_records(
                 "answer": answer,
             }
             yield record
+            answered = tuple(label["pass_list"])
+            ranked = ranked_servable_lists(known, top_answers) if top_answers > 1 else []
+            runners_up = [(p, cost) for p, cost in ranked if p != answered][: top_answers - 1]
+            for rank, (pass_list, cost) in enumerate(runners_up, start=2):
+                if not cost < label["oz"] * (1 - label_margin):  # within_margin's rule, -Oz itself excluded
+                    break  # only lists that beat -Oz: priority sampling's next draws should be good ones
+                yield {
+                    **record,
+                    "id": f"{record['id']}/top{rank}",
+                    "best": cost,
+                    "answer": answer_format.render(pass_list, label["unoptimized"], cost),
+                }
             if raw is None or objective not in (coresets or {}):
                 continue
             found = best_coreset_list(known, coresets[objective])
@@ -252,6 +273,13 @@ def main(argv: list[str] | None = None) -> int:
         help="leave out examples longer than this many tokens, as train.py --max-tokens would (a smaller "
         "file to carry)",
     )
+    parser.add_argument(
+        "--top-answers",
+        type=int,
+        default=1,
+        help="also answer with each function's 2nd..K-th cheapest measured lists that beat -Oz (the label's "
+        "top-k): several good answers per prompt, for priority sampling's later draws",
+    )
     parser.add_argument("--tokenizer", type=Path, default=Path("models/passformer"), help="for --max-tokens")
     args = parser.parse_args(argv)
     splits = tuple(s.strip() for s in args.splits.split(","))
@@ -266,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
             for objective, lists in objective_lists.items()
         }
     records = iter_training_records(
-        args.corpus, splits, objectives, coresets, args.coreset_margin, args.label_margin
+        args.corpus, splits, objectives, coresets, args.coreset_margin, args.label_margin, args.top_answers
     )
     if args.only_ids:
         wanted = read_ids(args.only_ids)
