@@ -46,7 +46,7 @@ import os
 import shutil
 import sys
 import time
-from dataclasses import dataclass
+from collections import namedtuple
 from pathlib import Path
 
 from optserve.clients.command_line import CompileJob
@@ -63,23 +63,18 @@ TRIM_TO = 0.8  # a trim leaves the results at most this share of the limit (ccac
 TRIM_STAMP = "trimmed"
 
 
-@dataclass(frozen=True)
-class Hit:
-    """A stored result: the object and what clang's compile printed and wrote beside it."""
+class Hit(namedtuple("Hit", "object_code stderr dependencies record")):
+    """A stored result: the object and what clang's compile printed and wrote beside it (`dependencies`:
+    the -MD file's bytes or None; `record`: the unit's log record)."""
 
-    object_code: bytes
-    stderr: bytes
-    dependencies: bytes | None
-    record: dict
+    __slots__ = ()
 
 
-@dataclass(frozen=True)
-class Slot:
-    """Where one unit's object is looked up and stored: the cache directory and the unit's direct key."""
+class Slot(namedtuple("Slot", "root direct_key model")):
+    """Where one unit's object is looked up and stored: the cache directory `root` and the unit's
+    `direct_key`; `model`: the service's model the key was made with (`name@version`)."""
 
-    root: Path
-    direct_key: str
-    model: str  # the service's model the key was made with (`name@version`)
+    __slots__ = ()
 
     @property
     def manifest(self) -> Path:
