@@ -165,15 +165,12 @@ def _compile_clang_first(
         shutil.copyfile(job.dependency_file, scratch / "unit.d")
     needed = front_end_needed_s(settings)
     if compile_s < needed:
-        return (
-            0,
-            own.stderr,
-            NotAsked(
-                f"clang's whole compile took {compile_s:.2f} s, less than the {needed:.2f} s of front "
-                f"end whose budget ({settings.budget:g} x, less the call's {settings.call_overhead_s:g} s) "
-                f"reaches OPTCC_BUDGET_MIN ({settings.budget_min_s:g} s)"
-            ),
+        reason = (
+            f"clang's whole compile took {compile_s:.2f} s: its front end's budget "
+            f"({settings.budget:g} x, less the call's {settings.call_overhead_s:g} s) is below "
+            f"OPTCC_BUDGET_MIN ({settings.budget_min_s:g} s), which takes {needed:.2f} s of front end"
         )
+        return 0, own.stderr, NotAsked(reason)
     if build_state.service_unreachable_since(settings.retry_s):  # then the IR step would be wasted too
         return (
             0,
