@@ -177,8 +177,6 @@ def trim_if_due(root: Path, max_bytes: int) -> int | None:
 def trim(root: Path, max_bytes: int) -> int:
     """Remove least recently used results until they take at most TRIM_TO * `max_bytes` (only when they
     take more than `max_bytes`); the bytes removed."""
-    import shutil
-
     results = []  # (last use, bytes, folder)
     for shard in _subdirectories(root / "results"):
         for folder in _subdirectories(shard):
@@ -193,6 +191,8 @@ def trim(root: Path, max_bytes: int) -> int:
     total = sum(size for _, size, _ in results)
     if total <= max_bytes:
         return 0
+    import shutil
+
     removed = 0
     for _, size, folder in sorted(results, key=lambda r: (r[0], r[2].name)):
         if total - removed <= TRIM_TO * max_bytes:
