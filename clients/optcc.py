@@ -101,12 +101,23 @@ from optserve.clients.settings import IR_MODES, ConfigError, OptccSettings, Poli
 
 def main(argv: list[str] | None = None) -> int:
     """optcc, the C compiler wrapper. Commands it does not compile itself end in an exec of clang."""
-    return _wrap(argv, os.environ.get("OPTCC_CLANG", "clang-19"), cxx=False)
+    return _finish(_wrap(argv, os.environ.get("OPTCC_CLANG", "clang-19"), cxx=False), argv)
 
 
 def main_cxx(argv: list[str] | None = None) -> int:
     """optcc++, the C++ compiler wrapper: the same rules, with clang++ as the compiler."""
-    return _wrap(argv, os.environ.get("OPTCC_CLANGXX", "clang++-19"), cxx=True)
+    return _finish(_wrap(argv, os.environ.get("OPTCC_CLANGXX", "clang++-19"), cxx=True), argv)
+
+
+def _finish(status: int, argv: list[str] | None) -> int:
+    """Exit the optcc process now with `status`, skipping the interpreter's teardown (module cleanup: ~4 ms
+    of every unit, docs/bench/clients.md run 12): every file optcc wrote is closed, stdio is flushed here.
+    Called with `argv` (from Python, not as the program), it returns the status instead."""
+    if argv is not None:
+        return status
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status & 0xFF)  # as sys.exit(status) would
 
 
 def _wrap(argv: list[str] | None, clang: str, cxx: bool) -> int:
