@@ -315,6 +315,7 @@ def main() -> int:
     shutil.rmtree(cache_dir, ignore_errors=True)  # cold means cold
     shutil.rmtree(f"{cache_dir}-oz", ignore_errors=True)
     shutil.rmtree(f"{cache_dir}-budget", ignore_errors=True)
+    shutil.rmtree(f"{cache_dir}-main", ignore_errors=True)  # --compare-optcc's side: cold too (run 12)
     logs = WORK / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     sides = compilers(

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from collections import namedtuple
 
 SIZE_LEVELS = ("-Os", "-Oz")
 SOURCE_LANGUAGES = {".c": "c", ".cc": "c++", ".cpp": "c++", ".cxx": "c++", ".C": "c++"}
@@ -86,17 +86,25 @@ _DEPENDENCY_WITH_VALUE = frozenset({"-MF", "-MT", "-MQ"})
 _LANGUAGES = frozenset(SOURCE_LANGUAGES.values())
 
 
-@dataclass(frozen=True)
-class CompileJob:
+# The compile path's records are named tuples, not dataclasses: `dataclasses` (with `inspect`) and building
+# each class cost optcc ~15-20 ms of every unit's start (docs/bench/clients.md, run 12).
+# source, output: the C or C++ source and its object file
+# language: "c" or "c++", as the wrapped driver compiles the source (-x, else its suffix)
+# level: the -O flag in effect (the last one given), None when there is none
+# ir_flags: the command's flags minus -c, -o, -O*, dependency flags and the source
+# compile_args: the command minus -o, -O* and dependency flags: clang's own compile
+# dependency_flags: -MD/-MMD/-MP/-MF/-MT/-MQ, files and targets named after output
+_CompileJob = namedtuple(
+    "CompileJob",
+    "source output language level ir_flags compile_args dependency_flags",
+    defaults=((),),
+)
+
+
+class CompileJob(_CompileJob):
     """One plain compile: `source` (C or C++) to the object file `output`."""
 
-    source: str
-    output: str
-    language: str  # "c" or "c++", as the wrapped driver compiles the source (-x, else its suffix)
-    level: str | None  # the -O flag in effect (the last one given), None when there is none
-    ir_flags: tuple[str, ...]  # the command's flags minus -c, -o, -O*, dependency flags and the source
-    compile_args: tuple[str, ...]  # the command minus -o, -O* and dependency flags: clang's own compile
-    dependency_flags: tuple[str, ...] = ()  # -MD/-MMD/-MP/-MF/-MT/-MQ, files and targets named after output
+    __slots__ = ()
 
     @property
     def dependency_file(self) -> str | None:
@@ -109,13 +117,11 @@ class CompileJob:
         return [*self.compile_args, *self.dependency_flags, level, "-o", output]
 
 
-@dataclass(frozen=True)
-class Decision:
-    """What optcc does with one command: take `job` over at `level`, or pass it through (`level` None)."""
+class Decision(namedtuple("Decision", "job level reason")):
+    """What optcc does with one command: take `job` over at `level`, or pass it through (`level` None);
+    `reason`: why it passes through, empty when taken over."""
 
-    job: CompileJob | None
-    level: str | None
-    reason: str  # why it passes through; empty when taken over
+    __slots__ = ()
 
 
 def decide(

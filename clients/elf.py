@@ -8,7 +8,7 @@ the section header table is all that is needed. `text_size` counts what `compile
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from collections import namedtuple
 
 SHF_EXECINSTR = 0x4
 _SHN_XINDEX = 0xFFFF
@@ -18,11 +18,7 @@ class NotElf(ValueError):
     """The bytes are not an ELF object file this module can read."""
 
 
-@dataclass(frozen=True)
-class Section:
-    name: str
-    flags: int
-    size: int
+Section = namedtuple("Section", "name flags size")
 
 
 def sections(data: bytes) -> list[Section]:

@@ -1,11 +1,12 @@
-"""The two ways optcc writes files: whole files atomically (objects, cache entries), and appended JSON lines
-(OPTCC_LOG, the capture index). Standard library only: it is on the compile path of every unit."""
+"""How optcc writes files: whole files atomically (objects, cache entries), appended JSON lines (OPTCC_LOG,
+the capture index), and a unit's scratch folder. Standard library only: on the compile path of every unit."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 
@@ -32,3 +33,20 @@ def log_line(path: str, record: dict) -> None:
         append_line(path, record)
     except OSError as err:
         print(f"optcc: cannot write OPTCC_LOG {path}: {err}", file=sys.stderr)
+
+
+class ScratchFolder:
+    """A new folder for one unit's temporary files (`with ScratchFolder() as path:`), removed with them at the
+    end: in $TMPDIR (else /tmp), as clang puts its own. Not `tempfile.TemporaryDirectory`: `tempfile` imports
+    `shutil` and `random` (a few ms of every unit's start); the folder holds files only."""
+
+    def __enter__(self) -> Path:
+        root = os.environ.get("TMPDIR") or "/tmp"
+        self.path = Path(root) / f"optcc-{os.getpid()}-{time.monotonic_ns()}"
+        self.path.mkdir(mode=0o700)
+        return self.path
+
+    def __exit__(self, *exception) -> None:
+        for entry in os.scandir(self.path):
+            os.unlink(entry.path)
+        os.rmdir(self.path)

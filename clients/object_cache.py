@@ -40,13 +40,11 @@ removed is a miss, and the entry is dropped at the unit's next store.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
 import sys
 import time
-from dataclasses import dataclass
+from collections import namedtuple
 from pathlib import Path
 
 from optserve.clients.command_line import CompileJob
@@ -62,24 +60,28 @@ TRIM_EVERY_S = 30.0  # how often a store may scan the cache's size
 TRIM_TO = 0.8  # a trim leaves the results at most this share of the limit (ccache's limit_multiple)
 TRIM_STAMP = "trimmed"
 
+# SHA-256 without `hashlib`'s OpenSSL load (~3 ms of every unit's start): the same digests.
+try:
+    from _sha2 import sha256  # Python 3.12+
+except ImportError:
+    try:
+        from _sha256 import sha256
+    except ImportError:
+        from hashlib import sha256
 
-@dataclass(frozen=True)
-class Hit:
-    """A stored result: the object and what clang's compile printed and wrote beside it."""
 
-    object_code: bytes
-    stderr: bytes
-    dependencies: bytes | None
-    record: dict
+class Hit(namedtuple("Hit", "object_code stderr dependencies record")):
+    """A stored result: the object and what clang's compile printed and wrote beside it (`dependencies`:
+    the -MD file's bytes or None; `record`: the unit's log record)."""
+
+    __slots__ = ()
 
 
-@dataclass(frozen=True)
-class Slot:
-    """Where one unit's object is looked up and stored: the cache directory and the unit's direct key."""
+class Slot(namedtuple("Slot", "root direct_key model")):
+    """Where one unit's object is looked up and stored: the cache directory `root` and the unit's
+    `direct_key`; `model`: the service's model the key was made with (`name@version`)."""
 
-    root: Path
-    direct_key: str
-    model: str  # the service's model the key was made with (`name@version`)
+    __slots__ = ()
 
     @property
     def manifest(self) -> Path:
@@ -123,13 +125,15 @@ class Slot:
             data = _read(path)
             if data is None or any(macro in data for macro in VOLATILE_MACROS):
                 return False
-            header_digests[path] = hashlib.sha256(data).hexdigest()
+            header_digests[path] = sha256(data).hexdigest()
         source_bytes = _read(source)
         if source_bytes is None or any(macro in source_bytes for macro in VOLATILE_MACROS):
             return False
         result_key = _hash(self.direct_key, sorted(header_digests.items()))
         folder = self.result_dir(result_key)
         if replace:
+            import shutil
+
             shutil.rmtree(folder, ignore_errors=True)
         if not (folder / "record.json").exists():
             staging = folder.with_name(f".{result_key}.{os.getpid()}")
@@ -142,6 +146,8 @@ class Slot:
             try:
                 staging.rename(folder)
             except OSError:  # another compile of the same unit stored it first
+                import shutil
+
                 shutil.rmtree(staging, ignore_errors=True)
         try:
             entries = json.loads(self.manifest.read_bytes())
@@ -185,6 +191,8 @@ def trim(root: Path, max_bytes: int) -> int:
     total = sum(size for _, size, _ in results)
     if total <= max_bytes:
         return 0
+    import shutil
+
     removed = 0
     for _, size, folder in sorted(results, key=lambda r: (r[0], r[2].name)):
         if total - removed <= TRIM_TO * max_bytes:
@@ -207,7 +215,7 @@ def open_slot(settings: OptccSettings, job: CompileJob, level: str, args: list[s
         return None
     root = Path(settings.cache_dir)
     model = known_model(root, settings.server, settings.retry_s)
-    compiler = shutil.which(settings.clang)
+    compiler = _which(settings.clang)
     source = _read(job.source)
     if model is None or compiler is None or source is None:
         return None
@@ -229,7 +237,7 @@ def open_slot(settings: OptccSettings, job: CompileJob, level: str, args: list[s
         settings.sends_clang_baseline,
         model,
         [os.environ.get(name) for name in ENVIRONMENT_INPUTS],
-        hashlib.sha256(source).hexdigest(),
+        sha256(source).hexdigest(),
     ]
     return Slot(root, _hash(*inputs), model)
 
@@ -318,14 +326,25 @@ def _ask_model(server: str) -> str | None:
 
 
 def _model_memo(root: Path, server: str) -> Path:
-    return root / "models" / f"{hashlib.sha256(server.encode()).hexdigest()[:16]}.json"
+    return root / "models" / f"{sha256(server.encode()).hexdigest()[:16]}.json"
 
 
 def _digest_memo(path: str, digests: dict[str, str | None]) -> str | None:
     if path not in digests:
         data = _read(path)
-        digests[path] = None if data is None else hashlib.sha256(data).hexdigest()
+        digests[path] = None if data is None else sha256(data).hexdigest()
     return digests[path]
+
+
+def _which(program: str) -> str | None:
+    """`program`'s path as the shell finds it (shutil.which's answer, without importing shutil)."""
+    if os.sep in program:
+        return program if os.access(program, os.X_OK) else None
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(folder or ".", program)
+        if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+            return candidate
+    return None
 
 
 def _read(path: str) -> bytes | None:
@@ -337,7 +356,7 @@ def _read(path: str) -> bytes | None:
 
 
 def _hash(*inputs) -> str:
-    return hashlib.sha256(json.dumps(inputs, separators=(",", ":")).encode()).hexdigest()
+    return sha256(json.dumps(inputs, separators=(",", ":")).encode()).hexdigest()
 
 
 def _write_atomically(path: Path, data: bytes) -> None:

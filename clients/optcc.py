@@ -11,31 +11,36 @@ widen it). For such a unit it
   0. looks it up in its object cache (object_cache.py, as ccache's direct mode): a unit whose command,
      compiler, settings, service model, source and headers are unchanged gets the object it got before,
      with clang's diagnostics and dependency file, and neither clang nor the service runs; else it
-  1. compiles the unit to unoptimized bitcode (`-Oz -Xclang -disable-llvm-passes -emit-llvm`, -Os for an
-     -Os build), the unit's dependency file with it: clang's front end, run once; then your clang's own
-     object from that bitcode (`clang -Oz -c unit.bc`: byte for byte the object of `clang -Oz -c unit.c`)
-     runs in the background while steps 2-3 go on; with OPTCC_IR=o0 (the thesis' `-O0 -Xclang
-     -disable-O0-optnone -emit-llvm`) or a -MMD dependency file, clang's own compile of the source runs
-     beside the IR step and the call instead,
-  2. decides whether the unit is worth a service call (by default, OPTCC_BUDGET): the call may take 2
+  1. with a budget (OPTCC_BUDGET, on by default) compiles it with your clang first, one process: the
+     command itself at its size level (`clang -Oz -c unit.c`), so the object, diagnostics and dependency
+     file are clang's. A front end is part of that compile, so a unit whose whole compile took less than
+     the front end a service call needs ((OPTCC_BUDGET_MIN + OPTCC_CALL_OVERHEAD) / OPTCC_BUDGET: 0.3 s
+     with the defaults) could not be sent (step 3's rule): it keeps clang's object, having cost one clang
+     process and optcc's start (most units of a C build; docs/bench/clients.md, run 12). Else
+  2. compiles the unit to unoptimized bitcode (`-Oz -Xclang -disable-llvm-passes -emit-llvm`, -Os for an
+     -Os build): clang's front end, timed. Without a budget (OPTCC_BUDGET=0, every unit sent) step 1 is
+     skipped and clang's object is made from this bitcode (`clang -Oz -c unit.bc`: byte for byte the object
+     of `clang -Oz -c unit.c`) in the background while steps 3-4 go on; with OPTCC_IR=o0 (the thesis'
+     `-O0 -Xclang -disable-O0-optnone -emit-llvm`) or a -MMD dependency file, clang's own compile of the
+     source runs beside the IR step and the call instead,
+  3. decides whether the unit is worth a service call (by default, OPTCC_BUDGET): the call may take 2
      times the unit's front end (the IR step); less what a call costs beyond its deadline
      (OPTCC_CALL_OVERHEAD, 0.4 s) that is its deadline, and a unit whose deadline would be below
-     OPTCC_BUDGET_MIN (0.2 s) keeps clang's object without a call. The call runs beside clang's back end,
-     so a unit takes about 3 times its front end (at most 3 times clang's compile, less when its back end
-     is long): a cold build's cost scales with clang's,
-  3. asks the service over gRPC, with that deadline, right after the front end, for the best pass list
-     for the objective and the object code of that candidate (`return_object`): the service compiles its
-     own -Oz (its baseline) beside the model, not the unoptimized input (`skip_input_cost`), and returns
-     its best object; a service whose -Oz does not fit the deadline answers DEADLINE_EXCEEDED and the
-     unit keeps clang's object. (OPTCC_CLANG_BASELINE=1: asked after clang's object exists instead, told
-     its `.text` bytes as `baseline_cost`; the service returns an object only if one beats clang's.)
-  4. waits for clang's object and writes the smaller of the two by `.text` bytes; a tie keeps clang's.
+     OPTCC_BUDGET_MIN (0.2 s) keeps clang's object without a call. A unit sent takes clang's compile, its
+     front end and the call: about 2.5 times clang's compile (at most 4 times),
+  4. asks the service over gRPC, with that deadline, for the best pass list for the objective and the
+     object code of that candidate (`return_object`): the service compiles its own -Oz (its baseline)
+     beside the model, not the unoptimized input (`skip_input_cost`), and returns its best object; a
+     service whose -Oz does not fit the deadline answers DEADLINE_EXCEEDED and the unit keeps clang's
+     object. (OPTCC_CLANG_BASELINE=1: told clang's `.text` bytes as `baseline_cost`; the service returns
+     an object only if one beats clang's.)
+  5. waits for clang's object and writes the smaller of the two by `.text` bytes; a tie keeps clang's.
      With objective instruction_count the service ranks its candidates by IR instructions, but the objects
      are still compared by `.text` bytes: clang's object has no IR to count, and machine code is what the
      promise is about. If clang's object has debug info (`.debug_info`/`.debug_line`) and the service's
      lacks it, clang's is kept; and stores the result in the cache: service answers, clang's object for a
-     unit not sent (step 2) and when the service answered that the unit's deadline (its budget) ran out;
-     never other fallbacks (object_cache.py).
+     unit not sent (steps 1 and 3) and when the service answered that the unit's deadline (its budget) ran
+     out; never other fallbacks (object_cache.py).
 Warnings, errors, exit status and -MD dependency files are those of your clang's compile. If the service is
 down, slow, overloaded or answers an error, the unit gets clang's object and stderr says so once per build:
 optcc never breaks a build that clang would build.
@@ -47,9 +52,10 @@ Environment (all optional):
   OPTCC_STRATEGY   greedy | priority | nucleus | coreset | ranked_coreset (default greedy)
   OPTCC_SAMPLES    model candidates per unit                   (default 1 for greedy, else 10)
   OPTCC_DEADLINE   seconds the service may spend on one unit   (default 10; optcc waits 5 s more)
-  OPTCC_BUDGET     the service call's time per unit as a multiple of the unit's front end (the IR step;
-                   the call runs beside clang's back end): the deadline is that less OPTCC_CALL_OVERHEAD, at
-                   most OPTCC_DEADLINE; 0: OPTCC_DEADLINE for every unit, every unit sent (default 2)
+  OPTCC_BUDGET     the service call's time per unit as a multiple of the unit's front end (the IR step,
+                   after clang's own compile): the deadline is that less OPTCC_CALL_OVERHEAD, at most
+                   OPTCC_DEADLINE; a unit whose whole clang compile is shorter than the front end that
+                   needs is not sent (step 1); 0: OPTCC_DEADLINE for every unit, every unit sent (default 2)
   OPTCC_BUDGET_MIN a unit whose deadline would be shorter is not sent: clang's object (default 0.2 s)
   OPTCC_CALL_OVERHEAD  seconds a call costs beyond its deadline (the service's grace, gRPC, Ray Serve's
                    proxy), taken off the budget (default 0.4)
@@ -95,12 +101,23 @@ from optserve.clients.settings import IR_MODES, ConfigError, OptccSettings, Poli
 
 def main(argv: list[str] | None = None) -> int:
     """optcc, the C compiler wrapper. Commands it does not compile itself end in an exec of clang."""
-    return _wrap(argv, os.environ.get("OPTCC_CLANG", "clang-19"), cxx=False)
+    return _finish(_wrap(argv, os.environ.get("OPTCC_CLANG", "clang-19"), cxx=False), argv)
 
 
 def main_cxx(argv: list[str] | None = None) -> int:
     """optcc++, the C++ compiler wrapper: the same rules, with clang++ as the compiler."""
-    return _wrap(argv, os.environ.get("OPTCC_CLANGXX", "clang++-19"), cxx=True)
+    return _finish(_wrap(argv, os.environ.get("OPTCC_CLANGXX", "clang++-19"), cxx=True), argv)
+
+
+def _finish(status: int, argv: list[str] | None) -> int:
+    """Exit the optcc process now with `status`, skipping the interpreter's teardown (module cleanup: ~4 ms
+    of every unit, docs/bench/clients.md run 12): every file optcc wrote is closed, stdio is flushed here.
+    Called with `argv` (from Python, not as the program), it returns the status instead."""
+    if argv is not None:
+        return status
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status & 0xFF)  # as sys.exit(status) would
 
 
 def _wrap(argv: list[str] | None, clang: str, cxx: bool) -> int:

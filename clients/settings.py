@@ -7,7 +7,7 @@ but this, command_line.py and the standard library's lightest modules.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections import namedtuple
 
 from optserve.strategies import ServedStrategy
 
@@ -41,12 +41,10 @@ class ConfigError(ValueError):
     """An OPTCC_* variable has a value optcc cannot use."""
 
 
-@dataclass(frozen=True)
-class Policy:
+class Policy(namedtuple("Policy", "default_level force")):
     """Which units optcc takes over beyond effective -Os/-Oz (OPTCC_DEFAULT_LEVEL, OPTCC_FORCE)."""
 
-    default_level: str | None
-    force: bool
+    __slots__ = ()
 
     @classmethod
     def from_environment(cls, env: dict[str, str]) -> Policy:
@@ -56,26 +54,29 @@ class Policy:
         return cls(LEVELS[level] if level else None, env.get("OPTCC_FORCE", "") not in ("", "0"))
 
 
-@dataclass(frozen=True)
-class OptccSettings:
-    server: str
-    objective: str
-    ir_mode: str
-    strategy: str
-    samples: int
-    deadline_s: float
-    budget: float  # the service call's time per unit as a multiple of its front end's; 0: OPTCC_DEADLINE
-    budget_min_s: float  # a unit whose deadline would be shorter is not sent (clang's object)
-    call_overhead_s: float  # what a call costs beyond its deadline: taken off the budget
-    large_unit_bytes: int  # bitcode above this goes with strategy coreset (LARGE_UNIT_LISTS lists); 0: never
-    retry_s: float
-    clang: str
-    log_path: str | None
-    verbose: bool
-    cache_dir: str | None  # optcc's object cache (object_cache.py); None: off (OPTCC_CACHE=0)
-    cache_max_bytes: int = 0  # its size limit (OPTCC_CACHE_SIZE); 0: none
-    recache: bool = False  # OPTCC_RECACHE: skip lookups, store each unit's new outcome (ccache's recache)
-    clang_baseline: bool = False  # OPTCC_CLANG_BASELINE: wait for clang's object, send its .text size
+# One namedtuple, not a dataclass: the compile path's start (command_line.py says why).
+# budget: the service call's time per unit as a multiple of its front end's; 0: OPTCC_DEADLINE, all sent.
+#   With a budget clang's own compile runs first, and a unit whose compile is shorter than the front end
+#   a call needs (takeover.front_end_needed_s) is not sent
+# budget_min_s: a unit whose deadline would be shorter is not sent (clang's object)
+# call_overhead_s: what a call costs beyond its deadline: taken off the budget
+# large_unit_bytes: bitcode above this goes with strategy coreset (LARGE_UNIT_LISTS lists); 0: never
+# cache_dir: optcc's object cache (object_cache.py); None: off (OPTCC_CACHE=0)
+# cache_max_bytes: its size limit (OPTCC_CACHE_SIZE); 0: none
+# recache: OPTCC_RECACHE: skip lookups, store each unit's new outcome (ccache's recache)
+# clang_baseline: OPTCC_CLANG_BASELINE: wait for clang's object, send its .text size
+_OptccSettings = namedtuple(
+    "OptccSettings",
+    "server objective ir_mode strategy samples deadline_s budget budget_min_s call_overhead_s"
+    " large_unit_bytes retry_s clang log_path verbose cache_dir cache_max_bytes recache clang_baseline",
+    defaults=(0, False, False),
+)
+
+
+class OptccSettings(_OptccSettings):
+    """optcc's settings for one unit, from OPTCC_* (`from_environment`)."""
+
+    __slots__ = ()
 
     @property
     def sends_clang_baseline(self) -> bool:

@@ -6,19 +6,18 @@ imported only then, so that commands passed through never pay for its imports (g
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import sys
-import tempfile
-import threading
 import time
-from dataclasses import dataclass
+from collections import namedtuple
 from pathlib import Path
 
-from optserve.clients import build_state, elf, object_cache
+from optserve.clients import elf, object_cache, spawn
 from optserve.clients.command_line import CompileJob, with_optimization
-from optserve.clients.files import log_line, write_atomically
+from optserve.clients.files import ScratchFolder, log_line, write_atomically
 from optserve.clients.settings import OptccSettings, ir_step_flags
+
+# `subprocess`, `threading` and build_state (`tempfile`) are imported where they are used, not at the top: a
+# unit compiled by one clang process (most units) never loads them (spawn.py; docs/bench/clients.md, run 12).
 
 # Sections whose presence in clang's object the chosen object must match (a -g build keeps its debug info).
 DEBUG_SECTIONS = frozenset({".debug_info", ".debug_line"})
@@ -41,22 +40,17 @@ class ServiceFailure(Exception):
         self.budget_cut = budget_cut
 
 
-@dataclass(frozen=True)
-class NotAsked:
+class NotAsked(namedtuple("NotAsked", "reason")):
     """The unit keeps clang's object without a service call: `reason` says why (its budget, no code)."""
 
-    reason: str
+    __slots__ = ()
 
 
-@dataclass(frozen=True)
-class Choice:
-    """Which object a unit gets: `winner` "service" or "clang", and the `.text` bytes of both."""
+class Choice(namedtuple("Choice", "winner object_code clang_text service_text reason")):
+    """Which object a unit gets: `winner` "service" or "clang", and the `.text` bytes of both (`service_text`
+    None when unknown); `reason`: why clang's object was kept although the service's was smaller, else ""."""
 
-    winner: str
-    object_code: bytes
-    clang_text: int
-    service_text: int | None
-    reason: str  # why clang's object was kept although the service's was smaller; else ""
+    __slots__ = ()
 
 
 def compile_unit(
@@ -73,11 +67,14 @@ def compile_unit(
     timing: dict[str, float] = {}  # where the unit's time went, for the log
     if process_started is not None:
         timing["before_s"] = round(started - process_started, 3)
-    with tempfile.TemporaryDirectory(prefix="optcc-") as scratch_name:
-        scratch = Path(scratch_name)
+    with ScratchFolder() as scratch:
         clang_object = scratch / "clang.o"
         headers = slot is not None
-        if one_front_end(settings, job):
+        if clang_first(settings, job, headers):
+            returncode, clang_stderr, answer = _compile_clang_first(
+                settings, job, level, scratch, headers, timing, started
+            )
+        elif one_front_end(settings, job):
             returncode, clang_stderr, answer = _compile_through_bitcode(
                 settings, job, level, scratch, headers, timing, started
             )
@@ -123,6 +120,87 @@ def compile_unit(
     return 0
 
 
+def front_end_needed_s(settings: OptccSettings) -> float:
+    """The shortest front end whose budget pays for a service call: `budget x front end - OPTCC_CALL_OVERHEAD
+    >= OPTCC_BUDGET_MIN` (0.3 s with the defaults); 0 without a budget (every unit is sent)."""
+    if not settings.budget:
+        return 0.0
+    return (settings.budget_min_s + settings.call_overhead_s) / settings.budget
+
+
+def clang_first(settings: OptccSettings, job: CompileJob, headers: bool) -> bool:
+    """Whether the unit starts with clang's own one-step compile (`_compile_clang_first`): with a budget
+    (OPTCC_BUDGET > 0), unless the cache needs the unit's headers and the command's -MMD file leaves the
+    system headers out (then `_compile_beside`)."""
+    return settings.budget > 0 and not (headers and "-MMD" in job.dependency_flags)
+
+
+def _compile_clang_first(
+    settings: OptccSettings, job: CompileJob, level: str, scratch: Path, headers: bool, timing, started
+):
+    """Clang's own compile of the unit, one process (the command at its size level: clang's object,
+    diagnostics and dependency file); the IR step and the service call only when that compile took at least
+    `front_end_needed_s`. A front end is part of its compile, so a unit whose whole compile is quicker has a
+    front end too short for its budget to pay for a call: it would not be sent (`_ask_within_budget`'s
+    rule), and it costs one clang process, as `clang -c` does (docs/bench/clients.md, run 12). Most units of
+    a C build are such units (run 11: 517 of 525 on an idle machine). A longer unit then runs the IR step
+    (its front end again, timed: the budget's base) and is asked with that deadline, after clang's object
+    exists: it takes clang's compile plus its front end plus the call (about 2.5 x clang's compile with the
+    default budget 2, at most 4 x).
+
+    (exit status, clang's stderr, the service's answer or why there is none)."""
+    dependencies = [] if job.dependency_flags or not headers else ["-MD", "-MF", str(scratch / "unit.d")]
+    returncode = spawn.run(
+        [settings.clang, *job.clang_args(level, str(scratch / "clang.o")), *dependencies],
+        str(scratch / "clang.stderr"),
+    )
+    compile_s = time.monotonic() - started
+    timing["clang_s"] = round(compile_s, 3)
+    clang_stderr = (scratch / "clang.stderr").read_bytes()
+    if returncode != 0:  # an error in the source: the build fails exactly as clang's would
+        return returncode, clang_stderr, ServiceFailure("clang's own compile failed")
+    if job.dependency_flags and headers:  # the cache lists the headers from the user's dependency file
+        (scratch / "unit.d").write_bytes(Path(job.dependency_file).read_bytes())
+    needed = front_end_needed_s(settings)
+    if compile_s < needed:
+        reason = (
+            f"clang's whole compile took {compile_s:.2f} s: its front end's budget "
+            f"({settings.budget:g} x, less the call's {settings.call_overhead_s:g} s) is below "
+            f"OPTCC_BUDGET_MIN ({settings.budget_min_s:g} s), which takes {needed:.2f} s of front end"
+        )
+        return 0, clang_stderr, NotAsked(reason)
+    from optserve.clients import build_state
+
+    if build_state.service_unreachable_since(settings.retry_s):  # then the IR step would be wasted too
+        return (
+            0,
+            clang_stderr,
+            ServiceFailure(f"optserve at {settings.server} was unreachable earlier in this build"),
+        )
+    import subprocess
+
+    front_started = time.monotonic()
+    bitcode = scratch / "unit.bc"
+    front = subprocess.run(
+        [
+            settings.clang,
+            *job.ir_flags,
+            *ir_step_flags(settings.ir_mode, level),
+            "-c",
+            job.source,
+            "-o",
+            str(bitcode),
+        ],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+    )
+    timing["ir_step_s"] = round(time.monotonic() - front_started, 3)
+    if front.returncode != 0:
+        reason = f"the IR step failed: {front.stderr.decode(errors='replace')[-300:]}"
+        return 0, clang_stderr, ServiceFailure(reason)
+    return 0, clang_stderr, _ask_within_budget(settings, scratch, bitcode, timing, started)
+
+
 def one_front_end(settings: OptccSettings, job: CompileJob) -> bool:
     """Whether clang's object is made from the IR step's bitcode (`_compile_through_bitcode`): with the
     -Oz/-Os IR (`OPTCC_IR=oz`, what clang's own pipeline starts from) and no -MMD dependency file, whose
@@ -144,6 +222,9 @@ def _compile_through_bitcode(
     fails the build exactly as clang's would).
 
     (exit status, clang's stderr, the service's answer or why there is none)."""
+    import subprocess
+    import threading
+
     bitcode = scratch / "unit.bc"
     if job.dependency_flags:  # the user's dependency file, as clang names it; the cache reads it too
         dependencies = list(job.dependency_flags)
@@ -196,7 +277,7 @@ def _compile_through_bitcode(
         reason = f"the IR step failed: {failed.decode(errors='replace')[-300:]}"
         return own.returncode, own.stderr, ServiceFailure(reason)
     if job.dependency_flags and headers:  # the cache lists the headers from the user's dependency file
-        shutil.copyfile(job.dependency_file, scratch / "unit.d")
+        (scratch / "unit.d").write_bytes(Path(job.dependency_file).read_bytes())
     if answer is None:  # to be told clang's size: asked once clang's object exists
         answer = _ask_within_budget(settings, scratch, bitcode, timing, started)
     return 0, front.stderr + back_stderr, answer
@@ -224,6 +305,9 @@ def _compile_beside(
     """Clang's own compile of the source in the background, beside the IR step (with OPTCC_IR=o0, or a -MMD
     dependency file) and the service call. (exit status, clang's stderr, the service's answer or why there
     is none)."""
+    import subprocess
+    import threading
+
     with open(scratch / "clang.stderr", "w+b") as clang_errors:
         own = subprocess.Popen(  # the user's own compile runs beside the IR step (and the service)
             [settings.clang, *job.clang_args(level, str(scratch / "clang.o"))],
@@ -262,7 +346,7 @@ def _import_client() -> None:
     from optserve.clients import service_call  # noqa: F401
 
 
-def _time_compile(compile: subprocess.Popen, started: float, timing: dict) -> None:
+def _time_compile(compile, started: float, timing: dict) -> None:
     """Wait for `compile` and note its wall time as `timing["clang_s"]` (in a thread: the unit's IR step and
     service call go on meanwhile)."""
     compile.wait()
@@ -299,8 +383,12 @@ def _service_answer(
     in scratch/unit.d (for the object cache). The service is asked as soon as the IR step is done, while
     clang's compile goes on; to be told clang's size (OPTCC_CLANG_BASELINE=1), once that compile has ended
     (a unit clang fails on is then not sent)."""
+    from optserve.clients import build_state
+
     if build_state.service_unreachable_since(settings.retry_s):  # then the IR step would be wasted too
         return ServiceFailure(f"optserve at {settings.server} was unreachable earlier in this build")
+    import subprocess
+
     started = time.monotonic()
     bitcode_path = scratch / "unit.bc"
     ir_step = subprocess.run(
@@ -341,6 +429,8 @@ def _ask_within_budget(
     nothing but the call's own cost fits, and on a unit clang compiles in 0.1-0.3 s that cost alone was 2-5
     times clang's). Told clang's size (OPTCC_CLANG_BASELINE=1; asked after clang's compile), a unit whose
     object from clang has no code is not sent either."""
+    from optserve.clients import build_state
+
     if build_state.service_unreachable_since(settings.retry_s):
         return ServiceFailure(f"optserve at {settings.server} was unreachable earlier in this build")
     deadline_s = settings.deadline_s
@@ -545,6 +635,8 @@ def _report(
 
 def _notify_fallback(clang: str, level: str, reason: str, settings: OptccSettings | None, unreachable=False):
     verbose = settings is not None and settings.verbose
+    from optserve.clients import build_state
+
     if build_state.first_fallback(unreachable) or verbose:
         once = "" if verbose else " (shown once per build)"
         print(f"optcc: {reason}; using {clang} {level} instead{once}", file=sys.stderr)

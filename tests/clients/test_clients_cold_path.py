@@ -177,6 +177,78 @@ def test_a_unit_sent_to_the_service_imports_grpc_but_not_the_full_python_client(
     assert not imported & {"optserve.serve.client", "optserve.serve.client_channel", "pydantic"}
 
 
+# The default budget (2 x the front end, less 0.4 s for the call, at least 0.2 s): a call needs 0.3 s of front
+# end. conftest sets OPTCC_BUDGET=0 for the tests that expect an answer; these set the default back.
+DEFAULT_BUDGET = {"OPTCC_BUDGET": "2", "OPTCC_CALL_OVERHEAD": "0.4", "OPTCC_BUDGET_MIN": "0.2"}
+
+
+def counting_clang(folder: Path, sleep_s: float = 0.0) -> tuple[Path, Path]:
+    """A clang-19 that notes each command line (and first sleeps `sleep_s`); (the program, its notes)."""
+    calls, program = folder / "clang-calls", folder / "counting-clang"
+    program.write_text(f'#!/bin/sh\necho "$*" >> {calls}\nsleep {sleep_s}\nexec clang-19 "$@"\n')
+    program.chmod(0o755)
+    return program, calls
+
+
+def test_a_unit_too_short_to_send_is_one_clang_compile_with_clangs_object_and_diagnostics(unit):
+    """With a budget, clang's own compile runs first; a unit whose whole compile is shorter than the front
+    end a call needs (0.3 s by default) cannot be sent (its front end is shorter still): clang runs once, on
+    the command itself, and the object, the -MD -MP dependency file and the warnings are clang's, byte for
+    byte; the log says why it was not sent. No IR step, no second process."""
+    clang, calls = counting_clang(unit)
+    flags = ["-Wall", "-MD", "-MP"]
+    env = {"OPTCC_CLANG": str(clang), "OPTCC_SERVER": "127.0.0.1:1", **DEFAULT_BUDGET}
+    result, [record] = optcc(unit, flags, **env)
+    assert (record["outcome"], record["winner"]) == ("not_asked", "clang")
+    assert "clang's whole compile took" in record["reason"] and "OPTCC_BUDGET_MIN" in record["reason"]
+    assert "ir_step_s" not in record and record["clang_s"] < 0.3
+    [command] = calls.read_text().splitlines()
+    assert "-emit-llvm" not in command.split() and "unit.c" in command.split()
+    mine, dependencies = (unit / "unit.o").read_bytes(), (unit / "unit.d").read_text()
+    plain = subprocess.run(
+        ["clang-19", "-Oz", *flags, "-c", "unit.c", "-o", "unit.o"],
+        cwd=unit, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert mine == (unit / "unit.o").read_bytes()
+    assert dependencies == (unit / "unit.d").read_text() and "unit.h:" in dependencies
+    assert result.stderr.count("-Wunused-variable") == plain.stderr.count("-Wunused-variable") == 1
+
+
+def test_a_short_unit_with_an_error_fails_as_clangs_compile_does(unit):
+    (unit / "broken.c").write_text("int f(void) { return missing; }\n")
+    environment = os.environ | {"OPTCC_SERVER": "127.0.0.1:1", "TMPDIR": str(unit), **DEFAULT_BUDGET}
+    mine = subprocess.run(
+        [OPTCC, "-Oz", "-c", "broken.c", "-o", "broken.o"], cwd=unit, env=environment, capture_output=True,
+        text=True, timeout=120,
+    )  # fmt: skip
+    plain = subprocess.run(
+        ["clang-19", "-Oz", "-c", "broken.c", "-o", "broken.o"], cwd=unit, capture_output=True, text=True
+    )
+    assert mine.returncode == plain.returncode != 0
+    assert mine.stderr.count("undeclared identifier 'missing'") == 1 and not (unit / "broken.o").exists()
+
+
+@pytest.mark.slow
+def test_a_unit_whose_front_end_pays_for_a_call_is_still_sent_after_clangs_compile(unit, proxy):
+    """A clang slowed by 0.4 s a process: its one-step compile passes the 0.3 s mark, so optcc runs the IR
+    step (its front end, 0.4 s and more: a budget of 2 x that less 0.4 s) and asks the service with that
+    deadline, after clang's object exists. The unit goes through the service; its object is never larger
+    than clang's."""
+    clang, calls = counting_clang(unit, sleep_s=0.4)
+    env = {"OPTCC_CLANG": str(clang), "OPTCC_SERVER": proxy.target, "OPTCC_CACHE": "0", **DEFAULT_BUDGET}
+    _, [record] = optcc(unit, [], **env)
+    assert proxy.connections >= 1 and record["outcome"] in ("service", "fallback"), record
+    assert record["clang_s"] >= 0.4 and record["ir_step_s"] >= 0.4
+    assert record["deadline_s"] == round(min(10.0, 2 * record["ir_step_s"] - 0.4), 3)
+    assert record["asked_s"] >= record["clang_s"] + record["ir_step_s"]
+    commands = calls.read_text().splitlines()
+    assert len(commands) == 2 and "-emit-llvm" in commands[1].split()
+    mine, plain = (unit / "unit.o").read_bytes(), clang_object(unit, "unit.c")
+    assert elf.text_size(mine) <= elf.text_size(plain)
+    if record.get("winner") != "service":
+        assert mine == plain
+
+
 def clang_object(folder: Path, source: str) -> bytes:
     subprocess.run(["clang-19", "-Oz", "-c", source, "-o", "clang.o"], cwd=folder, check=True, timeout=120)
     return (folder / "clang.o").read_bytes()
