@@ -43,11 +43,17 @@ def _imported(files: list[Path]) -> dict[str, Path]:
     return imported
 
 
+# Standard-library modules of other Python versions than the running one (sys.stdlib_module_names lists only
+# its own): CPython's private SHA-256 module is _sha256 up to 3.11, _sha2 from 3.12 (clients/object_cache.py).
+OTHER_VERSIONS_STDLIB = {"_sha2", "_sha256"}
+
+
 def _undeclared(files: list[Path], declared: set[str], local: set[str]) -> list[str]:
     providers = importlib.metadata.packages_distributions()
     missing = []
+    stdlib = set(sys.stdlib_module_names) | OTHER_VERSIONS_STDLIB
     for name, path in sorted(_imported(files).items()):
-        if name in sys.stdlib_module_names or name in local or name in ("optserve", "__future__"):
+        if name in stdlib or name in local or name in ("optserve", "__future__"):
             continue
         distributions = {_canonical(d) for d in providers.get(name, [name])}
         if not distributions & declared:
