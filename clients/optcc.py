@@ -16,8 +16,7 @@ widen it). For such a unit it
      file are clang's. A front end is part of that compile, so a unit whose whole compile took less than
      the front end a service call needs ((OPTCC_BUDGET_MIN + OPTCC_CALL_OVERHEAD) / OPTCC_BUDGET: 0.3 s
      with the defaults) could not be sent (step 3's rule): it keeps clang's object, having cost one clang
-     process and optcc's start (most units of a C build; docs/bench/clients.md, run 12). A unit still
-     compiling at that mark goes on beside that compile (steps 2-4; after it with OPTCC_CLANG_BASELINE=1):
+     process and optcc's start (most units of a C build; docs/bench/clients.md, run 12). Else
   2. compiles the unit to unoptimized bitcode (`-Oz -Xclang -disable-llvm-passes -emit-llvm`, -Os for an
      -Os build): clang's front end, timed. Without a budget (OPTCC_BUDGET=0, every unit sent) step 1 is
      skipped and clang's object is made from this bitcode (`clang -Oz -c unit.bc`: byte for byte the object
@@ -27,8 +26,8 @@ widen it). For such a unit it
   3. decides whether the unit is worth a service call (by default, OPTCC_BUDGET): the call may take 2
      times the unit's front end (the IR step); less what a call costs beyond its deadline
      (OPTCC_CALL_OVERHEAD, 0.4 s) that is its deadline, and a unit whose deadline would be below
-     OPTCC_BUDGET_MIN (0.2 s) keeps clang's object without a call. A unit sent takes the longer of clang's
-     compile and the 0.3 s mark + its front end + the call (at most about 3.5 times clang's compile),
+     OPTCC_BUDGET_MIN (0.2 s) keeps clang's object without a call. A unit sent takes clang's compile, its
+     front end and the call: about 2.5 times clang's compile (at most 4 times),
   4. asks the service over gRPC, with that deadline, for the best pass list for the objective and the
      object code of that candidate (`return_object`): the service compiles its own -Oz (its baseline)
      beside the model, not the unoptimized input (`skip_input_cost`), and returns its best object; a

@@ -139,55 +139,44 @@ def _compile_clang_first(
     settings: OptccSettings, job: CompileJob, level: str, scratch: Path, headers: bool, timing, started
 ):
     """Clang's own compile of the unit, one process (the command at its size level: clang's object,
-    diagnostics and dependency file); the IR step and the service call only when that compile takes at least
+    diagnostics and dependency file); the IR step and the service call only when that compile took at least
     `front_end_needed_s`. A front end is part of its compile, so a unit whose whole compile is quicker has a
     front end too short for its budget to pay for a call: it would not be sent (`_ask_within_budget`'s
     rule), and it costs one clang process, as `clang -c` does (docs/bench/clients.md, run 12). Most units of
-    a C build are such units (run 11: 517 of 525 on an idle machine). A unit still compiling at that mark
-    then runs the IR step (its front end again, timed: the budget's base) and is asked with that deadline,
-    both beside clang's compile (after it only when the call must carry clang's size, OPTCC_CLANG_BASELINE):
-    it takes about the longer of clang's compile and the mark + its front end + the call.
+    a C build are such units (run 11: 517 of 525 on an idle machine). A longer unit then runs the IR step
+    (its front end again, timed: the budget's base) and is asked with that deadline, after clang's object
+    exists: it takes clang's compile plus its front end plus the call (about 2.5 x clang's compile with the
+    default budget 2, at most 4 x).
 
     (exit status, clang's stderr, the service's answer or why there is none)."""
     dependencies = [] if job.dependency_flags or not headers else ["-MD", "-MF", str(scratch / "unit.d")]
-    clang = spawn.start(
+    returncode = spawn.run(
         [settings.clang, *job.clang_args(level, str(scratch / "clang.o")), *dependencies],
         str(scratch / "clang.stderr"),
     )
-    needed = front_end_needed_s(settings)
-    returncode = spawn.wait(clang, needed - (time.monotonic() - started))
-    long_enough = returncode is None  # still compiling at the mark: its front end may pay for a call
-    answer = None
-    if long_enough and not settings.sends_clang_baseline:  # the IR step and the call beside clang's compile
-        answer = _ir_step_and_ask(settings, job, level, scratch, timing, started)
-    if returncode is None:
-        returncode = spawn.wait(clang)
-    compile_s = time.monotonic() - started  # when it was reaped: after a call beside it, an upper bound
+    compile_s = time.monotonic() - started
     timing["clang_s"] = round(compile_s, 3)
     clang_stderr = (scratch / "clang.stderr").read_bytes()
     if returncode != 0:  # an error in the source: the build fails exactly as clang's would
         return returncode, clang_stderr, ServiceFailure("clang's own compile failed")
     if job.dependency_flags and headers:  # the cache lists the headers from the user's dependency file
         (scratch / "unit.d").write_bytes(Path(job.dependency_file).read_bytes())
-    if not long_enough:
+    needed = front_end_needed_s(settings)
+    if compile_s < needed:
         reason = (
             f"clang's whole compile took {compile_s:.2f} s: its front end's budget "
             f"({settings.budget:g} x, less the call's {settings.call_overhead_s:g} s) is below "
             f"OPTCC_BUDGET_MIN ({settings.budget_min_s:g} s), which takes {needed:.2f} s of front end"
         )
         return 0, clang_stderr, NotAsked(reason)
-    if answer is None:  # told clang's size (OPTCC_CLANG_BASELINE): asked now that clang's object exists
-        answer = _ir_step_and_ask(settings, job, level, scratch, timing, started)
-    return 0, clang_stderr, answer
-
-
-def _ir_step_and_ask(settings: OptccSettings, job: CompileJob, level: str, scratch: Path, timing, started):
-    """The IR step (the unit's front end, timed: the budget's base) and the service's answer for its bitcode,
-    or why there is none."""
     from optserve.clients import build_state
 
     if build_state.service_unreachable_since(settings.retry_s):  # then the IR step would be wasted too
-        return ServiceFailure(f"optserve at {settings.server} was unreachable earlier in this build")
+        return (
+            0,
+            clang_stderr,
+            ServiceFailure(f"optserve at {settings.server} was unreachable earlier in this build"),
+        )
     import subprocess
 
     front_started = time.monotonic()
@@ -207,8 +196,9 @@ def _ir_step_and_ask(settings: OptccSettings, job: CompileJob, level: str, scrat
     )
     timing["ir_step_s"] = round(time.monotonic() - front_started, 3)
     if front.returncode != 0:
-        return ServiceFailure(f"the IR step failed: {front.stderr.decode(errors='replace')[-300:]}")
-    return _ask_within_budget(settings, scratch, bitcode, timing, started)
+        reason = f"the IR step failed: {front.stderr.decode(errors='replace')[-300:]}"
+        return 0, clang_stderr, ServiceFailure(reason)
+    return 0, clang_stderr, _ask_within_budget(settings, scratch, bitcode, timing, started)
 
 
 def one_front_end(settings: OptccSettings, job: CompileJob) -> bool:
