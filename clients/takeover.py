@@ -177,28 +177,26 @@ def _compile_clang_first(
             clang_stderr,
             ServiceFailure(f"optserve at {settings.server} was unreachable earlier in this build"),
         )
-    import subprocess
-
-    front_started = time.monotonic()
     bitcode = scratch / "unit.bc"
-    front = subprocess.run(
-        [
-            settings.clang,
-            *job.ir_flags,
-            *ir_step_flags(settings.ir_mode, level),
-            "-c",
-            job.source,
-            "-o",
-            str(bitcode),
-        ],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-    )
-    timing["ir_step_s"] = round(time.monotonic() - front_started, 3)
+    front = _ir_step(settings, job, level, bitcode, (), timing)
     if front.returncode != 0:
         reason = f"the IR step failed: {front.stderr.decode(errors='replace')[-300:]}"
         return 0, clang_stderr, ServiceFailure(reason)
     return 0, clang_stderr, _ask_within_budget(settings, scratch, bitcode, timing, started)
+
+
+def _ir_step(settings: OptccSettings, job: CompileJob, level: str, bitcode: Path, dependencies, timing):
+    """The unit's IR step (clang's front end to unoptimized bitcode at `bitcode`), timed as
+    `timing["ir_step_s"]`: the budget's base. The finished process (returncode, stderr)."""
+    import subprocess
+
+    started = time.monotonic()
+    command = [settings.clang, *job.ir_flags, *ir_step_flags(settings.ir_mode, level), *dependencies]
+    done = subprocess.run(
+        [*command, "-c", job.source, "-o", str(bitcode)], stdin=subprocess.DEVNULL, capture_output=True
+    )
+    timing["ir_step_s"] = round(time.monotonic() - started, 3)
+    return done
 
 
 def one_front_end(settings: OptccSettings, job: CompileJob) -> bool:
@@ -387,25 +385,9 @@ def _service_answer(
 
     if build_state.service_unreachable_since(settings.retry_s):  # then the IR step would be wasted too
         return ServiceFailure(f"optserve at {settings.server} was unreachable earlier in this build")
-    import subprocess
-
-    started = time.monotonic()
     bitcode_path = scratch / "unit.bc"
-    ir_step = subprocess.run(
-        [
-            settings.clang,
-            *job.ir_flags,
-            *ir_step_flags(settings.ir_mode, level),
-            *(("-MD", "-MF", str(scratch / "unit.d")) if headers else ()),
-            "-c",
-            job.source,
-            "-o",
-            str(bitcode_path),
-        ],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-    )
-    timing["ir_step_s"] = round(time.monotonic() - started, 3)
+    dependencies = ("-MD", "-MF", str(scratch / "unit.d")) if headers else ()
+    ir_step = _ir_step(settings, job, level, bitcode_path, dependencies, timing)
     if ir_step.returncode != 0:  # most likely an error in the source, which clang's own compile reports
         return ServiceFailure(f"the IR step failed: {ir_step.stderr.decode(errors='replace')[-300:]}")
     if settings.sends_clang_baseline and not clang_compile():

@@ -112,9 +112,12 @@ def test_the_service_is_asked_while_clangs_back_end_still_runs(unit, slow_servic
     assert (unit / "unit.o").read_bytes() == clang_object(unit, "unit.c")
 
 
-def test_an_error_in_the_source_fails_as_clangs_compile_does(unit):
+@pytest.mark.parametrize("budget", [{}, "default"], ids=["every unit sent", "default budget"])
+def test_an_error_in_the_source_fails_as_clangs_compile_does(unit, budget):
+    """Through the IR step (budget 0, conftest's) or clang's one-step compile first (the default budget)."""
     (unit / "broken.c").write_text("int f(void) { return missing; }\n")
     environment = os.environ | {"OPTCC_SERVER": "127.0.0.1:1", "TMPDIR": str(unit)}
+    environment |= DEFAULT_BUDGET if budget == "default" else budget
     mine = subprocess.run(
         [OPTCC, "-Oz", "-c", "broken.c", "-o", "broken.o"], cwd=unit, env=environment, capture_output=True,
         text=True, timeout=120,
@@ -123,7 +126,7 @@ def test_an_error_in_the_source_fails_as_clangs_compile_does(unit):
         ["clang-19", "-Oz", "-c", "broken.c", "-o", "broken.o"], cwd=unit, capture_output=True, text=True
     )
     assert mine.returncode == plain.returncode != 0
-    assert mine.stderr.count("undeclared identifier 'missing'") == 1
+    assert mine.stderr.count("undeclared identifier 'missing'") == 1 and not (unit / "broken.o").exists()
 
 
 @pytest.mark.slow
@@ -212,20 +215,6 @@ def test_a_unit_too_short_to_send_is_one_clang_compile_with_clangs_object_and_di
     assert mine == (unit / "unit.o").read_bytes()
     assert dependencies == (unit / "unit.d").read_text() and "unit.h:" in dependencies
     assert result.stderr.count("-Wunused-variable") == plain.stderr.count("-Wunused-variable") == 1
-
-
-def test_a_short_unit_with_an_error_fails_as_clangs_compile_does(unit):
-    (unit / "broken.c").write_text("int f(void) { return missing; }\n")
-    environment = os.environ | {"OPTCC_SERVER": "127.0.0.1:1", "TMPDIR": str(unit), **DEFAULT_BUDGET}
-    mine = subprocess.run(
-        [OPTCC, "-Oz", "-c", "broken.c", "-o", "broken.o"], cwd=unit, env=environment, capture_output=True,
-        text=True, timeout=120,
-    )  # fmt: skip
-    plain = subprocess.run(
-        ["clang-19", "-Oz", "-c", "broken.c", "-o", "broken.o"], cwd=unit, capture_output=True, text=True
-    )
-    assert mine.returncode == plain.returncode != 0
-    assert mine.stderr.count("undeclared identifier 'missing'") == 1 and not (unit / "broken.o").exists()
 
 
 @pytest.mark.slow
