@@ -55,7 +55,7 @@ trainer=$!
 
 if [ $# -gt 0 ]; then
   # Each trainer keeps one core; the labeller takes the rest.
-  LABEL_WORKERS=$(( $(nproc) - ${#runs[@]} )) bash corpus/label_remote.sh "$@" || echo "labelling failed" >&2
+  LABEL_WORKERS=${LABEL_WORKERS:-$(( $(nproc) - ${#runs[@]} ))} bash corpus/label_remote.sh "$@" || echo "labelling failed" >&2
 fi
 wait "$trainer"
 grep -E '"val_|== run|failed' "$out/train.log" | cut -c1-200 || true
