@@ -222,13 +222,25 @@ def read_labels(layout: CorpusLayout, stage: str, shards: Iterable[Path] | None 
     shards = list(shards) if shards is not None else layout.shards()
     labels: dict[str, dict] = {}
     for shard in shards:
+        records: list[tuple[str, dict]] = []
         final = layout.label_path(stage, shard)
         if final.exists():
-            labels.update((r["key"], r) for r in read_jsonl(final))
+            records += [(r["key"], r) for r in read_jsonl(final)]
         journal = layout.label_journal(stage, shard)
         if journal.exists():
-            labels.update(Journal(journal).records())
+            records += list(Journal(journal).records().items())
+        for key, record in records:
+            labels[key] = _merged_label(labels.get(key), record)
     return labels
+
+
+def _merged_label(earlier: dict | None, later: dict) -> dict:
+    """A later record of an example replaces the objectives it holds and keeps the earlier one's others: a
+    shard labelled for one objective and then searched for another keeps both (a journal of the second
+    search beside the first's finished file). A later error stands alone; a later label clears an error."""
+    if earlier is None or "error" in later or "error" in earlier:
+        return later
+    return {**earlier, **later}
 
 
 # --- broadcast lists -------------------------------------------------------------------------------------

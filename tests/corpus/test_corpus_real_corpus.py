@@ -166,6 +166,19 @@ def test_labels_persist_through_the_store_into_a_rebuilt_corpus(real_root, tmp_p
     merged = read_labels(corpus, "local")[key]
     assert merged["instruction_count"] == {"best": 1} and merged["text_size"] == labels[key]["text_size"]
 
+    # A finished file with both objectives beside a journal that holds one of them (the first search's
+    # records, restored, while a second search ran): the journal's record adds, it does not erase the other.
+    shutil.rmtree(corpus.labels_dir)
+    final = corpus.label_path("local", shard)
+    final.parent.mkdir(parents=True)
+    counted = {**labels[key]["text_size"], "best": 2}  # any record of the other objective
+    both = {"key": key, "text_size": labels[key]["text_size"], "instruction_count": counted}
+    final.write_text(json.dumps(both) + "\n")
+    with Journal(corpus.label_journal("local", shard)) as journal:
+        journal.append({"key": key, "text_size": labels[key]["text_size"]})
+    assert read_labels(corpus, "local")[key] == both
+    assert export(corpus, "functions", tmp_path / "both")["instruction_count"] == 1
+
 
 def test_a_second_objective_labels_every_example_again_and_keeps_the_first(real_root, tmp_path):
     root = tmp_path / "real"
