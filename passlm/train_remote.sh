@@ -11,6 +11,8 @@
 #     LABEL_ARGS  `corpus/label_remote.sh` arguments (BUNDLE STAGE SECONDS flags); none: train only
 # Writes $OUT/run<N>.tar.xz (final/ weights + tokenizer and log.jsonl of run N, not the 80 MB checkpoint),
 # $OUT/train.log and, when labelling, what label_remote.sh writes ($OUT/labels.tar.xz, label_summary.json).
+# The run tool brings back at most 8 files from $OUT: four runs and a labeller fill 7, so a second labeller
+# beside it (LABEL_NAME=...) must pack its three files into one, or they are left behind.
 set -euo pipefail
 
 if [ $# -lt 3 ]; then
