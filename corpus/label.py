@@ -389,9 +389,12 @@ class _ShardProgress:
             earlier = {r["key"]: r for r in read_jsonl(final)} if first.get("lists") == fingerprint else {}
             if earlier and all(_has(r, objectives) for r in earlier.values()):
                 return cls(layout, stage, shard, examples, journal, {}, [], 0, fingerprint, finished=True)
-            final.unlink()  # other broadcast lists, or objectives missing: its labels go back to the journal
-            for record in earlier.values():
-                journal.append(record)
+            # Other broadcast lists, or objectives missing: its labels go back to the journal, under what the
+            # journal already holds of the same example (a later search's other objective must not be lost).
+            journaled = journal.records()
+            final.unlink()
+            for key, record in earlier.items():
+                journal.append(_merged_label(record, journaled[key]) if key in journaled else record)
         done = {k: r for k, r in journal.records().items() if r.get("lists") == fingerprint}
         todo = [e for e in examples if not _has(done.get(e["id"]), objectives)]
         return cls(layout, stage, shard, examples, journal, done, todo, len(todo), fingerprint)

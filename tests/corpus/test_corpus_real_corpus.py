@@ -194,6 +194,19 @@ def test_a_second_objective_labels_every_example_again_and_keeps_the_first(real_
     labels = read_labels(corpus, "local")
     assert all("text_size" in r and "instruction_count" in r for r in labels.values())
 
+    # A finished file with one objective beside a journal holding the other for one example (labels of a
+    # lent call unpacked beside it): that example is done, only the others are searched again.
+    shutil.rmtree(corpus.labels_dir)
+    label(corpus, corpus.shards(), "local", first, runner, **quiet)
+    shard = corpus.shards()[0]
+    key = next(read_jsonl(corpus.label_path("local", shard)))["key"]
+    with Journal(corpus.label_journal("local", shard)) as journal:
+        journal.append({"key": key, "instruction_count": labels[key]["instruction_count"]})
+    both = LabelConfig(budget=6, objectives=("text_size", "instruction_count"))
+    again = label(corpus, corpus.shards(), "local", both, runner, **quiet)
+    assert again.functions == len(_examples(root, "functions")) - 1
+    assert read_labels(corpus, "local")[key]["instruction_count"] == labels[key]["instruction_count"]
+
 
 def test_the_cli_keeps_the_seed_set_and_the_coreset_is_built_from_the_store(real_root, tmp_path):
     from optserve.corpus.cli import main as dataset_main
