@@ -184,6 +184,17 @@ def add_dataset_commands(sub: argparse._SubParsersAction) -> None:
     add_json_flag(bundle)
     bundle.set_defaults(handler=_bundle)
 
+    merge = sub.add_parser(
+        "merge",
+        help="bring a labeller's returned archive home (label_remote.sh's NAME.tar.xz)",
+        description="Adds each example's labels of the objectives the corpus lacks, keeping what it has: two "
+        "labellers that searched the same shards for different objectives merge in either order.",
+    )
+    merge.add_argument("--corpus", help="corpus directory (default: data/corpus)")
+    merge.add_argument("archives", nargs="+", type=Path, metavar="ARCHIVE", help="returned .tar.xz files")
+    add_json_flag(merge)
+    merge.set_defaults(handler=_merge)
+
 
 def _build(args: argparse.Namespace) -> int:
     from optserve.corpus.build import BuildConfig, build_corpus
@@ -399,6 +410,20 @@ def _bundle(args: argparse.Namespace) -> int:
         return 2
     size = make_bundle(layout, shards, args.out, labels=args.labels)
     emit({"bundle": str(args.out), "shards": [s.name for s in shards], "bytes": size}, args.json)
+    return 0
+
+
+def _merge(args: argparse.Namespace) -> int:
+    from optserve.corpus.layout import CorpusLayout
+    from optserve.corpus.remote import merge_returned
+
+    layout = CorpusLayout(_corpus_dir(args))
+    missing = [str(a) for a in args.archives if not a.is_file()]
+    if missing:
+        print(f"error: no such archive: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    gained = {str(archive): merge_returned(layout, archive) for archive in args.archives}
+    emit({"corpus": str(layout.root), "gained": gained}, args.json)
     return 0
 
 

@@ -13,7 +13,8 @@
 # budget 1000 beside val shards at a lower one) can share one call.
 # Needs .carry/llvmlite047.tar.xz (how to make it: docs/bench/corpus.md, "Labelling on the 16-core machine") in
 # the first call on a machine; later calls while it stays warm use the copy unpacked in .lent/.
-# Writes $OUT/$LABEL_NAME.tar.xz: unpack it into the corpus here (`tar xJf .../labels.tar.xz -C data/corpus`);
+# Writes $OUT/$LABEL_NAME.tar.xz, one file (the run tool brings back at most 8), with the labeller's JSON summary
+# as summary.json: merge it into the corpus here (`optserve dataset merge --corpus data/corpus .../NAME.tar.xz`);
 # a run cut short leaves journals in it, and the next bundle carries them back, so nothing is redone.
 set -euo pipefail
 
@@ -59,7 +60,7 @@ tar xJf "$bundle" -C "$work"
 # journaled so far are packed below. Journals are written per finished item, so a killed run loses nothing else.
 (cd "$pkg" && timeout --kill-after=10 "$((seconds + 30))" python3 -m optserve.corpus.cli label --corpus "$work" \
   --stage "$stage" --time-limit "$seconds" --workers "${LABEL_WORKERS:-$(nproc)}" --budget 1000 --candidate-timeout 20 --quiet \
-  --json "$@") | tee "$out/${name}_summary.json" || echo "labeller stopped by timeout; packing its journals" >&2
+  --json "$@") | tee "$work/summary.json" || echo "labeller stopped by timeout; packing its journals" >&2
 
 # Pack back only the labels of the bundled shards: the other label files in the bundle are stale copies that
 # must not overwrite newer ones at home.
@@ -71,6 +72,7 @@ tar xJf "$bundle" -C "$work"
   done
   [ "$stage" = autotune ] || ls labels/broadcast/lists-*.json 2>/dev/null || true
   ls labels/local/seeds/*.json 2>/dev/null || true
+  ls summary.json 2>/dev/null || true
 ) > "$work/returned.txt"
 tar cJf "$out/$name.tar.xz" -C "$work" -T "$work/returned.txt"
 ls -l "$out"

@@ -143,6 +143,7 @@ def write_card(root: Path, stats: dict[str, Any], out: Path) -> None:
         "# continue labelling (here, or on the 16-core machine with corpus/label_remote.sh)",
         "optserve dataset label --corpus data/real/functions --stage local \\",
         "    --seeds models/coreset/coreset.json --budget 300 --objectives text_size --splits train",
+        "# labels that come back from the 16-core machine: optserve dataset merge --corpus DIR NAME.tar.xz",
         "# merge new labels into data/labels/real (commit it), then re-select the coreset",
         "python -m optserve.corpus.label_store export --root data/real",
         "python -m optserve.corpus.coreset",

@@ -10,9 +10,8 @@
 #                 where the machine has a GPU for each
 #     LABEL_ARGS  `corpus/label_remote.sh` arguments (BUNDLE STAGE SECONDS flags); none: train only
 # Writes $OUT/run<N>.tar.xz (final/ weights + tokenizer and log.jsonl of run N, not the 80 MB checkpoint),
-# $OUT/train.log and, when labelling, what label_remote.sh writes ($OUT/labels.tar.xz, label_summary.json).
-# The run tool brings back at most 8 files from $OUT: four runs and a labeller fill 7, so a second labeller
-# beside it (LABEL_NAME=...) must pack its three files into one, or they are left behind.
+# $OUT/train.log and, when labelling, what label_remote.sh writes ($OUT/labels.tar.xz). The run tool brings back
+# at most 8 files from $OUT: four runs, the log and three labellers (LABEL_NAME=...) fill them.
 set -euo pipefail
 
 if [ $# -lt 3 ]; then
@@ -25,6 +24,9 @@ runs=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do runs+=("$1"); shift; done
 [ $# -gt 0 ] && shift
 out=${OUT:-/tmp/train-out}
+# TRAIN_WORK=$PWD/.lent keeps each run's checkpoint in the git-ignored .lent/, which the run tool leaves on a warm
+# machine: the next call (within its idle time) continues a run with "--resume" in its flags.
+work=${TRAIN_WORK:-/tmp}
 mkdir -p "$out"
 
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
@@ -34,8 +36,8 @@ train_one() {  # train_one N: run N's flags; on GPU N when every run has a GPU o
   echo "== run$i: ${runs[$i]}"
   # shellcheck disable=SC2086  # each run's flags are one string on purpose
   PYTHONUNBUFFERED=1 python3 passlm/train.py --data "$data" --tokenizer models/passformer \
-    --out "/tmp/passlm-run$i" --time-limit "$seconds" ${runs[$i]} || echo "run$i failed"
-  tar cJf "$out/run$i.tar.xz" -C "/tmp/passlm-run$i" final log.jsonl || true
+    --out "$work/passlm-run$i" --time-limit "$seconds" ${runs[$i]} || echo "run$i failed"
+  tar cJf "$out/run$i.tar.xz" -C "$work/passlm-run$i" final log.jsonl || true
 }
 # A several-GPU machine (the 4-GPU host lent as nvidia-h100-x4) trains the runs at once, one per GPU, so a
 # call's time limit covers them all; else they go one after the other on the one GPU.

@@ -229,3 +229,44 @@ def test_the_cli_keeps_the_seed_set_and_the_coreset_is_built_from_the_store(real
     coreset = build_coreset(store, split=package_split(TRAIN_PACKAGE))
     chosen = coreset["objectives"].get("text_size", [])
     assert coreset["version"] and all(item["gain"] > 0 for item in chosen)
+
+
+def test_two_labellers_of_one_bundle_merge_home_in_either_order(real_root, tmp_path, capsys):
+    import tarfile
+
+    from optserve.corpus.cli import main as dataset_main
+
+    quiet = {"progress": False, "log": lambda _: None}
+    archives = {}
+    for objective in (
+        "text_size",
+        "instruction_count",
+    ):  # each labeller on its own copy, as on the lent machine
+        root = tmp_path / objective
+        shutil.copytree(real_root, root)
+        corpus = RealCorpusLayout(root).corpus("functions")
+        label(
+            corpus,
+            corpus.shards(),
+            "local",
+            LabelConfig(budget=6, objectives=(objective,)),
+            ProcessRunner(1),
+            **quiet,
+        )
+        archives[objective] = tmp_path / f"{objective}.tar.xz"
+        with tarfile.open(archives[objective], "w:xz") as tar:
+            tar.add(corpus.labels_dir, arcname="labels")
+    count = len(_examples(real_root, "functions"))
+    for order in (("text_size", "instruction_count"), ("instruction_count", "text_size")):
+        home = tmp_path / "home" / order[0]
+        shutil.copytree(real_root, home)
+        corpus = RealCorpusLayout(home).corpus("functions")
+        arguments = ["merge", "--corpus", str(corpus.root), *(str(archives[o]) for o in order), "--json"]
+        assert dataset_main(arguments) == 0
+        labels = read_labels(corpus, "local")
+        assert len(labels) == count
+        assert all("text_size" in r and "instruction_count" in r for r in labels.values())
+        capsys.readouterr()
+        assert dataset_main(arguments) == 0  # merging again adds nothing
+        assert all(gained == {} for gained in json.loads(capsys.readouterr().out)["gained"].values())
+    assert dataset_main(["merge", "--corpus", str(corpus.root), str(tmp_path / "missing.tar.xz")]) == 2
