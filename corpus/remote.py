@@ -38,7 +38,8 @@ def make_bundle(layout: CorpusLayout, shards: list[Path], out: Path, labels: str
             tar.add(shard, arcname=f"examples/{shard.name}")
         if labels != "none" and layout.labels_dir.exists():
             for label_file in sorted(layout.labels_dir.rglob("*.json*")):
-                own = label_file.name.split(".")[0] in names or label_file.parent.name == "seeds"
+                shard_name = label_file.name.removesuffix(".jsonl").removesuffix(".journal")  # libpng1.6-000
+                own = shard_name in names or label_file.parent.name == "seeds"
                 if labels == "all" or own:
                     tar.add(label_file, arcname=label_file.relative_to(layout.root).as_posix())
     tmp.replace(out)

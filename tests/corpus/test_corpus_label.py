@@ -197,5 +197,17 @@ def test_a_bundle_carries_the_label_files_asked_for(built_corpus, tmp_path):
     assert {f"labels/measure/{s.name}" for s in layout.shards()} <= everything
     assert packed("own") == {f"labels/measure/{shard.name}", "labels/local/seeds/abc.json"}
     assert packed("none") == set()
+    # A package name with a dot (libpng1.6): its shard's finished labels and journal are its own.
+    dotted = shard.with_name("val-libpng1.6-000.jsonl")
+    dotted.write_bytes(shard.read_bytes())
+    for name in (dotted.name, "val-libpng1.6-000.journal.jsonl"):
+        (layout.labels_dir / "measure" / name).write_text("")
+    out = tmp_path / "dotted.tar.xz"
+    make_bundle(layout, [dotted], out, "own")
+    with tarfile.open(out) as tar:
+        assert {n for n in tar.getnames() if n.startswith("labels/measure/")} == {
+            "labels/measure/val-libpng1.6-000.jsonl",
+            "labels/measure/val-libpng1.6-000.journal.jsonl",
+        }
     with pytest.raises(ValueError, match="labels must be one of"):
         make_bundle(layout, [shard], tmp_path / "x.tar.xz", "some")
