@@ -49,6 +49,8 @@ def reusable(record: dict[str, Any] | None, fingerprint: str, method: Method, sa
     """A journaled result answers this run if made the same way with at least as many samples."""
     if record is None or record["fingerprint"] != fingerprint:
         return False
+    if record.get("skipped"):  # e.g. the prompt is too long: as true at any sample count
+        return True
     if method.draws_per_n:
         return {str(n) for n in samples} <= set(record["by_draws"] or ())
     return record["samples"] >= method.draws(max(samples)) or record["exhausted"]

@@ -250,3 +250,28 @@ def test_command_says_what_is_wrong(tiny_model_dir, labelled_corpus, tmp_path, c
     assert "unknown method" in json.loads(capsys.readouterr().out)["error"]
     assert main([*base, "--model-dir", str(tiny_model_dir), "--split", "val"]) == 2
     assert "no val shards" in json.loads(capsys.readouterr().out)["error"]
+
+
+def test_a_prompt_too_long_is_excluded_once_not_left_for_later(tiny_model_dir, tmp_path):
+    # One function longer than the tiny model's 2,048 positions: every model method skips it, nucleus too
+    # (whose results are kept per draw count), and a rerun neither computes it again nor calls it unfinished.
+    body = [f"  %v{i} = add i32 %v{i - 1}, {i}" for i in range(1, 700)]
+    ir = normalize_ir("\n".join(["define i32 @long(i32 %v0) {", "entry:", *body, "  ret i32 %v699", "}", ""]))
+    root = tmp_path / "corpus"
+    layout = CorpusLayout(root)
+    example_id = hashlib.sha256(ir.encode()).hexdigest()
+    shard = layout.shard_path("test", 0)
+    write_jsonl_atomic(shard, [{"id": example_id, "source": "synthetic", "split": "test", "ir": ir}])
+    with CompilerPool(1, timeout_s=20) as pool:
+        tuned = autotune(ir, budget=3, seed=0, pool=pool)
+    label = {"unoptimized": tuned.unoptimized_cost, "oz": tuned.oz_cost, "best": tuned.best_cost,
+             "pass_list": list(tuned.best_pass_list), "compilations": tuned.compilations}  # fmt: skip
+    record = {"key": example_id, "split": "test", "source": "synthetic", "instruction_count": label}
+    write_jsonl_atomic(layout.label_path("autotune", shard), [record])
+    config = _config(tiny_model_dir, root, tmp_path, methods=parse_methods("greedy,nucleus-1.0,random"))
+    functions = select_functions(config)
+    assert run(config, functions, progress=False).computed == 3
+    results = collect(config, functions)
+    assert (results["functions"], results["not_evaluated_yet"]) == (0, 0)
+    assert results["excluded"] == {"prompt too long": 1}
+    assert run(config, functions, progress=False).computed == 0
