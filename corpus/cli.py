@@ -414,6 +414,9 @@ def _bundle(args: argparse.Namespace) -> int:
 
 
 def _merge(args: argparse.Namespace) -> int:
+    import lzma
+    import tarfile
+
     from optserve.corpus.layout import CorpusLayout
     from optserve.corpus.remote import merge_returned
 
@@ -422,7 +425,13 @@ def _merge(args: argparse.Namespace) -> int:
     if missing:
         print(f"error: no such archive: {', '.join(missing)}", file=sys.stderr)
         return 2
-    gained = {str(archive): merge_returned(layout, archive) for archive in args.archives}
+    gained = {}
+    for archive in args.archives:
+        try:
+            gained[str(archive)] = merge_returned(layout, archive)
+        except (tarfile.TarError, lzma.LZMAError, EOFError) as error:  # merging again is harmless
+            print(f"error: {archive} is not a labeller's archive ({error})", file=sys.stderr)
+            return 2
     emit({"corpus": str(layout.root), "gained": gained}, args.json)
     return 0
 

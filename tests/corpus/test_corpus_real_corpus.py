@@ -270,3 +270,7 @@ def test_two_labellers_of_one_bundle_merge_home_in_either_order(real_root, tmp_p
         assert dataset_main(arguments) == 0  # merging again adds nothing
         assert all(gained == {} for gained in json.loads(capsys.readouterr().out)["gained"].values())
     assert dataset_main(["merge", "--corpus", str(corpus.root), str(tmp_path / "missing.tar.xz")]) == 2
+    broken = tmp_path / "broken.tar.xz"
+    broken.write_bytes(archives["text_size"].read_bytes()[:200])
+    assert dataset_main(["merge", "--corpus", str(corpus.root), str(broken)]) == 2
+    assert "is not a labeller's archive" in capsys.readouterr().err
