@@ -230,11 +230,11 @@ def read_labels(layout: CorpusLayout, stage: str, shards: Iterable[Path] | None 
         if journal.exists():
             records += list(Journal(journal).records().items())
         for key, record in records:
-            labels[key] = _merged_label(labels.get(key), record)
+            labels[key] = merged_label(labels.get(key), record)
     return labels
 
 
-def _merged_label(earlier: dict | None, later: dict) -> dict:
+def merged_label(earlier: dict | None, later: dict) -> dict:
     """A later record of an example replaces the objectives it holds and keeps the earlier one's others: a
     shard labelled for one objective and then searched for another keeps both (a journal of the second
     search beside the first's finished file). A later error stands alone; a later label clears an error."""
@@ -394,7 +394,7 @@ class _ShardProgress:
             journaled = journal.records()
             final.unlink()
             for key, record in earlier.items():
-                journal.append(_merged_label(record, journaled[key]) if key in journaled else record)
+                journal.append(merged_label(record, journaled[key]) if key in journaled else record)
         done = {k: r for k, r in journal.records().items() if r.get("lists") == fingerprint}
         todo = [e for e in examples if not _has(done.get(e["id"]), objectives)]
         return cls(layout, stage, shard, examples, journal, done, todo, len(todo), fingerprint)

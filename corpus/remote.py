@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from optserve.corpus.journal import Journal
-from optserve.corpus.label import read_labels
+from optserve.corpus.label import merged_label, read_labels
 from optserve.corpus.layout import CorpusLayout
 
 LABELS = ("all", "own", "none")  # which label files travel: every one, the bundled shards' (+ seeds), none
@@ -82,10 +82,7 @@ def merge_returned(layout: CorpusLayout, archive: Path) -> dict[str, int]:
 
 
 def _with_missing(ours: dict | None, theirs: dict) -> dict | None:
-    """Our record with the objectives only theirs has (None: nothing to add)."""
-    if ours is None or "error" in ours:
-        return None if ours is not None and "error" in theirs else theirs
-    if "error" in theirs:
-        return None
-    added = {k: v for k, v in theirs.items() if isinstance(v, dict) and k not in ours}
-    return {**ours, **added} if added else None
+    """Our record with the objectives only theirs has; theirs where we have nothing or an error (None: nothing
+    to add). The same per-objective merge as `read_labels`, with ours as the later record."""
+    merged = merged_label(ours, theirs) if ours is None or "error" in ours else merged_label(theirs, ours)
+    return None if merged == ours else merged
