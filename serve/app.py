@@ -52,12 +52,16 @@ def build_app(settings: Settings) -> Application:
     # Overload is answered at once: beyond the queue limit, gRPC gets RESOURCE_EXHAUSTED and HTTP 429.
     backpressure = BackpressureConfig(status_code=429, retry_after_s=RETRY_AFTER_S)
     spread = {"max_replicas_per_node": serve_settings.max_replicas_per_node}
+    # One admitted Optimize of a long unit asks the engine for `unit_function_prompts` functions at once, and
+    # health asks it for its metadata: its queue holds that fan-out of the ingress's queue, or a busy moment
+    # would refuse work the ingress already accepted.
+    engine_queue_limit = queue_limit * (settings.engine.unit_function_prompts + 1)
     engine = PassOrderingEngine.options(
         **spread,
         num_replicas=serve_settings.engine_replicas,
         ray_actor_options={"num_cpus": ENGINE_CPUS, "num_gpus": _engine_gpus(settings)},
         max_ongoing_requests=16,  # the engine batches concurrent requests itself
-        max_queued_requests=queue_limit,
+        max_queued_requests=engine_queue_limit,
         health_check_period_s=HEALTH_CHECK_PERIOD_S,
         logging_config=LOGGING_CONFIG,
     ).bind(config)

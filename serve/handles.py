@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+from ray.serve.exceptions import BackPressureError
 from ray.serve.handle import DeploymentHandle
 
 from optserve.compiler.cost import Objective
@@ -32,7 +33,9 @@ class EngineClient:
 
     A ready model's metadata is kept (it does not change under a running app) until a call to the engine
     fails: the engine may have died, and the next Optimize asks it again, answering UNAVAILABLE quickly
-    while its replica is replaced instead of waiting for the new one behind the request's deadline.
+    while its replica is replaced instead of waiting for the new one behind the request's deadline. A call
+    refused for backpressure is not such a failure: the engine is alive and busy (one Optimize of a long
+    unit fans out several generate calls), so the kept metadata stays and answers a fresh ask meanwhile.
     """
 
     def __init__(self, handle: DeploymentHandle):
@@ -42,7 +45,7 @@ class EngineClient:
     async def generate(self, ir: str, options: SamplingOptions, feedback: str | None = None) -> Generation:
         try:
             return await call(self.handle, "generate", ir, options, feedback)
-        except PromptTooLongError:  # the input's fault, not the engine's
+        except (PromptTooLongError, BackPressureError):  # the input's fault; a busy engine
             raise
         except Exception:
             self.forget()
@@ -54,6 +57,10 @@ class EngineClient:
             return self._ready_metadata
         try:
             metadata = await asyncio.wait_for(call(self.handle, "metadata"), ENGINE_ANSWER_TIMEOUT_S)
+        except BackPressureError:
+            if self._ready_metadata is not None:  # busy, not gone: its router queue is full for a moment
+                return self._ready_metadata
+            raise
         except TimeoutError:
             raise unavailable(
                 f"the pass-ordering engine did not answer within {ENGINE_ANSWER_TIMEOUT_S:g} s (its replica "

@@ -80,6 +80,24 @@ def test_a_failed_engine_call_forgets_the_ready_metadata_but_a_too_long_prompt_d
     assert handle.metadata.calls == 2  # asked again
 
 
+def test_a_busy_engine_stays_ready_its_known_metadata_answers_health_meanwhile():
+    """One Optimize of a long unit fans out several generate calls and can fill the engine's router queue
+    for a moment (CI: health asked then got NOT_SERVING); backpressure means busy, not gone."""
+    busy = BackPressureError(num_queued_requests=4, max_queued_requests=4)
+    handle = _handle(metadata=METADATA, generate=busy)
+    engine = EngineClient(handle)
+    deployments = {name: SimpleNamespace(status="HEALTHY", message="") for name in
+                   ("PassOrderingEngine", "CompilerWorkers", "LoopTuneScheduler")}  # fmt: skip
+    assert asyncio.run(readiness(deployments, engine))["model"] == READY
+    with pytest.raises(BackPressureError):
+        asyncio.run(engine.generate("ir", None))
+    handle.metadata.answer = busy
+    assert asyncio.run(readiness(deployments, engine))["model"] == READY  # the kept metadata answered
+    assert handle.metadata.calls == 2
+    with pytest.raises(BackPressureError):  # nothing known yet: the refusal is the answer
+        asyncio.run(EngineClient(handle).metadata(fresh=True))
+
+
 def test_readiness_names_the_part_that_is_not_ready_and_why():
     broken = "2 of 2 compiler workers could not restart"
     deployments = {
