@@ -86,6 +86,32 @@ def tokenize(
     return examples
 
 
+def record_kind(record_id: str) -> tuple[str, str]:
+    """(`<example>/<objective>`, kind): kind is "" for the label's own answer, else `top2`.. or `coreset`."""
+    head, _, last = record_id.rpartition("/")
+    return (
+        (head, last)
+        if last == "coreset" or last.startswith("top") and last[3:].isdigit()
+        else (record_id, "")
+    )
+
+
+def beating_coreset(records: list[dict]) -> list[dict]:
+    """The records whose answer is cheaper than the coreset list that was best for the same function (its
+    `/coreset` record, kept), and every record of a function without one: the model then learns the lists
+    the service's coreset candidates do not already give (a function the coreset serves best keeps only its
+    coreset answer)."""
+    coreset_cost = {
+        record_kind(r["id"])[0]: r["best"] for r in records if record_kind(r["id"])[1] == "coreset"
+    }
+    kept = []
+    for record in records:
+        key, kind = record_kind(record["id"])
+        if kind == "coreset" or key not in coreset_cost or record["best"] < coreset_cost[key]:
+            kept.append(record)
+    return kept
+
+
 def held_out(record: dict, share: float = 0.02) -> bool:
     group = record.get("group") or record["id"]
     return int(hashlib.sha256(group.encode()).hexdigest()[:8], 16) / 16**8 < share
@@ -195,6 +221,11 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="leave out records whose id ends in /KIND (e.g. coreset: the best-coreset-list examples)",
     )
+    parser.add_argument(
+        "--beat-coreset",
+        action="store_true",
+        help="answers only where cheaper than the function's best coreset list (its /coreset record)",
+    )
     parser.add_argument("--max-tokens", type=int, default=2048, help="longest example (prompt + answer)")
     parser.add_argument("--batch-tokens", type=int, default=65536)
     parser.add_argument("--lr", type=float, default=1.5e-3)
@@ -220,7 +251,10 @@ def main(argv: list[str] | None = None) -> int:
         return torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16)
 
     tokenizer = PreTrainedTokenizerFast.from_pretrained(args.tokenizer)
-    records = [r for r in read_records(args.data) if r["id"].rsplit("/", 1)[-1] not in args.skip_kind]
+    records = read_records(args.data)
+    if args.beat_coreset:
+        records = beating_coreset(records)
+    records = [r for r in records if r["id"].rsplit("/", 1)[-1] not in args.skip_kind]
     train_records = [r for r in records if not held_out(r, args.val_share)]
     val_records = [r for r in records if held_out(r, args.val_share)]
     train = tokenize(train_records, tokenizer, args.max_tokens, args.prompt_loss_weight, args.count_weight)

@@ -215,3 +215,25 @@ def test_examples_longer_than_max_tokens_are_the_ones_the_trainer_drops(records,
     assert 0 < len(kept) < len(examples)
     assert len(kept) == len(tokenize(examples, tokenizer, limit, 0.0))
     assert [r["id"] for r in kept] == [r["id"] for r in examples if r in kept]  # order kept
+
+
+def test_beat_coreset_keeps_the_answers_cheaper_than_the_function_s_best_coreset_list():
+    from optserve.passlm.train import beating_coreset, record_kind
+
+    records = [
+        {"id": "pkg/a.c:f/text_size", "best": 90},  # the label: beats the coreset's best (95)
+        {"id": "pkg/a.c:f/text_size/top2", "best": 95},  # ties it: the coreset candidate gives it already
+        {"id": "pkg/a.c:f/text_size/coreset", "best": 95},
+        {"id": "pkg/a.c:g/text_size", "best": 50},  # the coreset's best is the label's list
+        {"id": "pkg/a.c:g/text_size/coreset", "best": 50},
+        {"id": "pkg/b.c:top/text_size", "best": 7},  # no coreset record: nothing to compare, kept
+    ]
+    kept = [r["id"] for r in beating_coreset(records)]
+    assert kept == [
+        "pkg/a.c:f/text_size",
+        "pkg/a.c:f/text_size/coreset",
+        "pkg/a.c:g/text_size/coreset",
+        "pkg/b.c:top/text_size",
+    ]
+    assert record_kind("pkg/b.c:top/text_size") == ("pkg/b.c:top/text_size", "")  # a function named "top"
+    assert record_kind("pkg/a.c:f/text_size/top12") == ("pkg/a.c:f/text_size", "top12")
