@@ -254,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     records = read_records(args.data)
     if args.beat_coreset:
         records = beating_coreset(records)
-    records = [r for r in records if r["id"].rsplit("/", 1)[-1] not in args.skip_kind]
+    records = [r for r in records if record_kind(r["id"])[1] not in args.skip_kind]
     train_records = [r for r in records if not held_out(r, args.val_share)]
     val_records = [r for r in records if held_out(r, args.val_share)]
     train = tokenize(train_records, tokenizer, args.max_tokens, args.prompt_loss_weight, args.count_weight)
