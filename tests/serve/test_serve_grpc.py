@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import re
 import socket
+import statistics
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -76,7 +77,10 @@ def test_health_answers_promptly_while_the_engine_prepares_a_long_module(client)
     print(f"{len(waits)} health checks during the call, the slowest answered in {max(waits):.2f} s")
     assert not isinstance(answer, CallError) or answer.code is grpc.StatusCode.DEADLINE_EXCEEDED, answer
     assert len(waits) >= 5, waits  # the module's -Oz alone takes ~2 s: health was asked all along
-    assert max(waits) < 1.0, f"health answered in {max(waits):.2f} s at worst ({len(waits)} checks)"
+    # Waiting on the engine's preparation showed as a health check of ~2 s. On 2 busy cores a check
+    # that does not wait still lands near 1 s once in a while (1.03 s in one CI run of 60 checks).
+    assert statistics.median(waits) < 0.5, f"health answered in {statistics.median(waits):.2f} s p50"
+    assert max(waits) < 1.5, f"health answered in {max(waits):.2f} s at worst ({len(waits)} checks)"
 
 
 def test_reflection_lists_and_describes_the_services(client):
