@@ -149,8 +149,9 @@ def test_compiler_worker_killed_mid_request(rel_service, grpc_client, add_ir):
 @pytest.mark.slow
 def test_serve_replica_killed_mid_request(rel_service, grpc_client, add_ir):
     """SIGKILL the CompilerWorkers replica while it serves a request: the request fails cleanly
-    (UNAVAILABLE) or is answered, the compiler part of readiness turns not ready, then ready again as Serve
-    starts a new replica, and the service answers again."""
+    (UNAVAILABLE) or is answered; when it was the only replica, the compiler part of readiness turns not
+    ready, then ready again as Serve starts a new one (beside another replica, readiness must be ready);
+    and the service answers again."""
     module = slow_module()
     baseline = _compiler_baseline()
     with ThreadPoolExecutor(1) as pool:
