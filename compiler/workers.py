@@ -16,6 +16,12 @@ LLVM cannot be interrupted inside a pass, so their workers are killed and restar
 (~0.15 s each on an idle machine, seconds on a loaded one), and the call returns at once. No worker or
 thread stays busy with work nobody will read.
 
+Workers leave nothing behind: each runs with `RLIMIT_CORE` 0 (an LLVM abort writes no core file)
+and, on Linux, a parent-death signal (SIGKILL once the process that started it is gone, e.g. its replica
+SIGKILLed), so an orphaned worker does not keep compiling. Every worker is started from one long-lived
+thread of the parent (`_Spawner`): the kernel sends that signal when the *thread* that started the child
+ends, and workers are replaced from short-lived threads.
+
 Standby workers (`standby`, default none): processes started and ready but idle, outside the pool's
 `processes`. A worker stopped or lost (deadline, crash, overrun) is replaced by a standby one at once, and a
 new standby starts in the background, so the next call does not wait for a process start.
@@ -24,8 +30,10 @@ new standby starts in the background, so the next call does not wait for a proce
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import hashlib
+import os
 import queue
 import signal
 import socket
@@ -80,12 +88,30 @@ class PoolBrokenError(RuntimeError):
     """The pool could not restart a worker process: it has fewer workers than it needs (or none)."""
 
 
-def _worker_main(connection: Connection, memory_limit_bytes: int | None) -> None:
-    """Worker loop: answer each task (ir_key, ir or None, pass list, objective, want_ir, want_object)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    if memory_limit_bytes:
-        import resource
+_PR_SET_PDEATHSIG = 1  # prctl(2) option: the signal this process gets when its parent (thread) ends
 
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Have the kernel SIGKILL this process once its parent is gone (Linux; elsewhere nothing is set), and
+    exit now if the parent `parent_pid` is gone already (it died before the signal was asked for)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+            sys.stderr.write(f"compiler worker: prctl(PR_SET_PDEATHSIG) failed: errno {ctypes.get_errno()}\n")
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+
+def _worker_main(connection: Connection, memory_limit_bytes: int | None, parent_pid: int) -> None:
+    """Worker loop: answer each task (ir_key, ir or None, pass list, objective, want_ir, want_object)."""
+    import resource
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    _die_with_parent(parent_pid)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # an abort on some IR writes no core file
+    if memory_limit_bytes:
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit_bytes, memory_limit_bytes))
     connection.send("ready")
     current_key, current_ir = None, None
@@ -105,23 +131,65 @@ def _worker_main(connection: Connection, memory_limit_bytes: int | None) -> None
         connection.send(run(current_ir, pass_list, objective, want_ir=want_ir, want_object=want_object))
 
 
+class _Spawner:
+    """The one thread of this process that starts worker processes (`popen`), alive as long as the process.
+
+    A worker's parent-death signal fires when the thread that started it ends (prctl(2)), not the process:
+    workers started from the pool's short-lived threads (replacements, standby refills) would be killed when
+    those threads return. This thread never returns, so the signal means the process is gone."""
+
+    _lock = threading.Lock()
+    _requests: queue.SimpleQueue | None = None
+    _pid: int | None = None  # the process whose thread runs now (a forked child starts its own)
+
+    @classmethod
+    def popen(cls, command: list[str], **options) -> subprocess.Popen:
+        with cls._lock:
+            if cls._requests is None or cls._pid != os.getpid():
+                cls._requests, cls._pid = queue.SimpleQueue(), os.getpid()
+                threading.Thread(
+                    target=cls._serve, args=(cls._requests,), name="compiler-worker-spawner", daemon=True
+                ).start()
+            requests = cls._requests
+        started: concurrent.futures.Future[subprocess.Popen] = concurrent.futures.Future()
+        requests.put((command, options, started))
+        return started.result()
+
+    @staticmethod
+    def _serve(requests: queue.SimpleQueue) -> None:
+        while True:
+            command, options, started = requests.get()
+            try:
+                started.set_result(subprocess.Popen(command, **options))
+            except BaseException as err:  # handed to the caller, which raises it
+                started.set_exception(err)
+
+
 class _Worker:
-    """One worker process, started as `python -m optserve.compiler.workers FD` with a socket to talk over.
+    """One worker process, started as `python -m optserve.compiler.workers FD MEMORY PARENT` with a socket to
+    talk over (MEMORY: its address-space limit in bytes, 0 for none; PARENT: this process's pid).
 
     A fresh interpreter (not fork) keeps the parent's threads, locks and main module out of the worker.
     """
 
     def __init__(self, memory_limit_bytes: int | None):
         parent_end, child_end = socket.socketpair()
-        command = [sys.executable, "-m", "optserve.compiler.workers", str(child_end.fileno())]
-        if memory_limit_bytes:
-            command.append(str(memory_limit_bytes))
+        command = [
+            sys.executable,
+            "-m",
+            "optserve.compiler.workers",
+            str(child_end.fileno()),
+            str(memory_limit_bytes or 0),
+            str(os.getpid()),
+        ]
         # LLVM says why it aborts on stderr ("LLVM ERROR: ..."): kept in a file, so a crash can say it.
         self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 (open as long as the worker lives)
-        self.process = subprocess.Popen(
-            command, pass_fds=(child_end.fileno(),), stdin=subprocess.DEVNULL, stderr=self.stderr
-        )
-        child_end.close()
+        try:
+            self.process = _Spawner.popen(
+                command, pass_fds=(child_end.fileno(),), stdin=subprocess.DEVNULL, stderr=self.stderr
+            )
+        finally:
+            child_end.close()
         self.connection = Connection(parent_end.detach())
         self.pid = self.process.pid
         self.ir_key: str | None = None
@@ -518,4 +586,5 @@ class CompilerPool:
 
 
 if __name__ == "__main__":
-    _worker_main(Connection(int(sys.argv[1])), int(sys.argv[2]) if len(sys.argv) > 2 else None)
+    _fd, _memory_limit, _parent = (int(arg) for arg in sys.argv[1:4])
+    _worker_main(Connection(_fd), _memory_limit or None, _parent)

@@ -6,6 +6,7 @@ import asyncio
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -297,3 +298,78 @@ def test_a_standby_worker_replaces_one_that_died_and_close_stops_the_standby_too
         _wait_for(lambda: pool.standby_workers() == 1, 30.0)
         standby = [w.process for w in pool._standby]
     assert all(process.poll() is not None for process in standby)  # closed: no process left behind
+
+
+def test_workers_write_no_core_file():
+    """RLIMIT_CORE 0 in every worker, whatever the parent allows (here raised to its hard limit)."""
+    import resource
+
+    import psutil
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
+    resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))
+    try:
+        with CompilerPool(processes=1, timeout_s=30, standby=1) as pool:
+            pids = pool.worker_pids() + [w.pid for w in pool._standby]
+            assert [psutil.Process(pid).rlimit(psutil.RLIMIT_CORE) for pid in pids] == [(0, 0), (0, 0)]
+    finally:
+        resource.setrlimit(resource.RLIMIT_CORE, (soft, hard))
+
+
+_ORPHANING_PARENT = """
+import sys, threading, time
+from optserve.compiler.workers import CompilerPool
+
+pool = CompilerPool(processes=1, timeout_s=600)
+first = pool._take_idle(None)
+# its successor is started by a thread of the pool that then ends: it must live on while this process does
+threading.Thread(target=pool._restart_in_background, args=(first,)).start()
+while pool.idle_workers() < 1:
+    time.sleep(0.01)
+time.sleep(0.5)
+ir = open(sys.argv[1]).read()
+threading.Thread(target=pool.evaluate, args=(ir, [("-O3",)] * 20, "instruction_count"), daemon=True).start()
+while not pool.busy_worker_pids():
+    time.sleep(0.01)
+print(*pool.busy_worker_pids(), flush=True)
+time.sleep(600)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_a_worker_whose_parent_is_sigkilled_stops_within_a_second(compile_c, tmp_path):
+    """A replica SIGKILLed mid-compile leaves no worker compiling on: the orphaned worker gets SIGKILL (a
+    compile of this module takes seconds, so the worker would not notice on its own)."""
+    loops = [
+        f"  for (int i = 0; i < n; i++) {{ a[i] = a[i] * {k + 1}.5f + b[(i * {k % 7 + 1}) % n];"
+        f" s += a[i] / (b[i] + {k}.0f); }}"
+        for k in range(600)
+    ]
+    source = tmp_path / "slow.c"
+    source.write_text("\n".join(["float f(float *a, float *b, int n) {", "  float s = 0;", *loops]))
+    source.write_text(source.read_text() + "\n  return s;\n}\n")
+    module = tmp_path / "slow.ll"
+    module.write_text(compile_c(source))
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _ORPHANING_PARENT, str(module)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        (busy,) = (int(pid) for pid in parent.stdout.readline().split())
+        assert _alive(busy)
+    finally:
+        parent.kill()
+        parent.wait()
+    killed_at = time.monotonic()
+    while _alive(busy) and time.monotonic() - killed_at < 1.0:
+        time.sleep(0.01)
+    alive = _alive(busy)
+    if alive:
+        os.kill(busy, signal.SIGKILL)
+    assert not alive, "the orphaned worker was still compiling a second after its parent died"
