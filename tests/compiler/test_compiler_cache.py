@@ -52,3 +52,46 @@ def test_concurrent_use_keeps_the_bound():
     for thread in threads:
         thread.join()
     assert len(cache) == 100
+
+
+def test_entries_are_evicted_least_recently_used_first_to_stay_within_the_byte_bound():
+    cache: ResultCache[bytes] = ResultCache(max_entries=100, max_bytes=3000, size_of=len)
+    cache.put("a", b"x" * 1000)
+    cache.put("b", b"x" * 1000)
+    cache.put("c", b"x" * 1000)
+    assert cache.get("a") is not None  # b is now the least recently used
+    cache.put("d", b"x" * 1500)
+    assert "b" not in cache and "c" not in cache and {"a", "d"} <= {k for k in "abcd" if k in cache}
+    assert cache.bytes == 2500
+    cache.put("a", b"x" * 10)  # replacing an entry counts its new size only
+    assert cache.bytes == 1510 and len(cache) == 2
+
+
+def test_a_result_larger_than_the_byte_bound_is_not_kept():
+    cache: ResultCache[bytes] = ResultCache(max_entries=100, max_bytes=1000, size_of=len)
+    cache.put("small", b"x" * 10)
+    cache.put("huge", b"x" * 1001)
+    assert "huge" not in cache and cache.get("small") == b"x" * 10 and cache.bytes == 10
+
+
+def test_optimize_answers_count_their_optimized_ir_and_object_code():
+    """The default size of an entry: an Optimize answer holding its outputs weighs what they weigh, so
+    answers with outputs push others out long before the entry limit."""
+    from optserve.compiler.cache import ENTRY_OVERHEAD_BYTES
+    from optserve.serve import schemas
+
+    def answer(ir: str | None, obj: bytes | None) -> schemas.OptimizeResponse:
+        oz = schemas.Candidate(pipeline="default<Oz>", passes=["-Oz"], cost=3, source="oz")
+        return schemas.OptimizeResponse(
+            ir_sha256="0" * 64, objective="text_size", input_cost=4, oz_cost=3, candidates=[oz], best=oz,
+            improvement_over_oz_pct=0.0, timings=schemas.Timings(), model_id="m", model_version="v",
+            optimized_ir=ir, object_code=obj,
+        )  # fmt: skip
+
+    cache: ResultCache[schemas.OptimizeResponse] = ResultCache(max_entries=1000, max_bytes=4 * 2**20)
+    cache.put("plain", answer(None, None))
+    assert cache.bytes < 2 * ENTRY_OVERHEAD_BYTES
+    for n in range(3):
+        cache.put(f"outputs{n}", answer("x" * 2**20, b"\0" * 2**19))  # 1.5 MiB each
+    assert cache.bytes <= 4 * 2**20 and len(cache) == 2
+    assert "plain" not in cache and "outputs0" not in cache and "outputs2" in cache
