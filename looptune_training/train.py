@@ -389,12 +389,13 @@ def train_dqn(
     start_iteration, start = 0, time.time()
     ckpt_path = run / "checkpoint.pt"
     if resume and ckpt_path.is_file():
-        ckpt = torch.load(ckpt_path, weights_only=False, map_location=cfg.device)
+        # weights_only: tensors and plain values only, so a checkpoint file cannot run code when loaded
+        ckpt = torch.load(ckpt_path, weights_only=True, map_location=cfg.device)
         q.load_state_dict(ckpt["q"])
         target.load_state_dict(ckpt["target"])
         opt.load_state_dict(ckpt["opt"])
         start_iteration, curve = ckpt["iteration"], ckpt["curve"]
-        np_rng = ckpt["np_rng"]
+        np_rng.bit_generator.state = ckpt["np_rng_state"]
         print(f"resumed at iteration {start_iteration} (replay refills from new episodes)")
     else:
         target.load_state_dict(q.state_dict())
@@ -494,7 +495,7 @@ def train_dqn(
                     "opt": opt.state_dict(),
                     "iteration": iteration + 1,
                     "curve": curve,
-                    "np_rng": np_rng,
+                    "np_rng_state": np_rng.bit_generator.state,  # plain values: weights_only loads it
                     "config": vars(cfg),
                 },
                 ckpt_path,
@@ -621,7 +622,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     cost_path = run / "cost_model.pt"
     if args.resume and cost_path.is_file():
-        saved = torch.load(cost_path, weights_only=False)
+        saved = torch.load(cost_path, weights_only=True)
         cost_model, cost_meta = CostModel(list(cfg.cost_hidden)), saved["meta"]
         cost_model.load_state_dict(saved["state"])
         cost_model.eval()

@@ -283,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     state = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "steps": args.steps}
     checkpoint_path = args.out / "checkpoint.pt"
     if args.resume and checkpoint_path.exists():
-        checkpoint = torch.load(checkpoint_path, map_location=device, weights_only=False)
+        # weights_only: tensors and plain values only, so a checkpoint file cannot run code when loaded
+        checkpoint = torch.load(checkpoint_path, map_location=device, weights_only=True)
         model.load_state_dict(checkpoint["model"])
         optimizer.load_state_dict(checkpoint["optimizer"])
         state = checkpoint["state"]

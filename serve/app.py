@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import os
+
 from ray.serve import Application
 from ray.serve.config import BackpressureConfig
 
@@ -101,5 +103,17 @@ def build_app(settings: Settings) -> Application:
 
 
 def app_builder(args: dict) -> Application:
-    """For `serve run`/`serve deploy`: `args: {config: path/to/optserve.yaml}` (optional)."""
-    return build_app(load_settings(args.get("config")))
+    """For `serve run`/`serve deploy`: `args: {config: path/to/optserve.yaml}` (optional); the token, as
+    `optserve serve` reads it, from $OPTSERVE_TOKEN over the file's `serve.auth_token`."""
+    return build_app(with_environment_token(load_settings(args.get("config"))))
+
+
+def with_environment_token(settings: Settings) -> Settings:
+    """`settings` with $OPTSERVE_TOKEN as `serve.auth_token` where the variable is set (and not empty)."""
+    from optserve.serve.client_channel import TOKEN_ENV
+
+    token = os.environ.get(TOKEN_ENV) or None
+    if token is None:
+        return settings
+    serve_settings = settings.serve.model_validate(settings.serve.model_dump() | {"auth_token": token})
+    return settings.model_copy(update={"serve": serve_settings})

@@ -237,3 +237,33 @@ def test_beat_coreset_keeps_the_answers_cheaper_than_the_function_s_best_coreset
     ]
     assert record_kind("pkg/b.c:top/text_size") == ("pkg/b.c:top/text_size", "")  # a function named "top"
     assert record_kind("pkg/a.c:f/text_size/top12") == ("pkg/a.c:f/text_size", "top12")
+
+
+class _RunsCode:
+    """Pickles as a call (Path.touch of `marker`): what a crafted checkpoint makes torch.load run."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        from pathlib import Path
+
+        return (Path.touch, (self.marker,))
+
+
+def test_resume_loads_no_code_from_a_checkpoint(records, tokenizer_dir, tmp_path):
+    """--resume reads the checkpoint with torch.load(weights_only=True): a file that would run code is
+    refused (UnpicklingError) before anything of it runs."""
+    import pickle
+
+    import torch
+
+    from optserve.passlm import train
+
+    run, marker = tmp_path / "run", tmp_path / "code-ran"
+    run.mkdir()
+    torch.save({"model": {}, "payload": _RunsCode(marker)}, run / "checkpoint.pt")
+    arguments = ["--data", str(records), "--tokenizer", str(tokenizer_dir), "--out", str(run)]
+    with pytest.raises(pickle.UnpicklingError):
+        train.main([*arguments, "--arch", TINY_ARCH, "--batch-tokens", "4096", "--steps", "1", "--resume"])
+    assert not marker.exists()

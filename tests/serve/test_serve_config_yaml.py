@@ -75,3 +75,20 @@ def test_the_loopback_runtime_env_names_the_hook_and_values_of_the_code():
         loopback.PROXY_HOST_ENV: _config().http_options.host,
         "RAY_SERVE_GRPC_MAX_MESSAGE_SIZE": str(grpc_message_limit(Settings())),
     }
+
+
+def _ingress_settings(application: Application) -> dict:
+    return application._bound_deployment.init_args[0]
+
+
+def test_serve_run_reads_the_token_from_the_environment_as_optserve_serve_does(tmp_path, monkeypatch):
+    """$OPTSERVE_TOKEN guards the app `serve run serve/config.yaml` builds, over the optserve YAML's token;
+    without the variable the YAML's token stays."""
+    settings = tmp_path / "optserve.yaml"
+    settings.write_text(yaml.safe_dump({"serve": {"auth_token": "from-the-file"}}))
+    monkeypatch.delenv("OPTSERVE_TOKEN", raising=False)
+    assert _ingress_settings(app_builder({}))["serve"]["auth_token"] is None
+    assert _ingress_settings(app_builder({"config": str(settings)}))["serve"]["auth_token"] == "from-the-file"
+    monkeypatch.setenv("OPTSERVE_TOKEN", "from-the-environment")
+    for args in ({}, {"config": str(settings)}):
+        assert _ingress_settings(app_builder(args))["serve"]["auth_token"] == "from-the-environment"
