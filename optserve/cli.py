@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "optserve.engine.cli",
     "optserve.corpus.cli",
     "optserve.serve.cli",
+    "optserve.config_cli",
     "optserve.passlm.cli",
 )
 

@@ -1,17 +1,37 @@
-"""All of optserve's settings in one place: defaults here, overridden by a YAML file (`--config`).
+"""All of optserve's settings in one place: defaults here, overridden by a YAML file, overridden by the
+environment.
 
 Each section belongs to one part of the system; a part reads only its own section. Settings are pydantic
-models so a bad config file fails at start-up with a message naming the field.
+models (pydantic-settings for the environment) so a bad value fails at start-up with a message naming the
+field and where it came from. The order, later ones winning:
+
+1. the defaults below;
+2. the YAML file given as `--config FILE` or `$OPTSERVE_CONFIG` (sections and fields as named here);
+3. environment variables `OPTSERVE_<SECTION>__<FIELD>` (e.g. `OPTSERVE_SERVE__HTTP_PORT=8080`,
+   `OPTSERVE_COMPILER__WORKERS=4`; `null` sets a field to None).
+
+`optserve config show` prints the effective settings and where each came from (docs/config.md).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
+ENV_PREFIX = "OPTSERVE_"
+ENV_NESTED_DELIMITER = "__"
+CONFIG_FILE_ENV = "OPTSERVE_CONFIG"  # the YAML file, when no `--config` is given
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -153,7 +173,10 @@ class ServeSettings(_Section):
     host: str = Field("127.0.0.1", description="loopback only unless set otherwise")
     http_port: int = Field(8000, gt=0, lt=65536)
     grpc_port: int = Field(9000, gt=0, lt=65536)
-    auth_token: str | None = Field(None, description="if set, callers must present it")
+    auth_token: SecretStr | None = Field(
+        None,
+        description="if set, callers must present it (a secret: never logged, printed or sent in metadata)",
+    )
     tls_certfile: Path | None = Field(
         None, description="PEM certificate: HTTP is served as HTTPS, gRPC with TLS on grpc_tls_port"
     )
@@ -198,20 +221,179 @@ class CorpusSettings(_Section):
     label_budget: int = Field(1000, ge=1, description="autotuner compilations per function and objective")
 
 
-class Settings(_Section):
+class TuningSettings(_Section):
+    """The tuning store: the best pass lists found so far per function and per unit (tuning/), read by the
+    service's fast path and written by `optserve tune`."""
+
+    store_url: str = Field(
+        "",
+        description="sqlite:///PATH, a file path, or postgresql://... for a store shared by a build farm; "
+        "empty: the user's cache directory (tuning/store.py: default_store_path)",
+    )
+    record_units: bool = Field(True, description="keep every unit the service is sent, for `optserve tune`")
+    max_recorded_mb: int = Field(2048, gt=0, description="bound on the recorded units' compressed bytes")
+    profile: Path | None = Field(
+        None, description="a tuning profile file: serve only its lists (read-only), for reproducible builds"
+    )
+    default_budget: int = Field(300, gt=0, description="`optserve tune`: compiles per function searched")
+    background: bool = Field(
+        False,
+        description="tune recorded units at low priority while the service is idle (off on build machines)",
+    )
+
+
+class Settings(BaseSettings):
+    """Every section. `Settings()` is the defaults overridden by the environment; `load_settings` puts a
+    YAML file between them. Values passed in (`Settings.model_validate(d)`, as the service's replicas do
+    with the driver's settings) win over the environment."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter=ENV_NESTED_DELIMITER,
+        env_parse_none_str="null",
+        extra="forbid",
+        frozen=True,
+    )
+
     compiler: CompilerSettings = CompilerSettings()
     engine: EngineSettings = EngineSettings()
     looptune: LoopTuneSettings = LoopTuneSettings()
     serve: ServeSettings = ServeSettings()
     corpus: CorpusSettings = CorpusSettings()
+    tuning: TuningSettings = TuningSettings()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Values passed in, then the environment: no `.env` file or secrets folder is read."""
+        return init_settings, env_settings
+
+
+class SettingsError(ValueError):
+    """Settings that do not validate; the message names each field, its problem and its source."""
+
+
+Source = Literal["default", "file", "env"]
+
+
+@dataclass(frozen=True)
+class LoadedSettings:
+    """The effective settings, the config file they read (if any) and where each field's value came from
+    (dotted field name, e.g. `serve.http_port`, to "default", "file" or "env")."""
+
+    settings: Settings
+    config_file: Path | None
+    sources: dict[str, Source]
+
+
+def env_name(field: str) -> str:
+    """The environment variable that sets a dotted field: `serve.http_port` -> OPTSERVE_SERVE__HTTP_PORT."""
+    return ENV_PREFIX + ENV_NESTED_DELIMITER.join(field.split(".")).upper()
 
 
 def load_settings(path: str | Path | None = None) -> Settings:
-    """Defaults, overridden by the YAML file at `path` (or $OPTSERVE_CONFIG) when given."""
-    path = path or os.environ.get("OPTSERVE_CONFIG")
-    if not path:
-        return Settings()
-    import yaml  # only here: the client commands that read defaults need no YAML parser
+    """Defaults, overridden by the YAML file at `path` (or $OPTSERVE_CONFIG) when given, overridden by
+    OPTSERVE_* environment variables. SettingsError names every bad field and its source."""
+    return load_settings_with_sources(path).settings
 
-    data = yaml.safe_load(Path(path).read_text()) or {}
-    return Settings.model_validate(data)
+
+def load_settings_with_sources(path: str | Path | None = None) -> LoadedSettings:
+    """`load_settings`, and where each field's value came from."""
+    path = path or os.environ.get(CONFIG_FILE_ENV) or None
+    config_file = Path(path) if path else None
+    file_values = _read_config_file(config_file) if config_file else {}
+    env_values = EnvSettingsSource(Settings)()
+    from_file, from_env = set(_leaves(file_values)), set(_leaves(env_values))
+    try:
+        # The environment is merged over the file here; validating the merged values again applies the
+        # environment once more, which changes nothing.
+        settings = Settings.model_validate(_merged(file_values, env_values))
+    except ValidationError as error:
+        raise SettingsError(_describe(error, config_file, from_file, from_env)) from None
+    sources: dict[str, Source] = {
+        field: "env" if field in from_env else "file" if field in from_file else "default"
+        for field in settings_fields()
+    }
+    return LoadedSettings(settings, config_file, sources)
+
+
+def settings_fields() -> list[str]:
+    """Every field as `section.field`, in declaration order."""
+    return [
+        f"{section}.{name}"
+        for section, info in Settings.model_fields.items()
+        for name in info.annotation.model_fields
+    ]
+
+
+def replica_config(settings: Settings) -> dict[str, Any]:
+    """`settings` as the plain JSON-typed dict each deployment of the service validates again
+    (serve/app.py -> serve/deployments.py), with the auth token's value, which a JSON dump masks: Ray hands
+    it to the replicas; it is for them only, never printed."""
+    config = settings.model_dump(mode="json")
+    if settings.serve.auth_token is not None:
+        config["serve"]["auth_token"] = settings.serve.auth_token.get_secret_value()
+    return config
+
+
+def _read_config_file(path: Path) -> dict[str, Any]:
+    try:
+        import yaml  # only here: the client commands that read defaults need no YAML parser
+    except ImportError as error:
+        raise SettingsError(
+            f"reading the config file {path} needs PyYAML (pip install 'optserve[serve]')"
+        ) from error
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as error:
+        raise SettingsError(f"cannot read the config file {path}: {error}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise SettingsError(
+            f"the config file {path} must hold a mapping of sections, not a {type(data).__name__}"
+        )
+    return data
+
+
+def _leaves(values: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """Dotted names of the leaf values of nested mappings."""
+    names = []
+    for key, value in values.items():
+        name = f"{prefix}{key}"
+        names += _leaves(value, f"{name}.") if isinstance(value, Mapping) else [name]
+    return names
+
+
+def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """`base` with `over`'s values in its place, nested mappings merged key by key."""
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = _merged(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _describe(
+    error: ValidationError, config_file: Path | None, from_file: set[str], from_env: set[str]
+) -> str:
+    """Each bad field, where its value came from, and what is wrong (never the value: it may be a secret)."""
+    lines = []
+    for problem in error.errors(include_url=False, include_input=False):
+        field = ".".join(str(part) for part in problem["loc"])
+        if any(field == name or name.startswith(f"{field}.") for name in from_env):
+            source = f"from ${env_name(field)}"
+        elif any(field == name or name.startswith(f"{field}.") for name in from_file):
+            source = f"from {config_file}"
+        else:
+            source = "default"
+        lines.append(f"  {field} ({source}): {problem['msg']}")
+    return "invalid settings:\n" + "\n".join(lines)

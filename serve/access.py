@@ -15,6 +15,8 @@ import hmac
 import ipaddress
 from urllib.parse import unquote
 
+from pydantic import SecretStr
+
 from optserve.serve.errors import ErrorKind, ServiceError
 
 TOKEN_HEADER = "authorization"
@@ -60,10 +62,13 @@ def plaintext_grpc_host(serve_settings) -> str:
     return "127.0.0.1" if tls else serve_settings.host
 
 
-def check_token(presented: str | None, expected: str | None) -> None:
-    """UNAUTHENTICATED unless `presented` is `Bearer <expected>` (no check when no token is configured)."""
+def check_token(presented: str | None, expected: SecretStr | str | None) -> None:
+    """UNAUTHENTICATED unless `presented` is `Bearer <expected>` (no check when no token is configured).
+    `expected` is `serve.auth_token` (a SecretStr) or its plain value; compared in constant time."""
     if expected is None:
         return
+    if isinstance(expected, SecretStr):
+        expected = expected.get_secret_value()
     scheme, _, token = (presented or "").partition(" ")
     if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), expected.encode()):
         raise ServiceError(

@@ -11,7 +11,7 @@ import os
 from ray.serve import Application
 from ray.serve.config import BackpressureConfig
 
-from optserve.config import Settings, load_settings
+from optserve.config import Settings, load_settings, replica_config
 from optserve.serve.deployments import CompilerWorkers, LoopTuneScheduler, PassOrderingEngine
 from optserve.serve.errors import RETRY_AFTER_S
 from optserve.serve.ingress import Ingress
@@ -49,7 +49,7 @@ def _engine_gpus(settings: Settings) -> float:
 
 def build_app(settings: Settings) -> Application:
     serve_settings = settings.serve
-    config = settings.model_dump(mode="json")
+    config = replica_config(settings)  # the token too, which a JSON dump masks
     queue_limit = serve_settings.max_queued_requests
     # Overload is answered at once: beyond the queue limit, gRPC gets RESOURCE_EXHAUSTED and HTTP 429.
     backpressure = BackpressureConfig(status_code=429, retry_after_s=RETRY_AFTER_S)

@@ -15,7 +15,9 @@ from optserve.strategies import ServedStrategy
 def register(subparsers) -> None:
     serve = subparsers.add_parser("serve", help="run the service (Ray Serve: gRPC + HTTP)")
     serve.add_argument(
-        "--config", help="optserve YAML config (default: built-in defaults / $OPTSERVE_CONFIG)"
+        "--config",
+        help="optserve YAML config (default: $OPTSERVE_CONFIG, else none); OPTSERVE_<SECTION>__<FIELD> "
+        "variables override it (`optserve config show` prints the result)",
     )
     serve.add_argument("--host", help="listen address (default 127.0.0.1: this host only)")
     serve.add_argument("--http-port", type=int)
@@ -98,12 +100,15 @@ def _serve(args) -> int:
     import signal
     import threading
 
-    from optserve.config import load_settings
+    from optserve.config import SettingsError, load_settings
     from optserve.serve import server
     from optserve.serve.access import is_loopback_host
     from optserve.serve.client import TOKEN_ENV
 
-    settings = load_settings(args.config)
+    try:
+        settings = load_settings(args.config)
+    except SettingsError as error:
+        return _failed(error)
     token = args.token or os.environ.get(TOKEN_ENV) or None
     overrides = {
         name: value

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import grpc
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SecretStr
 
 TOKEN_ENV = "OPTSERVE_TOKEN"
 CA_CERT_ENV = "OPTSERVE_CA_CERT"  # a PEM file: turns TLS on and trusts this CA
@@ -18,7 +18,7 @@ class ChannelSettings(BaseModel):
     """Everything about the channel of one client."""
 
     target: str
-    token: str | None = None
+    token: SecretStr | None = None  # masked in repr and logs
     max_message_bytes: int = Field(64 * 1024 * 1024, gt=0)
     application: str | None = None  # the Ray Serve application, where a cluster runs several
     tls: bool = False
@@ -34,7 +34,8 @@ class ChannelSettings(BaseModel):
 
     @property
     def metadata(self) -> tuple[tuple[str, str], ...]:
-        metadata = (("authorization", f"Bearer {self.token}"),) if self.token else ()
+        token = self.token.get_secret_value() if self.token else ""
+        metadata = (("authorization", f"Bearer {token}"),) if token else ()
         return metadata + ((("application", self.application),) if self.application else ())
 
     @property

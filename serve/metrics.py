@@ -13,7 +13,6 @@ a count shows at `/metrics` that long after the event.
 from __future__ import annotations
 
 import asyncio
-import re
 import urllib.request
 from collections import defaultdict
 from collections.abc import Iterable
@@ -139,21 +138,23 @@ def recorder(*specs: MetricSpec) -> Recorder:
     return _recorders[key]
 
 
-_SAMPLE = re.compile(r"^(\w+)(?:\{(.*)\})?\s+(\S+)")
-_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
-
-
 def parse_exposition(text: str):
-    """(sample name, labels, value) of each sample line of a Prometheus text exposition."""
-    for line in text.splitlines():
-        match = _SAMPLE.match(line)
-        if match is None:  # comments, blank lines
-            continue
-        name, label_text, value = match.groups()
-        try:
-            yield name, dict(_LABEL.findall(label_text or "")), float(value)
-        except ValueError:
-            continue
+    """(sample name, labels, value) of each sample of a Prometheus text exposition (prometheus_client's
+    parser: label escapes undone, NaN and +Inf read, comments skipped). ValueError if the text is not one."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            yield sample.name, dict(sample.labels), float(sample.value)
+
+
+def _parsed(text: str) -> list[tuple[str, dict[str, str], float]] | None:
+    """The samples of one agent's exposition; None if it does not parse (a cut answer), which is then
+    skipped as an unreachable node is."""
+    try:
+        return list(parse_exposition(text))
+    except ValueError:
+        return None
 
 
 def _escape(value: str) -> str:
@@ -169,7 +170,7 @@ def sum_over_replicas(
     kept = {_RAY_PREFIX + sample: labels for spec in specs for sample, labels in spec.samples().items()}
     totals: dict[str, dict[tuple[tuple[str, str], ...], float]] = defaultdict(lambda: defaultdict(float))
     for text in expositions:
-        for name, labels, value in parse_exposition(text):
+        for name, labels, value in _parsed(text) or ():
             if name in kept and application in (None, labels.get("application")):
                 key = tuple((label, labels.get(label, "")) for label in kept[name])
                 totals[name.removeprefix(_RAY_PREFIX)][key] += value
@@ -196,7 +197,8 @@ def _read(url: str) -> str:
 
 
 async def cluster_metrics(application: str | None = None) -> str:
-    """The optserve metrics of every live node's Ray metrics agent, summed (unreachable nodes skipped)."""
+    """The optserve metrics of every live node's Ray metrics agent, summed (unreachable nodes, and answers
+    that do not parse, skipped)."""
     import ray
 
     urls = [
