@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "optserve.corpus.cli",
     "optserve.serve.cli",
     "optserve.config_cli",
+    "optserve.tuning.cli",
     "optserve.passlm.cli",
 )
 

@@ -1,0 +1,160 @@
+"""`optserve tune`: the off-critical-path search that fills the tuning store (real Ray tasks, real compiles
+through local_search, a real SQLite store)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from optserve.cli import main
+from optserve.compiler.function_lists import FunctionLists, apply_function_lists
+from optserve.compiler.pipeline import OZ, evaluate
+from optserve.tuning.lookup import toolchain_of
+from optserve.tuning.store import open_store
+from optserve.tuning.tune import connect_ray, search_plan, tune
+from optserve.tuning.unit_keys import unit_keys
+
+SOURCES = Path(__file__).resolve().parent.parent / "data" / "c"
+UNITS = ("switch.c", "recursion.c", "loops.c")
+BUDGET = 12
+OBJECTIVE = "text_size"
+MAX_FUNCTIONS = 200
+# Coreset-like seeds (the bundled coreset's lists are what the CLI uses; these keep the test self-contained).
+CORESET = (("-Os",), ("-O2",), ("instcombine", "simplifycfg"), ("-Oz", "instcombine"))
+
+
+def compile_to_ir(source: Path) -> str:
+    """A C unit as optcc sends it (clang-19's -Oz front end, no LLVM passes)."""
+    command = ["clang-19", "-Oz", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-S", "-w"]
+    return subprocess.run(
+        [*command, str(source), "-o", "-"], capture_output=True, text=True, check=True
+    ).stdout
+
+
+def record(store, irs: dict[str, str]) -> None:
+    for name, ir in irs.items():
+        store.record_unit(unit_keys(ir, MAX_FUNCTIONS).unit_hash, ir, name)
+
+
+def plan(budget: int = BUDGET):
+    return search_plan(OBJECTIVE, budget, CORESET)
+
+
+@pytest.fixture(scope="module")
+def irs() -> dict[str, str]:
+    return {name: compile_to_ir(SOURCES / name) for name in UNITS}
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    import ray
+
+    connected = connect_ray(None, 2)
+    yield
+    if connected:
+        ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory, irs, local_ray):
+    """A store with the units recorded and tuned once at BUDGET: (store URL, that run's summary)."""
+    url = str(tmp_path_factory.mktemp("tuned") / "tuning.sqlite3")
+    with open_store(url) as store:
+        record(store, irs)
+        summary = tune(store, plan(), max_functions=MAX_FUNCTIONS)
+    return url, summary
+
+
+def test_tuning_stores_answers_never_worse_than_oz_and_sets_each_units_budget(tuned, irs):
+    url, summary = tuned
+    assert summary.units == len(UNITS) and summary.units_failed == 0, summary.failures
+    assert summary.functions > 0 and summary.compiles > 0
+    with open_store(url, read_only=True) as store:
+        for ir in irs.values():
+            keys, toolchain = unit_keys(ir, MAX_FUNCTIONS), toolchain_of(ir, OBJECTIVE)
+            assert store.tuned_budget(keys.unit_hash, toolchain) == BUDGET
+            functions = store.lookup_functions(sorted(keys.function_hashes.values()), toolchain)
+            assert set(functions) == set(keys.function_hashes.values())  # every function searched
+            for entry in functions.values():
+                assert entry.cost <= entry.oz_cost and entry.compiles >= BUDGET
+                assert entry.cost < entry.oz_cost or entry.pass_list == OZ  # -Oz: searched, nothing better
+            unit = store.lookup_unit(keys.unit_hash, toolchain)
+            oz = evaluate(ir, OZ, OBJECTIVE).cost
+            if unit is not None:  # measured again: the stored answer is what it claims, and beats -Oz
+                job = FunctionLists.of(dict(unit.function_lists), default=unit.pass_list)
+                again = apply_function_lists(ir, job, OBJECTIVE) if unit.function_lists else None
+                cost = again.cost if again else evaluate(ir, unit.pass_list, OBJECTIVE).cost
+                assert cost == unit.cost < unit.oz_cost == oz
+
+
+def test_a_second_run_at_the_same_budget_compiles_nothing(tuned):
+    url, _ = tuned
+    with open_store(url) as store:
+        again = tune(store, plan(), max_functions=MAX_FUNCTIONS)
+    assert (again.units, again.units_at_budget, again.compiles, again.workers) == (0, len(UNITS), 0, 0)
+
+
+def test_a_killed_run_keeps_what_it_wrote_and_the_next_run_finishes(tmp_path, irs, local_ray):
+    url = str(tmp_path / "tuning.sqlite3")
+    with open_store(url) as store:
+        record(store, irs)
+    budget = 40
+    command = [sys.executable, "-m", "optserve.cli", "tune", "--store", url, "--budget", str(budget)]
+    process = subprocess.Popen(
+        [*command, "--workers", "1"], start_new_session=True, stderr=subprocess.DEVNULL
+    )
+    toolchains = {ir: toolchain_of(ir, OBJECTIVE) for ir in irs.values()}
+    hashes = {ir: unit_keys(ir, MAX_FUNCTIONS).unit_hash for ir in irs.values()}
+    try:
+        with open_store(url, read_only=True) as store:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and process.poll() is None:
+                if any(store.tuned_budget(hashes[ir], toolchains[ir]) for ir in irs.values()):
+                    break
+                time.sleep(0.05)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    with open_store(url) as store:
+        done = [ir for ir in irs.values() if store.tuned_budget(hashes[ir], toolchains[ir]) == budget]
+        assert 1 <= len(done) < len(UNITS), "the kill came after the first unit and before the last"
+        left = {
+            h
+            for ir in irs.values()
+            if ir not in done
+            for h in unit_keys(ir, MAX_FUNCTIONS).function_hashes.values()
+        }
+        written = set(store.lookup_functions(sorted(left), toolchain_of(irs[UNITS[0]], OBJECTIVE)))
+        resumed = tune(store, plan(budget), max_functions=MAX_FUNCTIONS)
+        assert resumed.units == len(UNITS) - len(done) and resumed.units_at_budget == len(done)
+        # What the killed run wrote is not searched again; only the functions it had not reached are.
+        assert (resumed.functions_at_budget, resumed.functions) == (len(written), len(left - written))
+        assert all(store.tuned_budget(hashes[ir], toolchains[ir]) == budget for ir in irs.values())
+
+
+def test_export_and_import_through_the_cli_carry_every_entry(tuned, tmp_path, capsys):
+    url, _ = tuned
+    profile, fresh = tmp_path / "project.optprofile", str(tmp_path / "fresh.sqlite3")
+    assert main(["tune", "export", str(profile), "--store", url]) == 0
+    assert main(["tune", "--store", fresh, "import", str(profile)]) == 0
+    with open_store(url, read_only=True) as source, open_store(fresh, read_only=True) as copy:
+        assert [e.pass_list for e in copy.entries()] == [e.pass_list for e in source.entries()]
+        assert [e.cost for e in copy.entries()] == [e.cost for e in source.entries()]
+    capsys.readouterr()
+    assert main(["tune", "stats", "--json", "--store", fresh]) == 0
+    assert '"function_entries"' in capsys.readouterr().out
+
+
+def test_a_build_command_runs_first_with_optcc_as_cc(tmp_path):
+    out, url = tmp_path / "cc.txt", str(tmp_path / "tuning.sqlite3")
+    build = ["sh", "-c", f'echo "$CC $CXX" > {out}']
+    assert main(["tune", "--store", url, "--", *build]) == 0
+    cc, cxx = out.read_text().split()
+    assert (Path(cc).name, Path(cxx).name) == ("optcc", "optcc++")
+    assert main(["tune", "--store", url, "--", "sh", "-c", "exit 3"]) == 3  # a failed build: no tuning

@@ -1,0 +1,426 @@
+"""`optserve tune`: search pass lists for the units the service recorded, off the build's critical path.
+
+For every recorded unit whose tuned budget under this install's toolchain (objective, the unit's target
+triple, LLVM version, pass vocabulary) is below the requested budget N:
+  1. its keys (`unit_keys`, the one definition the service looks entries up with): the unit's hash and one
+     hash per function module;
+  2. each function module whose store entry has fewer than N compiles is searched: `local_search` (the
+     project's search, compiler/autotune.py) from -Oz, the coreset's first lists and any `seed_lists` (the
+     hook for the model's priority samples), budget N. Its best list is stored when it beats -Oz; otherwise
+     -Oz itself is stored with its cost, the record that the function was searched at that budget and nothing
+     beat -Oz (the fast path gives such a function -Oz, as it does a function without an entry: lookup.py);
+  3. the whole unit: the functions' stored lists linked back (`FunctionLists`, as optcc's answer links them),
+     the unit's -Oz and the coreset's first whole-unit lists; the cheapest is stored as the unit entry when it
+     beats the unit's -Oz, so the stored answer is never worse than -Oz. A unit with no split (one function,
+     more than `max_functions`, or one `split_unit` refuses) gets one `local_search` of its own instead;
+  4. the unit's tuned budget is set to N: a later run at the same budget skips it.
+
+Splits, searches and unit measurements run as Ray tasks of one CPU each, so every node of a Ray cluster
+shares them; each task compiles in a crash-isolated CompilerPool process that its Ray worker keeps between
+tasks (an LLVM abort fails one candidate, not the run). The driver writes each result to the store as it
+arrives: a killed run keeps everything written before the kill, and the next run starts from there.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from optserve.compiler.autotune import LocalSearchResult, local_search
+from optserve.compiler.function_lists import FunctionLists
+from optserve.compiler.pipeline import OZ
+from optserve.compiler.workers import CompilerPool
+from optserve.tuning.lookup import toolchain_of
+from optserve.tuning.records import Toolchain, TunedList
+from optserve.tuning.store import TuningStore
+from optserve.tuning.unit_keys import UnitKeys, unit_keys
+
+FOUND_BY_FUNCTION = "local_search"  # a function's list, or -Oz when the search found nothing better
+FOUND_BY_UNIT_LISTS = "tune:unit"  # the cheapest of the linked function lists and the whole-unit lists
+CORESET_SEEDS = 10  # the coreset's first lists that seed each search (the service's unit_function_lists)
+UNIT_CORESET_LISTS = 4  # the coreset's first lists tried on a whole unit beside its linked function lists
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """What every task of one run compiles: the objective, the budget, the search's seed lists (-Oz first),
+    the whole-unit lists, and the limits of a task's compiler process (`settings.compiler`)."""
+
+    objective: str
+    budget: int
+    seed_lists: tuple[tuple[str, ...], ...]
+    unit_lists: tuple[tuple[str, ...], ...]
+    candidate_timeout_s: float = 20.0
+    worker_memory_mb: int | None = 4096
+
+
+@dataclass
+class TuneSummary:
+    """What a run did. `saved_by_units` sums -Oz cost less the cost of each unit's best answer found in this
+    run (its unit entry, or -Oz where nothing beat it); `saved_by_functions` the same over the function
+    entries written, each measured on its own module. Costs are in the objective's unit (bytes of `.text`,
+    or instructions)."""
+
+    objective: str
+    budget: int
+    workers: int = 0  # Ray CPUs the run had (0: nothing to tune, Ray not started)
+    units: int = 0  # units tuned in this run
+    units_at_budget: int = 0  # recorded units already tuned at this budget (skipped)
+    units_failed: int = 0
+    functions: int = 0  # function modules searched
+    functions_at_budget: int = 0  # function modules whose entry already had the budget (not searched)
+    compiles: int = 0
+    saved_by_units: int = 0
+    saved_by_functions: int = 0
+    seconds: float = 0.0
+    failures: list[str] = field(default_factory=list)  # "unit name: why", one per unit or function failed
+
+    @property
+    def compiles_per_s(self) -> float:
+        return self.compiles / self.seconds if self.seconds else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "compiles_per_s": round(self.compiles_per_s, 2)}
+
+
+# --- the tasks (run in Ray workers; plain functions, callable without Ray) ------------------------------
+
+_POOL: CompilerPool | None = None
+
+
+def _pool(plan: SearchPlan) -> CompilerPool:
+    """This process's compiler process, started by its first task and kept for the tasks after it."""
+    global _POOL
+    if _POOL is None:
+        _POOL = CompilerPool(1, plan.candidate_timeout_s, memory_limit_mb=plan.worker_memory_mb)
+    return _POOL
+
+
+def split_task(ir: str, max_functions: int) -> UnitKeys:
+    """The unit's keys and its function modules (`unit_keys`)."""
+    return unit_keys(ir, max_functions)
+
+
+def search_task(ir: str, plan: SearchPlan) -> LocalSearchResult:
+    """`local_search` of one function module (or a whole unit without a split) at the plan's budget."""
+    return local_search(
+        ir, budget=plan.budget, objective=plan.objective, seeds=plan.seed_lists, seed=0, pool=_pool(plan)
+    )
+
+
+@dataclass(frozen=True)
+class TunedListParts:
+    """The list part of a unit entry: `pass_list` (the default of the functions not named) and the lists of
+    named functions (empty for a whole-unit list)."""
+
+    pass_list: tuple[str, ...]
+    function_lists: tuple[tuple[str, tuple[str, ...]], ...]
+    cost: int
+
+
+@dataclass(frozen=True)
+class UnitMeasurement:
+    """A whole unit's candidates measured: its -Oz cost (None: -Oz failed, and why) and the cheapest
+    candidate that beats it, if any."""
+
+    oz_cost: int | None
+    best: TunedListParts | None
+    compiles: int
+    error: str = ""
+
+
+def unit_task(ir: str, function_lists: dict[str, tuple[str, ...]], plan: SearchPlan) -> UnitMeasurement:
+    """The unit's -Oz, the plan's whole-unit lists and `function_lists` linked (functions not named: -Oz),
+    measured on the whole unit; the cheapest that beats -Oz (the earlier candidate on a tie)."""
+    linked = FunctionLists.of(function_lists, default=OZ)
+    whole = [p for p in dict.fromkeys(plan.unit_lists) if p != OZ]
+    candidates: list[tuple[str, ...] | FunctionLists] = [OZ, *whole, linked]
+    evaluations = _pool(plan).evaluate(ir, candidates, plan.objective)
+    oz = evaluations[0]
+    if oz.cost is None:
+        return UnitMeasurement(None, None, len(candidates), oz.error or "-Oz failed")
+    best = None
+    for candidate, evaluation in zip(candidates[1:], evaluations[1:], strict=True):
+        if evaluation.cost is not None and evaluation.cost < (best.cost if best else oz.cost):
+            if isinstance(candidate, FunctionLists):
+                best = TunedListParts(candidate.default, candidate.lists, evaluation.cost)
+            else:
+                best = TunedListParts(tuple(candidate), (), evaluation.cost)
+    return UnitMeasurement(oz.cost, best, len(candidates))
+
+
+# --- the driver -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PendingUnit:
+    """A recorded unit below the budget: the hash it was recorded under and the toolchain it is tuned for."""
+
+    recorded_hash: str
+    name: str
+    toolchain: Toolchain
+
+
+def pending_units(
+    store: TuningStore, objective: str, budget: int, limit: int | None = None
+) -> tuple[list[PendingUnit], int]:
+    """The recorded units whose tuned budget is below `budget` (at most `limit`), and how many are at it."""
+    pending, at_budget = [], 0
+    for unit in store.recorded_units():
+        toolchain = toolchain_of(unit.ir, objective)
+        if store.tuned_budget(unit.ir_hash, toolchain) >= budget:
+            at_budget += 1
+        elif limit is None or len(pending) < limit:
+            pending.append(PendingUnit(unit.ir_hash, unit.name, toolchain))
+    return pending, at_budget
+
+
+@dataclass
+class _OpenUnit:
+    """A unit in progress: its keys once split, and the function searches it waits for."""
+
+    pending: PendingUnit
+    ir: str
+    keys: UnitKeys | None = None
+    waiting: set[str] = field(default_factory=set)
+
+
+class RayTasks:
+    """The run's Ray tasks (one CPU each, never retried: a crashed task fails its one unit or function)."""
+
+    def __init__(self) -> None:
+        import ray
+
+        self.ray = ray
+        options = {"num_cpus": 1, "max_retries": 0}
+        self.split = ray.remote(**options)(split_task)
+        self.search = ray.remote(**options)(search_task)
+        self.unit = ray.remote(**options)(unit_task)
+
+    @property
+    def cpus(self) -> int:
+        return max(1, int(self.ray.cluster_resources().get("CPU", 1)))
+
+
+def connect_ray(address: str | None, workers: int | None) -> bool:
+    """Join the Ray cluster at `address`, or start a local Ray of `workers` CPUs (all when None) listening on
+    loopback only; nothing when this process is already connected. Returns whether it connected (and so
+    should `ray.shutdown()` at the end)."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    if address:
+        ray.init(address=address, log_to_driver=False)
+    else:
+        from optserve.serve.loopback import SINGLE_MACHINE_ENV, local_ray_on_loopback
+
+        local_ray_on_loopback("127.0.0.1")  # its Serve hook is not needed: no Serve runs here
+        env = {"env_vars": {SINGLE_MACHINE_ENV: "0"}}
+        ray.init("local", num_cpus=workers, include_dashboard=False, log_to_driver=False, runtime_env=env)
+    return True
+
+
+def tune(
+    store: TuningStore,
+    plan: SearchPlan,
+    *,
+    max_functions: int,
+    limit_units: int | None = None,
+    progress: Callable[[TuneSummary, int], None] | None = None,
+    tasks_factory: Callable[[], RayTasks] = RayTasks,
+) -> TuneSummary:
+    """Tune every recorded unit below `plan.budget` (module docstring) on the Ray this process is connected
+    to (`connect_ray`); results are written to `store` as they arrive. `progress(summary, pending_units)`
+    is called once before any task and after every result."""
+    started = time.monotonic()
+    summary = TuneSummary(plan.objective, plan.budget)
+    pending, summary.units_at_budget = pending_units(store, plan.objective, plan.budget, limit_units)
+    if progress is not None:
+        progress(summary, len(pending))
+    if pending:
+        _Run(store, plan, max_functions, pending, summary, tasks_factory(), progress).run()
+    summary.seconds = time.monotonic() - started
+    return summary
+
+
+class _Run:
+    """One run's event loop: units enter a window as the store yields them, each moves split -> function
+    searches -> unit measurement, and every result is written to the store before the next is awaited."""
+
+    def __init__(self, store, plan, max_functions, pending, summary, tasks, progress):
+        self.store, self.plan, self.max_functions = store, plan, max_functions
+        self.wanted = {unit.recorded_hash: unit for unit in pending}
+        self.summary, self.tasks, self.progress, self.total = summary, tasks, progress, len(pending)
+        self.summary.workers = tasks.cpus
+        self.window = 2 * tasks.cpus + 1  # units open at once: enough work queued for every CPU
+        self.open_units = 0
+        self.in_flight: dict[Any, tuple[str, Any]] = {}  # Ray ref -> (step, its unit or function)
+        self.searching: dict[tuple[str, Toolchain], list[_OpenUnit]] = {}  # function key -> units waiting
+        self.steps = {"split": self._split, "search": self._searched, "unit": self._measured}
+
+    def run(self) -> None:
+        ray = self.tasks.ray
+        recorded = (u for u in self.store.recorded_units() if u.ir_hash in self.wanted)
+        exhausted = False
+        while True:
+            while not exhausted and self.open_units < self.window:
+                unit = next(recorded, None)
+                if unit is None:
+                    exhausted = True
+                    break
+                open_unit = _OpenUnit(self.wanted.pop(unit.ir_hash), unit.ir)
+                self.in_flight[self.tasks.split.remote(unit.ir, self.max_functions)] = ("split", open_unit)
+                self.open_units += 1
+            if not self.in_flight:
+                return
+            (ref,), _ = ray.wait(list(self.in_flight), num_returns=1)
+            step, whose = self.in_flight.pop(ref)
+            try:
+                result, error = ray.get(ref), ""
+            except ray.exceptions.RayError as err:  # the task raised, or its worker died: this item only
+                result, error = None, _first_line(err)
+            {"split": self._split, "search": self._searched, "unit": self._measured}[step](
+                whose, result, error
+            )
+            if self.progress is not None:
+                self.progress(self.summary, self.total)
+
+    def _split(self, unit: _OpenUnit, keys: UnitKeys | None, error: str) -> None:
+        if keys is None:
+            return self._failed(unit, f"split: {error}")
+        unit.keys = keys
+        if not keys.function_hashes:  # no split: the unit is searched as one
+            self.in_flight[self.tasks.search.remote(unit.ir, self.plan)] = ("unit", unit)
+            return None
+        toolchain = unit.pending.toolchain
+        stored = self.store.lookup_functions(sorted(set(keys.function_hashes.values())), toolchain)
+        for name, function_hash in sorted(keys.function_hashes.items()):
+            key = (function_hash, toolchain)
+            entry = stored.get(function_hash)
+            if key in self.searching:  # a module shared with another open unit (or twice in this one)
+                if unit not in self.searching[key]:
+                    self.searching[key].append(unit)
+                unit.waiting.add(function_hash)
+            elif entry is not None and entry.compiles >= self.plan.budget:
+                self.summary.functions_at_budget += 1
+            else:
+                self.searching[key] = [unit]
+                unit.waiting.add(function_hash)
+                ref = self.tasks.search.remote(keys.parts.functions[name], self.plan)
+                self.in_flight[ref] = ("search", (key, name))
+        if not unit.waiting:
+            self._measure(unit)
+        return None
+
+    def _searched(self, whose, result: LocalSearchResult | None, error: str) -> None:
+        (function_hash, toolchain), name = whose
+        units = self.searching.pop((function_hash, toolchain))
+        if result is None:
+            self.summary.failures.append(f"{_label(units[0])} {name}: {error}")
+        else:
+            better = result.best_cost < result.oz_cost
+            entry = TunedList(
+                ir_hash=function_hash,
+                toolchain=toolchain,
+                kind="function",
+                pass_list=tuple(result.best_pass_list) if better else OZ,
+                function_lists=(),
+                cost=result.best_cost if better else result.oz_cost,
+                oz_cost=result.oz_cost,
+                compiles=result.compilations,
+                found_by=FOUND_BY_FUNCTION,
+                found_at=time.time(),
+            )
+            self.store.offer([entry])
+            self.summary.functions += 1
+            self.summary.compiles += result.compilations
+            self.summary.saved_by_functions += entry.saved
+        for unit in units:
+            unit.waiting.discard(function_hash)
+            if not unit.waiting:
+                self._measure(unit)
+
+    def _measure(self, unit: _OpenUnit) -> None:
+        """Measure the unit with its functions' stored lists (found by this run or earlier ones)."""
+        hashes = unit.keys.function_hashes
+        stored = self.store.lookup_functions(sorted(set(hashes.values())), unit.pending.toolchain)
+        lists = {
+            name: tuple(stored[h].pass_list)
+            for name, h in hashes.items()
+            if h in stored and tuple(stored[h].pass_list) != OZ
+        }
+        self.in_flight[self.tasks.unit.remote(unit.ir, lists, self.plan)] = ("unit", unit)
+
+    def _measured(self, unit: _OpenUnit, result, error: str) -> None:
+        if isinstance(result, LocalSearchResult):  # a unit without a split, searched as one
+            beats_oz = result.best_cost < result.oz_cost
+            best = TunedListParts(tuple(result.best_pass_list), (), result.best_cost) if beats_oz else None
+            result = UnitMeasurement(result.oz_cost, best, result.compilations)
+        if result is None or result.oz_cost is None:
+            if result is not None:
+                self.summary.compiles += result.compiles
+            return self._failed(unit, error or result.error)
+        self.summary.compiles += result.compiles
+        toolchain = unit.pending.toolchain
+        if result.best is not None:
+            found_by = FOUND_BY_UNIT_LISTS if unit.keys.function_hashes else FOUND_BY_FUNCTION
+            entry = TunedList(
+                ir_hash=unit.keys.unit_hash,
+                toolchain=toolchain,
+                kind="unit",
+                pass_list=result.best.pass_list,
+                function_lists=result.best.function_lists,
+                cost=result.best.cost,
+                oz_cost=result.oz_cost,
+                compiles=result.compiles,
+                found_by=found_by,
+                found_at=time.time(),
+            )
+            self.store.offer([entry])
+            self.summary.saved_by_units += entry.saved
+        self.store.set_tuned_budget(unit.pending.recorded_hash, toolchain, self.plan.budget)
+        self.summary.units += 1
+        self.open_units -= 1
+        return None
+
+    def _failed(self, unit: _OpenUnit, error: str) -> None:
+        """A unit that cannot be tuned: reported, its budget left unset (a later toolchain may do better)."""
+        self.summary.units_failed += 1
+        self.summary.failures.append(f"{_label(unit)}: {error}")
+        self.open_units -= 1
+
+
+def _label(unit: _OpenUnit) -> str:
+    return unit.pending.name or unit.pending.recorded_hash[:12]
+
+
+def _first_line(err: BaseException) -> str:
+    """A Ray error's cause in one line (Ray's own message carries the remote traceback)."""
+    cause = getattr(err, "cause", None)
+    text = f"{type(cause).__name__}: {cause}" if cause is not None else f"{type(err).__name__}: {err}"
+    return " ".join(text.split())[:300]
+
+
+def search_plan(
+    objective: str,
+    budget: int,
+    coreset_lists: Sequence[Sequence[str]],
+    seed_lists: Iterable[Sequence[str]] = (),
+    candidate_timeout_s: float = 20.0,
+    worker_memory_mb: int | None = 4096,
+) -> SearchPlan:
+    """The plan of a run: each search seeded with -Oz, the coreset's first `CORESET_SEEDS` lists and then
+    `seed_lists` (e.g. the model's priority samples); each unit measured with the first UNIT_CORESET_LISTS."""
+    coreset = [tuple(p) for p in coreset_lists]
+    seeds = dict.fromkeys([OZ, *coreset[:CORESET_SEEDS], *(tuple(p) for p in seed_lists)])
+    return SearchPlan(
+        objective=objective,
+        budget=budget,
+        seed_lists=tuple(seeds),
+        unit_lists=tuple(coreset[:UNIT_CORESET_LISTS]),
+        candidate_timeout_s=candidate_timeout_s,
+        worker_memory_mb=worker_memory_mb,
+    )
