@@ -27,6 +27,12 @@ test: $(STAMP) $(PROTO_OUT) system-deps
 	done; \
 	if [ -n "$$failed" ]; then echo "test folders that failed:$$failed"; exit 1; fi
 
+# The tests that need no live Ray Serve app (marker `service`, tests/conftest.py), all folders in one pytest
+# process: a few minutes, for a quick check while working. `make test` (all of them) stays the CI command.
+.PHONY: test-fast
+test-fast: $(STAMP) $(PROTO_OUT) system-deps
+	$(PY) -m pytest -q -p no:cacheprovider -m "not service" $(TEST_DIRS)
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .

@@ -10,7 +10,6 @@ import pytest
 from optserve.kernels.schedule import Schedule
 from optserve.kernels.spec import LoopNestSpec
 from optserve.looptune_training.dataset import train_test_split
-from optserve.looptune_training.train import n_step_transitions
 from optserve.policies.env import (
     ACTIONS,
     AgentState,
@@ -104,17 +103,6 @@ def test_greedy_action_skips_unavailable_actions_and_breaks_ties_by_action_order
     assert greedy_action(q, np.zeros(7, bool)) is None
 
 
-def test_n_step_returns_discount_and_stop_at_the_episode_end():
-    obs = np.arange(4, dtype=np.float32)[:, None, None] * np.ones((4, 1, 200), np.float32)
-    masks = np.ones((4, 1, 7), bool)
-    actions = np.array([[1], [2], [3]])
-    rewards = np.array([[1.0], [2.0], [4.0]], np.float32)
-    o, a, ret, nxt, _, disc = n_step_transitions(obs, actions, rewards, masks, gamma=0.5, n=2)
-    assert a.tolist() == [1, 2, 3]
-    assert ret.tolist() == [1 + 0.5 * 2, 2 + 0.5 * 4, 4]
-    assert nxt[:, 0].tolist() == [2, 3, 3] and disc.tolist() == [0.25, 0.0, 0.0]
-
-
 def test_bundle_is_small_and_describes_itself(bundle):
     from pathlib import Path
 
@@ -174,57 +162,3 @@ def test_bundle_for_other_features_is_refused(tmp_path):
         load_bundle(str(tmp_path / "policy.pt"))
     with pytest.raises(PolicyError, match="no LoopTune model"):
         load_bundle(str(tmp_path / "missing.pt"))
-
-
-def test_evaluation_items_time_what_they_compare_together_and_render_a_report():
-    from optserve.looptune_training.evaluate import report, run_item
-
-    policy_row = run_item({"shape": "mm64_64_64", "method": "policy", "rounds": 2})
-    assert len(policy_row["actions"]) == 10 and policy_row["inference_ms"] > 0
-    assert policy_row["polish_gflops"] >= max(policy_row["gflops"], policy_row["base_gflops"]) > 0
-    assert policy_row["numpy_gflops"] > 0
-    search = ["split_4", "down", "swap_down"]
-    search_row = {"shape": "mm64_64_64", "method": "beam4dfs", "gflops": 1.0, "actions": search}
-    compare_row = run_item(
-        {"shape": "mm64_64_64", "method": "compare", "searches": {"beam4dfs": search}, "rounds": 2}
-    )
-    timed = compare_row["gflops"]
-    assert set(timed) == {"base", "numpy", "policy", "polish", "beam4dfs"}
-    assert timed["polish"] >= timed["policy"] > 0 and timed["beam4dfs"] > 0
-    data = {
-        "meta": {
-            "date": "now",
-            "cpu": "cpu",
-            "host_target": "target",
-            "workers": 1,
-            "peak_gflops": 1.0,
-            "config": {"split": "test", "search_time_s": 1.0, "rounds": 2},
-            "search_sample": ["mm64_64_64"],
-        },
-        "results": [policy_row, search_row, compare_row],
-    }
-    text = report(data, "optserve eval looptune")
-    assert "| policy + polish | 1 |" in text and "Acceptance" in text
-    # the search's row shows its re-timed GFLOPS, and the geomean it measured for itself (1.0) beside it
-    assert f"| beam4dfs | 1 | {timed['beam4dfs']:.1f} |" in text and "| 1.0 |" in text
-
-
-@pytest.mark.slow  # ~10-30 s: fits a cost model and runs a few DQN iterations twice
-def test_training_checkpoints_and_resumes_where_it_stopped(tmp_path):
-    from dataclasses import replace
-    from pathlib import Path
-
-    from optserve.looptune_training.train import TrainConfig, load_measured, train_cost_model, train_dqn
-
-    data = load_measured(Path("tests/data/policies/measured_small.json.gz"))
-    cfg = TrainConfig(
-        cost_epochs=1, envs=4, iterations=2, pretrain_updates=5, eval_every=1, eval_shapes=4, batch=32
-    )
-    cost_model, meta = train_cost_model(data, cfg, tmp_path)
-    assert meta["samples"] == sum(len(s["nests"]) for s in data["shapes"])
-    train_dqn(data, cost_model, cfg, tmp_path, resume=False)
-    assert (tmp_path / "checkpoint.pt").is_file() and (tmp_path / "pretrained_policy" / "policy.pt").is_file()
-    _, meta = train_dqn(data, cost_model, replace(cfg, iterations=3), tmp_path, resume=True)
-    rows = (tmp_path / "learning_curve.csv").read_text().splitlines()
-    assert [r.split(",")[0] for r in rows[1:]] == ["0", "1", "2", "3"]
-    assert meta["episodes"] == 3 * cfg.envs

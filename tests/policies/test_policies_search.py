@@ -10,7 +10,6 @@ import pytest
 from optserve.kernels.jit import compile_schedule
 from optserve.kernels.schedule import Schedule
 from optserve.kernels.spec import LoopNestSpec, SpecError
-from optserve.looptune_training.dataset import matmul_benchmarks, train_test_split
 from optserve.policies.env import Evaluator
 from optserve.policies.methods import SearchMethod
 from optserve.policies.scheduler import METHODS, schedule_nest
@@ -51,16 +50,6 @@ def test_random_search_runs_until_its_time_limit_and_keeps_the_best():
 def test_expired_deadline_returns_the_base_schedule():
     outcome = search("beam4bfs", limit=1e-9)
     assert outcome.timed_out and outcome.actions == ()
-
-
-def test_dataset_has_2197_matmuls_and_a_fixed_80_20_split():
-    benchmarks = matmul_benchmarks()
-    assert len(benchmarks) == 2197 and benchmarks[0].name == "mm64_64_64"
-    train, test = train_test_split()
-    assert (len(train), len(test)) == (1757, 440)
-    assert not {b.name for b in train} & {b.name for b in test}
-    assert train_test_split()[1] == test
-    assert test[0].spec().size_of == {"m": test[0].m, "k": test[0].k, "n": test[0].n}
 
 
 def test_schedule_nest_real_search_returns_a_correct_faster_or_equal_schedule():

@@ -1,18 +1,17 @@
 """Tile actions: the Q-network's larger action space builds valid, exact schedules, is masked by the
-target, rides in bundles, leads the decision, and is trained from measured returns on held-out-free shapes."""
+target, rides in bundles and leads the decision (its training: tests/looptune_training/)."""
 
 from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 import torch
 
 from optserve.kernels.codegen import Target
 from optserve.kernels.schedule import Schedule
 from optserve.kernels.spec import LoopNestSpec
-from optserve.looptune_training.suites import HELD_OUT, KINDS, case_from_name, wide_training_suite
+from optserve.looptune_training.suites import KINDS, case_from_name
 from optserve.policies.env import AgentState, Evaluator
 from optserve.policies.policy import PolicyError, QNetwork, load_bundle, rollout, save_bundle
 from optserve.policies.tile_actions import apply_tile, is_tile_action_space, template_of, tile_mask
@@ -103,54 +102,6 @@ def test_decision_measures_the_tile_networks_pick_first(tmp_path):
     )
     assert measured[0] == apply_tile(SMALL_BT, pick, AVX512)
     assert outcome.actions == (pick,)  # ties keep the first measured
-
-
-def test_wide_training_suite_spans_16_to_2048_every_kind_and_no_held_out_shape():
-    suite = wide_training_suite(20)
-    assert not {c.name for c in suite} & {c.name for c in HELD_OUT}
-    assert {c.kind for c in suite} == set(KINDS) and len(suite) == 20 * len(KINDS)
-    sizes = [v for c in suite for k, v in c.sizes if k in "mkn" and c.kind != "batched"]
-    assert min(sizes) < 32 and max(sizes) > 1024 and any(s & (s - 1) for s in sizes)  # non-powers of two
-    assert [c.name for c in wide_training_suite(20)] == [c.name for c in suite]  # fixed seed
-    assert all(case_from_name(c.name) == c for c in suite)
-
-
-def synthetic_data(suite) -> dict:
-    """Measured data where the best action depends on the kind: tile 0 wins on matvec, tile 1 elsewhere."""
-    actions = ["tile:4x2rv", "tile:1x4rv-k256", "tile:12x1rv"]
-    shapes = [
-        {
-            "shape": c.name,
-            "kind": c.kind,
-            "gflops": [20.0, 5.0, 0.0] if c.kind == "matvec" else [5.0, 20.0, 10.0],
-        }
-        for c in suite
-    ]
-    meta = {"measured_on": "test", "machine": "test", "date": "-", "command": "-", "rounds": 1}
-    return {"meta": meta, "actions": actions, "shapes": shapes}
-
-
-def test_tile_q_learns_the_measured_best_action_per_kind(tmp_path):
-    from optserve.looptune_training.tile_q import load, picks, rows, train
-
-    path = tmp_path / "data.json"
-    path.write_text(json.dumps(synthetic_data(wide_training_suite(2))))
-    data = load(path)
-    batch = rows(data)
-    assert np.isnan(batch.target[[r["kind"] == "matvec" for r in data["shapes"]], 2]).all()  # refused
-    q = train(batch, data["actions"], [32], epochs=60, lr=3e-3, seed=0)
-    chosen = picks(q, batch, np.ones(3, dtype=bool))
-    assert chosen.tolist() == [0 if r["kind"] == "matvec" else 1 for r in data["shapes"]]
-
-
-def test_tile_q_refuses_data_with_a_held_out_shape(tmp_path):
-    from optserve.looptune_training.tile_q import load
-
-    data = synthetic_data([HELD_OUT[0]])
-    path = tmp_path / "data.json"
-    path.write_text(json.dumps(data))
-    with pytest.raises(ValueError, match="held-out"):
-        load(path)
 
 
 def test_bundled_tile_network_says_how_it_was_trained_and_is_not_the_default_decision():

@@ -65,3 +65,12 @@ def sum_ir() -> str:
 @pytest.fixture(scope="session")
 def unrolled_loop_ir() -> str:
     return (DATA / "unrolled_loop.ll").read_text()
+
+
+@pytest.fixture(scope="module")
+def pool():
+    """A real crash-isolated compiler pool, for the Ray-free Optimize flow tests (one per test module)."""
+    from optserve.compiler.workers import CompilerPool
+
+    with CompilerPool(processes=2, timeout_s=20) as compiler_pool:
+        yield compiler_pool

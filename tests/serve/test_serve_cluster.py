@@ -14,6 +14,7 @@ from optserve.compiler.pipeline import evaluate
 from tests.serve.serve_helpers import DATA
 
 SCRIPT = Path(__file__).resolve().parent / "serve_cluster_run.py"
+pytestmark = pytest.mark.service  # starts its own Ray cluster and Serve app (serve_cluster_run.py)
 
 
 @pytest.mark.slow
