@@ -35,6 +35,7 @@ import contextlib
 import hashlib
 import os
 import queue
+import re
 import signal
 import socket
 import subprocess
@@ -63,6 +64,9 @@ STOPPED = "stopped: the caller gave up while this candidate compiled"
 DEADLINE_PASSED = "deadline passed"
 DEADLINE_NOT_STARTED = f"{DEADLINE_PASSED}: not compiled, the deadline came before this candidate started"
 DEADLINE_STOPPED = f"{DEADLINE_PASSED}: stopped while compiling"
+# A failed assertion as glibc reports it (LLVM built with assertions), the file and the condition taken:
+# "python: /path/File.cpp:249: bool f(...): Assertion `x < 1000 && "why"' failed."
+_ASSERTION = re.compile(r"(?P<file>[\w.+-]+\.(?:cpp|h|c|inc)):\d+: .*Assertion `(?P<condition>.*)' failed")
 # How often a call whose caller may give up checks for it while its candidates compile.
 GIVEN_UP_POLL_S = 0.05
 
@@ -77,6 +81,23 @@ def evaluation_outcome(evaluation: Evaluation) -> str:
     if evaluation.error.startswith(DEADLINE_PASSED):
         return "deadline"
     return "timeout" if evaluation.error.startswith(TIMED_OUT) else "error"
+
+
+# A crashed candidate's error ends with what LLVM wrote on the worker's stderr before it ended, after this.
+LLVM_SAYS = "LLVM said: "
+
+
+def llvm_failure(evaluation: Evaluation) -> str | None:
+    """LLVM's own message when LLVM itself refused or aborted on this candidate's module: an error it raised
+    (outcome "error"), or a worker it ended with an error or a failed assertion on stderr. That is a failure
+    of the input, which the same request would meet again (the service answers it INVALID_ARGUMENT). None
+    otherwise: success, a worker killed from outside or with nothing said, a timeout, a deadline."""
+    outcome = evaluation_outcome(evaluation)
+    if outcome == "error":
+        return evaluation.error
+    if outcome == "crash" and LLVM_SAYS in evaluation.error:
+        return evaluation.error.split(LLVM_SAYS, 1)[1]
+    return None
 
 
 def cut_by_deadline(evaluations: Sequence[Evaluation]) -> bool:
@@ -221,18 +242,20 @@ class _Worker:
         self.connection.close()
 
     def exit_description(self) -> str:
+        """How the process ended, and what LLVM said before (after LLVM_SAYS), if anything."""
         try:
             code = self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             return "stopped responding"
         said = self.last_words()
-        said = f" ({said})" if said else ""
+        said = f"; {LLVM_SAYS}{said}" if said else ""
         if code < 0:
             return f"was killed by {signal.Signals(-code).name}{said}"
         return f"exited with status {code}{said}"
 
     def last_words(self) -> str:
-        """LLVM's last error message on the worker's stderr ("" if none); that stderr is passed on to ours."""
+        """LLVM's last error message on the worker's stderr ("" if none): a fatal error ("LLVM ERROR: ..."),
+        a diagnostic ("error: ...") or a failed assertion; that stderr is passed on to ours."""
         try:
             self.stderr.seek(0, 2)
             self.stderr.seek(max(0, self.stderr.tell() - 2000))
@@ -241,7 +264,12 @@ class _Worker:
             return ""
         if tail.strip():
             sys.stderr.write(tail)
-        fatal = [line.strip() for line in tail.splitlines() if line.startswith(("LLVM ERROR", "error: "))]
+        fatal = []
+        for line in tail.splitlines():
+            if line.startswith(("LLVM ERROR", "error: ")):
+                fatal.append(line.strip())
+            elif assertion := _ASSERTION.search(line):
+                fatal.append(f"assertion failed in {assertion['file']}: {assertion['condition']}")
         return fatal[-1][:300] if fatal else ""
 
 

@@ -373,3 +373,34 @@ def test_a_worker_whose_parent_is_sigkilled_stops_within_a_second(compile_c, tmp
     if alive:
         os.kill(busy, signal.SIGKILL)
     assert not alive, "the orphaned worker was still compiling a second after its parent died"
+
+
+def test_llvm_failing_on_the_module_is_told_from_other_failures(pool, c_ir):
+    """`llvm_failure` gives LLVM's own message where LLVM stopped on the module itself (its assertion in
+    SimplifyCFG on a 1,500-block chain, its assembler's error on bad inline asm): the input's fault, which
+    the service answers INVALID_ARGUMENT; a worker killed from outside is not, nor a success."""
+    from tests.reliability.reliability_inputs import many_blocks
+
+    bad_asm = 'define void @f() {\n  call void asm sideeffect "notaninstruction", ""()\n  ret void\n}\n'
+    (aborted,) = pool.evaluate(many_blocks(1500), [("-Oz",)], "text_size")
+    (refused,) = pool.evaluate(bad_asm, [("-Oz",)], "text_size")
+    (fine,) = pool.evaluate(c_ir["structs"], [("-Oz",)], "text_size")
+    assert "was killed by SIGABRT" in aborted.error
+    assert "Iterative simplification didn't converge!" in workers.llvm_failure(aborted)
+    assert "SimplifyCFGPass.cpp" in workers.llvm_failure(aborted)
+    assert "invalid instruction mnemonic 'notaninstruction'" in workers.llvm_failure(refused)
+    assert workers.llvm_failure(fine) is None
+
+
+def test_a_worker_killed_from_outside_is_no_llvm_failure(c_ir, heavy_ir):
+    with CompilerPool(processes=1, timeout_s=120) as single:
+        outcome = {}
+        thread = threading.Thread(
+            target=lambda: outcome.update(results=single.evaluate(heavy_ir, [("-O3",)], "instruction_count"))
+        )
+        thread.start()
+        _wait_for(lambda: bool(single.busy_worker_pids()), 30.0)
+        os.kill(single.busy_worker_pids()[0], signal.SIGKILL)
+        thread.join(timeout=120)
+        (killed,) = outcome["results"]
+        assert "was killed by SIGKILL" in killed.error and workers.llvm_failure(killed) is None
