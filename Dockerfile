@@ -41,11 +41,11 @@ WORKDIR /opt/optserve
 # torchvision/torchaudio/torchcodec do not match it and break transformers, so they are removed.
 COPY pyproject.toml ./
 RUN mkdir -p optserve/v1 compiler engine kernels policies looptune_training serve corpus clients passlm \
-       passlm/evaluation \
+       passlm/evaluation tuning \
        models/coreset models/looptune models/passformer \
     && touch optserve/__init__.py optserve/v1/__init__.py compiler/__init__.py engine/__init__.py \
        kernels/__init__.py policies/__init__.py looptune_training/__init__.py serve/__init__.py corpus/__init__.py \
-       clients/__init__.py passlm/__init__.py passlm/evaluation/__init__.py \
+       clients/__init__.py passlm/__init__.py passlm/evaluation/__init__.py tuning/__init__.py \
     && pip install -e '.[serve]' \
     && pip uninstall -y torchvision torchaudio torchcodec
 

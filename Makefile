@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PROTO_SRC := proto/optserve/v1/optserve.proto
 PROTO_OUT := optserve/v1/optserve_pb2.py
-APT_PACKAGES := clang-19 llvm-19 csmith libcsmith-dev
+APT_PACKAGES := clang-19 llvm-19 csmith libcsmith-dev postgresql
 
 .PHONY: serve test lint proto system-deps bench clean image
 
@@ -53,9 +53,11 @@ $(PROTO_OUT): $(PROTO_SRC) $(STAMP)
 	$(PY) -m grpc_tools.protoc -Iproto --python_out=. --grpc_python_out=. --pyi_out=. $(PROTO_SRC)
 proto: $(PROTO_OUT)
 
-# clang-19 compiles the C programs the tests and the corpus use, csmith generates corpus programs; install when missing.
+# clang-19 compiles the C programs the tests and the corpus use, csmith generates corpus programs, the tuning
+# store's tests start a private PostgreSQL server (its binaries: initdb, pg_ctl); install when missing.
 system-deps:
-	@if command -v clang-19 >/dev/null && command -v llvm-extract-19 >/dev/null && command -v csmith >/dev/null; then exit 0; fi; \
+	@if command -v clang-19 >/dev/null && command -v llvm-extract-19 >/dev/null && command -v csmith >/dev/null \
+	  && { command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; }; then exit 0; fi; \
 	echo "installing $(APT_PACKAGES) with apt-get"; \
 	SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	$$SUDO apt-get install -y -q $(APT_PACKAGES) >/dev/null \

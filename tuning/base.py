@@ -1,0 +1,77 @@
+"""The tuning store's seam: the error every backend raises and the interface the service and `optserve tune`
+call (`optserve.tuning.store` re-exports both; `open_store` picks the backend)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Protocol, runtime_checkable
+
+from optserve.tuning.records import RecordedUnit, StoreStats, Toolchain, TunedList
+
+
+class TuningStoreError(RuntimeError):
+    """A store failure the caller can act on (a corrupt or foreign file, a newer schema, a server that cannot
+    be reached, a write to a read-only store); the message says what happened and what to do."""
+
+
+@runtime_checkable
+class TuningStore(Protocol):
+    """The best pass lists found so far, per function and per whole unit, and the units recorded for tuning.
+
+    Every method may raise TuningStoreError. Implementations are safe to call from several threads, and
+    several processes (and machines, for a server backend) may open the same store at once.
+    """
+
+    read_only: bool
+
+    def lookup_functions(self, ir_hashes: Sequence[str], toolchain: Toolchain) -> dict[str, TunedList]:
+        """The stored function entries among `ir_hashes` under `toolchain`, by IR hash (misses left out)."""
+        ...
+
+    def lookup_unit(self, ir_hash: str, toolchain: Toolchain) -> TunedList | None:
+        """The stored whole-unit entry of `ir_hash` under `toolchain`, or None."""
+        ...
+
+    def offer(self, entries: Sequence[TunedList]) -> int:
+        """Store each entry whose key holds none or a costlier one, in one transaction; return how many the
+        store now holds (an entry identical to the stored one counts). On equal cost the stored entry stays,
+        so the answer does not depend on the order of offers. Every entry's `compiles` is added to its key's
+        entry either way, so the compiles spent on a key accumulate."""
+        ...
+
+    def record_unit(self, ir_hash: str, ir: str, name: str) -> bool:
+        """Keep a unit's normalized IR for tuning; True if it was new. A unit seen before gets its
+        `last_seen` and `times_seen` updated (and its name, when one is given). The recorded units' compressed
+        bytes stay within the bound given at open, evicting the least recently seen; a unit whose compressed
+        IR alone exceeds the bound is not kept (False)."""
+        ...
+
+    def recorded_units(self) -> Iterator[RecordedUnit]:
+        """The recorded units, most recently seen first."""
+        ...
+
+    def tuned_budget(self, unit_hash: str, toolchain: Toolchain) -> int:
+        """The compiles per function that unit `unit_hash` was tuned at under `toolchain` (0: never)."""
+        ...
+
+    def set_tuned_budget(self, unit_hash: str, toolchain: Toolchain, budget: int) -> None:
+        """Note that the unit was tuned at `budget` compiles per function; a lower budget than the one
+        noted leaves it, so concurrent tuners never undo each other's progress."""
+        ...
+
+    def entries(self, toolchain_filter: Toolchain | None = None) -> Iterator[TunedList]:
+        """Every entry (or those of one toolchain), sorted by (objective, kind, IR hash, target, LLVM version,
+        vocabulary)."""
+        ...
+
+    def stats(self) -> StoreStats:
+        """The store's totals."""
+        ...
+
+    def close(self) -> None:
+        """Release the connection; the store cannot be used afterwards."""
+        ...
+
+    def __enter__(self) -> TuningStore: ...
+
+    def __exit__(self, *exc_info: object) -> None: ...
