@@ -19,8 +19,7 @@ already uses, through a private list (corpus/real_packages.py; nothing under /et
 --before-after adds a third copy of each package, built right after the optcc one in the same run (right
 before it with `--before-after first`):
   optcc-oz CC=optcc ... OPTCC_CLANG_BASELINE=0  (the service is not told clang's .text size and compiles its
-                                                 own -Oz, as before that option; run 7. Since run 10 that is
-                                                 optcc's default too: give optcc's side
+                                                 own -Oz; that is optcc's default too: give optcc's side
                                                  OPTCC_CLANG_BASELINE=1 in the environment to compare)
 and a table of both optcc sides' cold builds unit by unit (optcc's time per unit over clang's compile of it).
 --compare-optcc DIR does the same with a third copy built with another install's optcc and optcc++
@@ -315,7 +314,7 @@ def main() -> int:
     shutil.rmtree(cache_dir, ignore_errors=True)  # cold means cold
     shutil.rmtree(f"{cache_dir}-oz", ignore_errors=True)
     shutil.rmtree(f"{cache_dir}-budget", ignore_errors=True)
-    shutil.rmtree(f"{cache_dir}-main", ignore_errors=True)  # --compare-optcc's side: cold too (run 12)
+    shutil.rmtree(f"{cache_dir}-main", ignore_errors=True)  # --compare-optcc's side: cold too
     logs = WORK / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     sides = compilers(
@@ -494,7 +493,7 @@ def cold_breakdown(logs: Path, package: str, side: str = "optcc") -> dict:
         "oz_skipped": sum(1 for u in units if u.get("oz_skipped")),  # with clang's size: -Oz not finished
         "told": sum(
             1 for u in units if u.get("baseline_cost")
-        ),  # clang's size sent (logged since 2026-11-26)
+        ),  # clang's size sent (older logs lack the field)
         "oz_won": sum(1 for u in units if u.get("winner") == "service" and u.get("best_source") == "oz"),
         "service_won": sum(1 for u in units if u.get("winner") == "service"),
         **{key: round(sum(u.get(key) or 0.0 for u in units), 1) for key in BREAKDOWN},

@@ -11,7 +11,7 @@ runs, one compile at a time, every side in turn:
   front end      the IR step alone (`-Oz -Xclang -disable-llvm-passes -emit-llvm`)
   back end       clang -Oz -c on that bitcode (`-x ir`): the IR step and this are optcc's two-process compile
   optcc cold     each --optcc, its object cache empty (the service's model known), the service unreachable
-                 (no unit is sent: a build of small units on an idle machine sends almost none, run 11)
+                 (no unit is sent: a build of small units on an idle machine sends almost none)
   optcc off      the same with OPTCC_CACHE=0 (no hashing, no store)
   optcc hit      a hit in its object cache (the warm rebuild)
 and, once per --optcc install, median milliseconds of its interpreter's start (`python -c pass`, `python -S

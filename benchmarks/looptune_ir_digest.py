@@ -3,9 +3,9 @@ generate byte-identical kernels (so the same speed) for the kinds it covers.
 
     python benchmarks/looptune_ir_digest.py --skip matmul_bt,matmul_tt
 
-Every held-out and training shape of policies/suites.py whose kind is not skipped, every template of the
-bundled cover and the first `--pool` of the pool that fits, and the base schedule, for an AVX-512 and an
-AVX2 target. To compare with another commit, put its tree first on PYTHONPATH (an `optserve` namespace of
+Every held-out and training shape of looptune_training/suites.py whose kind is not skipped, every template
+of the bundled cover and the first `--pool` of the pool that fits, and the base schedule, for an AVX-512 and
+an AVX2 target. To compare with another commit, put its tree first on PYTHONPATH (an `optserve` namespace of
 its optserve/*.py, kernels/ and policies/, as benchmarks/looptune_lent_setup.sh makes one).
 """
 

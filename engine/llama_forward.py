@@ -11,7 +11,7 @@ layer (gpt-fast style), reading the weights of a loaded transformers model, with
   needs, e.g. the tokens the grammar allows (`head_weight`).
 
 `CompactLlama.supports(model)` says whether a model is a Llama it reproduces; the backend keeps transformers'
-own forward for anything else. `tests/engine/test_engine_llama_forward.py` checks it against transformers.
+own forward for anything else. `tests/engine/test_engine_fast_paths.py` checks it against transformers.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The service's operations, shared by gRPC (serve/grpc_api.py) and HTTP (serve/http_api.py routes).
+"""The service's operations, shared by gRPC (serve/grpc_methods.py) and HTTP (serve/http_app.py routes).
 
 Each request runs through `record`: counted and timed (serve/metrics.py), its access line written with the
 request id (serve/logs.py), and any failure turned into the `ServiceError` the caller sees.

@@ -163,7 +163,7 @@ def test_a_unit_without_code_is_not_sent(tmp_path, proxy):
 @pytest.mark.slow
 def test_a_unit_sent_to_the_service_imports_grpc_but_not_the_full_python_client(tmp_path, optserve_target):
     """The call costs optcc gRPC and the generated messages, not serve/client.py (pydantic, asyncio client,
-    health stubs): ~0.13 s less CPU per unit sent (docs/bench/clients.md, run 9)."""
+    health stubs), which cost ~0.13 s of CPU per unit sent (docs/bench/clients.md)."""
     source = C_SOURCES / "floating.c"
     environment = os.environ | {"OPTCC_SERVER": optserve_target, "OPTCC_CACHE": "0", "TMPDIR": str(tmp_path)}
     environment["OPTCC_LOG"] = str(tmp_path / "optcc.jsonl")

@@ -330,8 +330,8 @@ def test_torch_engine_replica_killed_while_it_decodes(rel_service, grpc_client, 
         history = _health_history(_grpc_health(grpc_client, "optserve.v1.PassOrdering"), RECOVERY_S)
         stop.set()
         busy.result(timeout=120)
-    # Never INTERNAL. Not every run sees UNAVAILABLE: in one CI run (session 8, 2 loaded cores) every call,
-    # the one in flight at the kill included, was answered OK; why is not established yet (issue 21's note).
+    # Never INTERNAL. UNAVAILABLE is allowed, not required: on 2 loaded cores every call, the one in flight at
+    # the kill included, can be answered OK (why is an open question of issue 21).
     assert codes and set(codes) <= {"OK", "UNAVAILABLE"}, codes
     _turned_and_recovered("optserve.v1.PassOrdering", history)
     _recovered(grpc_client, add_ir)

@@ -77,8 +77,8 @@ def test_health_answers_promptly_while_the_engine_prepares_a_long_module(client)
     print(f"{len(waits)} health checks during the call, the slowest answered in {max(waits):.2f} s")
     assert not isinstance(answer, CallError) or answer.code is grpc.StatusCode.DEADLINE_EXCEEDED, answer
     assert len(waits) >= 5, waits  # the module's -Oz alone takes ~2 s: health was asked all along
-    # Waiting on the engine's preparation showed as a health check of ~2 s. On 2 busy cores a check
-    # that does not wait still lands near 1 s once in a while (1.03 s in one CI run of 60 checks).
+    # Health waiting on the engine's preparation shows as a check of ~2 s. On 2 busy cores a check that does
+    # not wait can still land near 1 s now and then: a bound on the median, a looser one on the worst.
     assert statistics.median(waits) < 0.5, f"health answered in {statistics.median(waits):.2f} s p50"
     assert max(waits) < 1.5, f"health answered in {max(waits):.2f} s at worst ({len(waits)} checks)"
 
@@ -248,8 +248,8 @@ def test_the_deadline_stops_the_compiles_it_cuts(service, client, add_ir):
     """The call's deadline bounds the work, not only the wait: -Oz (~15 s) and the unit's lists (~5 s each)
     are still compiling at the deadline. The answer (the best found in time) comes at the deadline, a small
     request right after is answered at once (not queued behind abandoned compiles), and the compiler replica
-    is left with all of its workers (and its standby one) alive and idle. Before, -Oz ran on ~13 s past the
-    deadline."""
+    is left with all of its workers (and its standby one) alive and idle; -Oz is not left running ~13 s past
+    the deadline."""
     _, settings = service
     module = slow_candidates_module()
     started = time.monotonic()
@@ -424,7 +424,8 @@ def _non_loopback_address() -> str | None:
 
 def test_a_loopback_service_cannot_be_reached_at_the_hosts_other_addresses(service):
     """Its gRPC port listens on 127.0.0.1 only (serve/loopback.py). The ingress refusing callers from other
-    addresses (check_peer, test_serve_flow.py) is the second line, for a proxy on all interfaces (cluster)."""
+    addresses (check_peer, test_serve_access.py) is the second line, for a proxy on all interfaces
+    (cluster)."""
     endpoints, _ = service
     address = _non_loopback_address()
     if address is None:

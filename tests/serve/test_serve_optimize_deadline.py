@@ -47,8 +47,8 @@ def slow_candidates_ir() -> str:
 def test_a_request_cut_by_its_deadline_leaves_no_compile_running(pool, add_ir, slow_candidates_ir):
     """-Oz and the model's lists are still compiling at the deadline (seconds of work left): the answer (the
     client's baseline) comes at the deadline and those compiles are stopped, not left to run on in the
-    workers and the threads, so a small request right after is answered at once and the pool is whole again.
-    Before, both workers ran on ~13 s past the deadline, and the small request waited for them."""
+    workers and the threads (~13 s past the deadline), so a small request right after is answered at once and
+    the pool is whole again."""
     deadline_s = 2.0
     slow = schemas.OptimizeRequest(
         ir=slow_candidates_ir, strategy="priority", samples=2, deadline_s=deadline_s, baseline_cost=10**6
