@@ -271,9 +271,12 @@ def deliver(hit: Hit, job: CompileJob, settings: OptccSettings, seconds: float) 
     if job.dependency_file:
         write_atomically(Path(job.dependency_file), hit.dependencies)
     sys.stderr.buffer.write(hit.stderr)
+    record = {**hit.record, "source": job.source, "output": job.output, "from_cache": True}
     if settings.log_path:
-        record = {**hit.record, "source": job.source, "output": job.output, "from_cache": True}
         log_line(settings.log_path, record | {"seconds": round(seconds, 3)})
+    from optserve.clients import stats
+
+    stats.count(stats.stats_path(settings.cache_dir, dict(os.environ)), record)
     if settings.verbose:
         winner = hit.record.get("winner", "clang")
         print(f"optcc: {job.source}: from optcc's cache ({winner}'s object)", file=sys.stderr)

@@ -122,6 +122,8 @@ def _finish(status: int, argv: list[str] | None) -> int:
 
 def _wrap(argv: list[str] | None, clang: str, cxx: bool) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args in (["--stats"], ["-s"], ["--zero-stats"], ["-z"]):  # ccache's -s and -z: optcc's own counters
+        return _statistics(args[0])
     if args == ["--help"]:  # optcc's own promise and settings first, then clang's options
         print(__doc__, flush=True)
     if os.environ.get("OPTCC_CAPTURE"):
@@ -153,6 +155,20 @@ def _wrap(argv: list[str] | None, clang: str, cxx: bool) -> int:
         return takeover.compile_unit(settings, job, level, slot, STARTED)
     except Exception as err:  # a bug in optcc must not break a build either
         return _hand_over(takeover.fall_back(clang, args, job, level, f"optcc failed: {err!r}", settings))
+
+
+def _statistics(flag: str) -> int:
+    from optserve.clients import stats
+    from optserve.clients.settings import _cache_dir
+
+    environment = dict(os.environ)
+    path = stats.stats_path(_cache_dir(environment), environment)
+    if flag in ("--zero-stats", "-z"):
+        stats.zero(path)
+        print("optcc: statistics zeroed")
+    else:
+        print(stats.report(stats.read(path), path))
+    return 0
 
 
 def _from_cache(settings: OptccSettings, job: CompileJob, level: str, args: list[str]):

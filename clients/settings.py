@@ -79,6 +79,13 @@ class OptccSettings(_OptccSettings):
     __slots__ = ()
 
     @property
+    def stored(self) -> bool:
+        """Strategy `stored` (the default): every unit asks the service for what the tuning store holds
+        (about one compile there, beside clang's back end: no time budget gates it), and is recorded there
+        for `optserve tune`; the deep search of the other strategies is for tuning, off the build's path."""
+        return self.strategy == ServedStrategy.STORED
+
+    @property
     def sends_clang_baseline(self) -> bool:
         """Whether the service is asked after clang's compile and given its object's `.text` bytes as the
         baseline to beat (`baseline_cost`; runs 7-9's order): only when OPTCC_CLANG_BASELINE asks for it,
@@ -87,7 +94,10 @@ class OptccSettings(_OptccSettings):
         return self.clang_baseline and self.objective == "text_size" and self.budget > 0
 
     def for_unit(self, bitcode_bytes: int) -> tuple[str, int]:
-        """(strategy, samples) for a unit of `bitcode_bytes`: the settings', or the large-unit ones."""
+        """(strategy, samples) for a unit of `bitcode_bytes`: the settings', or the large-unit ones (the
+        tuning store's strategy `stored` answers units of any length the same way)."""
+        if self.stored:
+            return self.strategy, 1
         if self.large_unit_bytes and bitcode_bytes > self.large_unit_bytes:
             return LARGE_UNIT_STRATEGY, LARGE_UNIT_LISTS
         return self.strategy, self.samples
@@ -109,8 +119,9 @@ class OptccSettings(_OptccSettings):
                 raise ConfigError(f"{name}={value} must {'not be negative' if zero else 'be positive'}")
             return value
 
-        strategy = choice("OPTCC_STRATEGY", ServedStrategy.GREEDY.value, STRATEGIES)
-        samples = number("OPTCC_SAMPLES", 1 if strategy == ServedStrategy.GREEDY else 10, int)
+        strategy = choice("OPTCC_STRATEGY", ServedStrategy.STORED.value, STRATEGIES)
+        one = (ServedStrategy.GREEDY, ServedStrategy.STORED)
+        samples = number("OPTCC_SAMPLES", 1 if strategy in one else 10, int)
         if strategy == ServedStrategy.GREEDY and samples != 1:
             raise ConfigError(
                 f"OPTCC_SAMPLES={samples}: greedy gives one candidate; set OPTCC_STRATEGY=priority"

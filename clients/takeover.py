@@ -132,6 +132,8 @@ def clang_first(settings: OptccSettings, job: CompileJob, headers: bool) -> bool
     """Whether the unit starts with clang's own one-step compile (`_compile_clang_first`): with a budget
     (OPTCC_BUDGET > 0), unless the cache needs the unit's headers and the command's -MMD file leaves the
     system headers out (then `_compile_beside`)."""
+    if settings.stored:  # every unit is asked, through its bitcode: one front end
+        return False
     return settings.budget > 0 and not (headers and "-MMD" in job.dependency_flags)
 
 
@@ -182,7 +184,7 @@ def _compile_clang_first(
     if front.returncode != 0:
         reason = f"the IR step failed: {front.stderr.decode(errors='replace')[-300:]}"
         return 0, clang_stderr, ServiceFailure(reason)
-    return 0, clang_stderr, _ask_within_budget(settings, scratch, bitcode, timing, started)
+    return 0, clang_stderr, _ask_within_budget(settings, scratch, bitcode, timing, started, job.source)
 
 
 def _ir_step(settings: OptccSettings, job: CompileJob, level: str, bitcode: Path, dependencies, timing):
@@ -258,7 +260,7 @@ def _compile_through_bitcode(
             back_ended.start()  # its end is clang_s, whenever the call beside it ends
             try:
                 if not settings.sends_clang_baseline:  # the call runs beside clang's back end
-                    answer = _ask_within_budget(settings, scratch, bitcode, timing, started)
+                    answer = _ask_within_budget(settings, scratch, bitcode, timing, started, job.source)
             finally:
                 back_ended.join()
             back_ok = back.returncode == 0
@@ -277,7 +279,7 @@ def _compile_through_bitcode(
     if job.dependency_flags and headers:  # the cache lists the headers from the user's dependency file
         (scratch / "unit.d").write_bytes(Path(job.dependency_file).read_bytes())
     if answer is None:  # to be told clang's size: asked once clang's object exists
-        answer = _ask_within_budget(settings, scratch, bitcode, timing, started)
+        answer = _ask_within_budget(settings, scratch, bitcode, timing, started, job.source)
     return 0, front.stderr + back_stderr, answer
 
 
@@ -335,7 +337,7 @@ def _will_ask(settings: OptccSettings, front_end_s: float) -> bool:
     """Whether the unit's budget (from its front end's time, `_ask_within_budget`) pays for a service call:
     then the gRPC imports are worth starting now, beside clang's back end; a unit sent to no service pays
     for none of them."""
-    if not settings.budget:
+    if not settings.budget or settings.stored:
         return True
     return settings.budget * front_end_s - settings.call_overhead_s >= settings.budget_min_s
 
@@ -392,11 +394,11 @@ def _service_answer(
         return ServiceFailure(f"the IR step failed: {ir_step.stderr.decode(errors='replace')[-300:]}")
     if settings.sends_clang_baseline and not clang_compile():
         return ServiceFailure("clang's own compile failed")
-    return _ask_within_budget(settings, scratch, bitcode_path, timing, unit_started)
+    return _ask_within_budget(settings, scratch, bitcode_path, timing, unit_started, job.source)
 
 
 def _ask_within_budget(
-    settings: OptccSettings, scratch: Path, bitcode_path: Path, timing, unit_started: float
+    settings: OptccSettings, scratch: Path, bitcode_path: Path, timing, unit_started: float, unit_name: str
 ):
     """The service's response for the unit's bitcode, or why the service was not asked (NotAsked) or gave
     no answer (ServiceFailure).
@@ -416,7 +418,7 @@ def _ask_within_budget(
     if build_state.service_unreachable_since(settings.retry_s):
         return ServiceFailure(f"optserve at {settings.server} was unreachable earlier in this build")
     deadline_s = settings.deadline_s
-    if settings.budget:
+    if settings.budget and not settings.stored:
         allowed = settings.budget * timing["ir_step_s"] - settings.call_overhead_s
         if allowed < settings.budget_min_s:
             return NotAsked(
@@ -438,7 +440,7 @@ def _ask_within_budget(
     bitcode = bitcode_path.read_bytes()
     timing["bitcode_bytes"] = len(bitcode)
     try:
-        return _ask_service(settings, bitcode, deadline_s, baseline_cost)
+        return _ask_service(settings, bitcode, deadline_s, baseline_cost, unit_name)
     except ServiceFailure as failure:
         return failure
     finally:
@@ -457,7 +459,9 @@ def _text_bytes(sections) -> int:
     return sum(s.size for s in sections if s.flags & elf.SHF_EXECINSTR)
 
 
-def _ask_service(settings: OptccSettings, bitcode: bytes, deadline_s: float, baseline_cost: int | None):
+def _ask_service(
+    settings: OptccSettings, bitcode: bytes, deadline_s: float, baseline_cost: int | None, unit_name: str = ""
+):
     """The service's answer for the unit. With `baseline_cost` (clang's `.text` bytes) that is the service's
     baseline: it returns an object only for a candidate (its own -Oz among them) smaller than that. Without
     it the service's -Oz is its baseline and its best object comes back, compared here with clang's; the
@@ -479,6 +483,7 @@ def _ask_service(settings: OptccSettings, bitcode: bytes, deadline_s: float, bas
             samples=samples,
             deadline_s=deadline_s,
             return_object=True,
+            unit_name=unit_name,
             **baseline,
         )
     except CallError as err:
@@ -587,6 +592,9 @@ def _report(
         "model_id": response.model_id,
         "model_version": response.model_version,
         "cached": response.cached,
+        "store_unit_hit": response.tuning.unit_hit,  # the tuning store held the whole unit
+        "store_function_hits": response.tuning.function_hits,  # ... or lists of some of its functions
+        "store_recorded": response.tuning.recorded,  # the unit was new to the store: recorded for tuning
         "deadline_hit": response.deadline_hit,
         "warning": response.warning,
         "object_bytes": len(choice.object_code),
@@ -635,5 +643,11 @@ def fall_back(
 
 
 def _log(settings: OptccSettings, record: dict) -> None:
+    """The unit's record to OPTCC_LOG, and into optcc's statistics (`optcc --stats`)."""
+    import os
+
+    from optserve.clients import stats
+
     if settings.log_path:
         log_line(settings.log_path, record)
+    stats.count(stats.stats_path(settings.cache_dir, dict(os.environ)), record)

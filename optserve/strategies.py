@@ -15,3 +15,4 @@ class ServedStrategy(StrEnum):
     NUCLEUS = "nucleus"  # temperature / top-p sampling
     CORESET = "coreset"  # the coreset's first lists, no model
     RANKED_CORESET = "ranked_coreset"  # priority sampling over the coreset's lists only
+    STORED = "stored"  # the tuning store's lists only (no model): a build's fast path

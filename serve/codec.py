@@ -54,6 +54,7 @@ def optimize_request(message: pb.OptimizeRequest) -> schemas.OptimizeRequest:
         "top_p": message.top_p or 1.0,
         "seed": message.seed,
         "skip_input_cost": message.skip_input_cost,
+        "unit_name": message.unit_name,
     }
     if message.HasField("baseline_cost"):  # proto3 `optional`: unset = -Oz; a zero given is refused
         options["baseline_cost"] = message.baseline_cost
@@ -99,6 +100,7 @@ def optimize_response(response: schemas.OptimizeResponse) -> pb.OptimizeResponse
         object_code=response.object_code or b"",
         warning=response.warning,
         oz_skipped=response.oz_skipped,
+        tuning=pb.TuningStoreHits(**response.tuning.model_dump()),
     )
 
 

@@ -36,7 +36,10 @@ class Operations:
         self.looptune = looptune
         self.app_name = app_name
         cache = ResultCache(settings.serve.result_cache_entries)
-        self.optimizer = Optimizer(settings, engine, compiler, cache, engine.metadata)
+        from optserve.tuning.lookup import open_service_store  # LLVM and the store's drivers: ingress only
+
+        store = open_service_store(settings.tuning)
+        self.optimizer = Optimizer(settings, engine, compiler, cache, engine.metadata, store)
         self.metrics = metrics.recorder(*metrics.INGRESS)
 
     async def optimize(self, request: schemas.OptimizeRequest) -> schemas.OptimizeResponse:

@@ -24,12 +24,14 @@ back end): the client's compiles share the cores.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from optserve.compiler.cache import ResultCache, ir_digest
-from optserve.compiler.function_lists import FunctionLists, defined_function_count, split_unit
+from optserve.compiler.function_lists import FunctionLists, UnitParts, defined_function_count, split_unit
 from optserve.compiler.ir import IRError, StoppedError, parse_ir
 from optserve.compiler.passes import format_pass_list, to_opt_pipeline
 from optserve.compiler.pipeline import Evaluation
@@ -46,11 +48,19 @@ from optserve.serve.schemas import CandidateSource, ServedStrategy
 from optserve.serve.stoppable import in_thread
 from optserve.serve.unit_lists import UnitLists, unit_lists
 
+if TYPE_CHECKING:  # the tuning store's modules load with the store (`Optimizer(store=...)`)
+    from optserve.tuning.lookup import StoredAnswer
+    from optserve.tuning.store import TuningStore
+
 OZ_PASS_LIST = ("-Oz",)
 MEASURED_BESIDE = (OZ_PASS_LIST,)  # compiled beside the model for every request: no candidate repeats it
 RANKED_CORESET_LISTS = 100  # strategy ranked_coreset: the model ranks this many of the coreset's first lists
 # How long past the request's deadline we wait for a backend that did not stop on its own.
 BACKEND_GRACE_S = 0.25
+# Strategies that need no model: answered while the model is not ready.
+MODEL_FREE_STRATEGIES = (ServedStrategy.CORESET, ServedStrategy.STORED)
+
+logger = logging.getLogger(__name__)
 
 
 # The served model's metadata (name, version, readiness): the engine host's, through its deployment.
@@ -89,6 +99,7 @@ class Optimizer:
         compiler: CandidateCompiler,
         cache: ResultCache,
         model_metadata: ModelMetadataSource,
+        store: TuningStore | None = None,
     ):
         self.settings = settings
         self.engine = engine
@@ -96,6 +107,7 @@ class Optimizer:
         self.cache = cache
         self.model_metadata = model_metadata
         self.coreset = Coreset.load(settings.engine.coreset_path)
+        self.store = store  # the tuning store (tuning/): None without one
 
     def check_options(self, request: schemas.OptimizeRequest) -> float:
         """Reject options outside the service's limits; return the deadline in seconds."""
@@ -129,18 +141,23 @@ class Optimizer:
         validate_s = time.monotonic() - started
 
         model = await self.model_metadata()
-        if not model.ready and request.strategy != ServedStrategy.CORESET:
+        if not model.ready and request.strategy not in MODEL_FREE_STRATEGIES:
             raise unavailable(f"pass-ordering model {model.name!r} is not ready: {model.reason}")
         digest = ir_digest(ir)
-        key = answer_key(digest, request, f"{model.version}+coreset-{self.coreset.version}")
+        stored = await self._stored_answer(ir, request.objective, deadline)
+        tuned = f"+tuned-{stored.entries_digest}" if stored is not None and stored.job is not None else ""
+        key = answer_key(digest, request, f"{model.version}+coreset-{self.coreset.version}{tuned}")
+        recording = asyncio.ensure_future(self._record(ir, stored, request.unit_name))
         if not request.bypass_cache and (hit := self.cache.get(key)) is not None:
-            return _as_cached(hit, time.monotonic() - started)
+            return _as_cached(hit, time.monotonic() - started).model_copy(
+                update={"tuning": _hits(stored, await recording)}
+            )
 
         want = (request.return_ir, request.return_object)
         # -Oz compiles while the model samples; the unoptimized input's cost, which only informs, is
         # measured last and only within the deadline, so a tight deadline spends no compile on it.
         client_baseline = request.baseline_cost is not None
-        sampled, oz_eval = await self._sample_beside_oz(ir, request, deadline, want)
+        sampled, oz_eval = await self._sample_beside_oz(ir, request, deadline, want, stored)
         oz = None
         if oz_eval is not None:  # an error only as a candidate (with a client baseline): ranked last
             oz = _Measured(OZ_PASS_LIST, oz_eval.cost, 0.0, CandidateSource.OZ, oz_eval.error or "")
@@ -215,14 +232,51 @@ class Optimizer:
             object_code=best_object if request.return_object else None,
             warning=sampled.warning,
             oz_skipped=oz is None,  # with a client baseline only: the deadline came before -Oz's compile
+            tuning=_hits(stored, await recording),
         )
         complete = input_cost is not None or not measures_input
         if complete and not sampled.deadline_hit and not sampled.warning:
             self.cache.put(key, response)
         return response
 
+    async def _stored_answer(self, ir: str, objective: str, deadline: float) -> StoredAnswer | None:
+        """What the tuning store holds for the unit; None without a store, or when it fails (logged: a
+        store that fails costs the answer its stored lists, never the request) or the deadline comes first."""
+        if self.store is None:
+            return None
+        from optserve.tuning.lookup import stored_answer
+        from optserve.tuning.store import TuningStoreError
+
+        store, max_functions = self.store, self.settings.engine.unit_function_lists_max_functions
+
+        def look_up(stop) -> StoredAnswer:
+            return stored_answer(store, ir, objective, max_functions, stop)
+
+        try:
+            return await _until(in_thread(look_up, deadline=deadline), deadline, "the tuning store")
+        except (TuningStoreError, StoppedError, ServiceError) as err:
+            logger.warning("tuning store lookup skipped: %s", err)
+            return None
+
+    async def _record(self, ir: str, stored: StoredAnswer | None, name: str) -> bool:
+        """Keep the unit for `optserve tune` (tuning.record_units); whether it was new to the store."""
+        if stored is None or not self.settings.tuning.record_units or self.settings.tuning.profile:
+            return False
+        from optserve.tuning.store import TuningStoreError
+
+        try:
+            return await asyncio.to_thread(self.store.record_unit, stored.keys.unit_hash, ir, name)
+        except TuningStoreError as err:
+            logger.warning("tuning store: the unit was not recorded: %s", err)
+            return False
+
     async def _sample_beside_oz(
-        self, ir: str, request: schemas.OptimizeRequest, deadline: float, want: tuple[bool, bool]
+        self,
+        ir: str,
+        request: schemas.OptimizeRequest,
+        deadline: float,
+        want: tuple[bool, bool],
+        stored: StoredAnswer | None = None,
     ) -> tuple[_Sampled, Evaluation | None]:
         """The model's candidates, and -Oz's evaluation compiled meanwhile (with the outputs `want`ed); a
         backend error on -Oz ends the request at once. -Oz as the baseline (no `baseline_cost`): not compiling
@@ -230,7 +284,7 @@ class Optimizer:
         given): its error is the candidate's, and the deadline coming first leaves it out (None)."""
         as_baseline = request.baseline_cost is None
         oz = asyncio.ensure_future(self._oz_evaluation(ir, request.objective, want, as_baseline, deadline))
-        sampling = asyncio.ensure_future(self._sample_and_measure(ir, request, deadline))
+        sampling = asyncio.ensure_future(self._sample_and_measure(ir, request, deadline, stored))
         try:
             sampled = await _unless_failed_first(sampling, oz)
             started_waiting = time.monotonic()
@@ -283,15 +337,21 @@ class Optimizer:
         return -1 if evaluation.error else evaluation.cost
 
     async def _sample_and_measure(
-        self, ir: str, request: schemas.OptimizeRequest, deadline: float
+        self, ir: str, request: schemas.OptimizeRequest, deadline: float, stored: StoredAnswer | None = None
     ) -> _Sampled:
-        """Model candidates of every feedback round, each compiled and measured, until the deadline."""
+        """The tuning store's candidate first, then model candidates of every feedback round, each compiled
+        and measured, until the deadline."""
         sampled = _Sampled()
+        if stored is not None and stored.job is not None:
+            await self._measure_tuned(ir, request.objective, deadline, sampled, stored.job)
+        if request.strategy == ServedStrategy.STORED:
+            return sampled
+        parts = stored.keys.parts if stored is not None else None
         if request.strategy == ServedStrategy.CORESET:
             await self._measure_coreset(ir, request, deadline, request.samples, sampled)
             # optcc sends units longer than the model's context with this strategy: per function is where
             # their savings are (docs/bench/function_lists.md)
-            await self._per_function(ir, request, deadline, sampled)
+            await self._per_function(ir, request, deadline, sampled, parts)
             return sampled
         rounds = await generate_with_feedback(
             self.engine,
@@ -313,11 +373,48 @@ class Optimizer:
         if rounds.prompt_too_long is not None:
             await self._long_module(ir, request, deadline, sampled, rounds.prompt_too_long)
         await self._coreset_beside_model(ir, request, deadline, sampled)
-        await self._per_function(ir, request, deadline, sampled)
+        await self._per_function(ir, request, deadline, sampled, parts)
         return sampled
 
+    async def _measure_tuned(
+        self,
+        ir: str,
+        objective: str,
+        deadline: float,
+        sampled: _Sampled,
+        job: tuple[str, ...] | FunctionLists,
+    ) -> None:
+        """Compile the tuning store's candidate for the unit (one compile) into `sampled`."""
+        started = time.monotonic()
+        try:
+            (evaluation,) = await _until(
+                self.compiler.evaluate_async(ir, [job], objective, deadline=deadline),
+                deadline + BACKEND_GRACE_S,
+                "compiling the tuning store's candidate",
+            )
+        except ServiceError as err:
+            if err.kind is not ErrorKind.DEADLINE_EXCEEDED:
+                raise
+            sampled.deadline_hit = True
+            return
+        finally:
+            sampled.compile_s += time.monotonic() - started
+        if evaluation_outcome(evaluation) == "deadline":
+            sampled.deadline_hit = True
+            return
+        lists = job if isinstance(job, FunctionLists) else None
+        pass_list = () if lists is not None else job
+        sampled.measured.append(
+            _Measured(pass_list, evaluation.cost, 0.0, CandidateSource.TUNED, evaluation.error or "", lists)
+        )
+
     async def _per_function(
-        self, ir: str, request: schemas.OptimizeRequest, deadline: float, sampled: _Sampled
+        self,
+        ir: str,
+        request: schemas.OptimizeRequest,
+        deadline: float,
+        sampled: _Sampled,
+        parts: UnitParts | None = None,
     ) -> None:
         """A unit of several functions: each function gets the best of -Oz and the coreset's first
         `engine.unit_function_lists` lists (then, with `engine.unit_function_refine`, one more pass where it
@@ -326,7 +423,7 @@ class Optimizer:
 
         Skipped for a unit of more than `engine.unit_function_lists_max_functions` functions (its compiles
         grow with the count); every step, the split included (serve/stoppable.py), ends at the request's
-        deadline."""
+        deadline. `parts`: the unit as the tuning store's lookup already split it (None: split here)."""
         engine = self.settings.engine
         count = engine.unit_function_lists
         if not count or request.strategy == ServedStrategy.RANKED_CORESET or sampled.deadline_hit:
@@ -335,9 +432,12 @@ class Optimizer:
             return
         started = time.monotonic()
         try:
-            parts = await _until(
-                in_thread(split_unit, ir, deadline=deadline), deadline + BACKEND_GRACE_S, "splitting the unit"
-            )
+            if parts is None:
+                parts = await _until(
+                    in_thread(split_unit, ir, deadline=deadline),
+                    deadline + BACKEND_GRACE_S,
+                    "splitting the unit",
+                )
             if len(parts.functions) < 2:  # one function: the whole-unit lists already cover it
                 return
             candidates = [OZ_PASS_LIST, *self.coreset.first(request.objective, count)]
@@ -542,6 +642,7 @@ _SOURCE_ORDER = {
     CandidateSource.MODEL: 1,
     CandidateSource.CORESET: 2,
     CandidateSource.PER_FUNCTION: 3,
+    CandidateSource.TUNED: 4,
 }
 _BASELINE_NAMES = {CandidateSource.OZ: "-Oz", CandidateSource.CLIENT_BASELINE: "the client's baseline"}
 
@@ -570,6 +671,17 @@ def _candidate(m: _Measured) -> schemas.Candidate:
         source=m.source,
         error=m.error or ("" if not failed else "no cost"),
         function_passes={n: format_pass_list(p) for n, p in per_function.lists} if per_function else {},
+    )
+
+
+def _hits(stored: StoredAnswer | None, recorded: bool) -> schemas.TuningStoreHits:
+    if stored is None:
+        return schemas.TuningStoreHits()
+    return schemas.TuningStoreHits(
+        unit_hit=stored.unit_hit,
+        function_hits=0 if stored.unit_hit else stored.function_hits,
+        functions=stored.functions,
+        recorded=recorded,
     )
 
 

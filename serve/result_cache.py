@@ -15,7 +15,7 @@ from optserve.engine.interface import Strategy
 from optserve.serve.schemas import OptimizeRequest
 
 # Options that do not change the ranked candidates are left out of the key.
-_OPTIONS_NOT_IN_KEY = {"ir", "ir_bitcode", "deadline_s", "bypass_cache"}
+_OPTIONS_NOT_IN_KEY = {"ir", "ir_bitcode", "deadline_s", "bypass_cache", "unit_name"}
 
 
 def answer_key(ir_sha256: str, request: OptimizeRequest, model_version: str) -> str:

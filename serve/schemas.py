@@ -37,6 +37,7 @@ class CandidateSource(StrEnum):
     CORESET = "coreset"  # a list of the bundled coreset
     PER_FUNCTION = "per_function"  # a pass list per function of a whole unit
     CLIENT_BASELINE = "client_baseline"  # the code the client holds (`baseline_cost`), not compiled here
+    TUNED = "tuned"  # the tuning store's lists for this unit or its functions (`optserve tune` found them)
 
 
 SourceName = Literal[tuple(source.value for source in CandidateSource)]
@@ -137,6 +138,12 @@ class OptimizeRequest(_Request):
         description="do not compile the unoptimized input (input_cost -1): for a client that compares the "
         "answer with its own compiler's object itself; implied by baseline_cost",
     )
+    unit_name: str = Field(
+        "",
+        max_length=4096,
+        description="what the unit is called where it came from (optcc: its source "
+        "path): shown by `optserve tune`, never part of a key",
+    )
 
     @field_validator("baseline_cost", mode="before")
     @classmethod
@@ -177,6 +184,15 @@ class Timings(_Model):
     compile_s: float = 0.0
 
 
+class TuningStoreHits(_Model):
+    """The tuning store's part in an answer: a whole-unit entry, or entries of some of its functions."""
+
+    unit_hit: bool = Field(False, description="the whole unit was tuned before: its entry is the candidate")
+    function_hits: int = Field(0, description="functions whose lists the store held (without a unit entry)")
+    functions: int = Field(0, description="functions the unit was split into (0: not split)")
+    recorded: bool = Field(False, description="the unit was new to the store and is now recorded for tuning")
+
+
 class OptimizeResponse(_Model):
     ir_sha256: str
     objective: ObjectiveName
@@ -201,6 +217,9 @@ class OptimizeResponse(_Model):
         False,
         description="the request gave baseline_cost (the baseline) and the deadline came before -Oz's "
         "compile finished: -Oz is not among the candidates (oz_cost -1); always false without baseline_cost",
+    )
+    tuning: TuningStoreHits = Field(
+        default_factory=TuningStoreHits, description="what the tuning store held for this unit"
     )
 
 

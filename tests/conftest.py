@@ -1,8 +1,19 @@
-"""Session-wide test settings for every test folder."""
+"""Session-wide test settings for every test folder: the `service` marker, and a tuning store directory of
+the session's own (tests never write the user's cache directory's store)."""
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import pytest
+
+
+def pytest_configure(config) -> None:
+    # Set before any service starts, so Ray's workers (the ingress opens the store) inherit it.
+    if "OPTSERVE_TUNING_DIR" not in os.environ:
+        os.environ["OPTSERVE_TUNING_DIR"] = tempfile.mkdtemp(prefix="optserve-tuning-test-")
+
 
 # The `service` marker: a test that needs a live Ray Serve app is marked from the fixtures that start one,
 # so `make test-fast` (`-m "not service"`) leaves those tests out without marking each by hand. The

@@ -57,6 +57,9 @@ def empty_object_cache(tmp_path, monkeypatch) -> Path:
     # Tests that expect the service's answer must not hang on how loaded this machine is: no per-unit budget
     # (the fixed OPTCC_DEADLINE) unless a test sets one.
     monkeypatch.setenv("OPTCC_BUDGET", "0")
+    # The model's strategies and their time budget are what these tests check; the default strategy
+    # (`stored`, the tuning store's fast path) has its own tests (test_clients_stored.py).
+    monkeypatch.setenv("OPTCC_STRATEGY", "greedy")
     return cache
 
 

@@ -1,0 +1,85 @@
+"""optcc's default, the tuning store's fast path: every unit asks the service (strategy `stored`, through its
+bitcode: one front end), is recorded there for `optserve tune`, gets the store's lists once tuned, and is
+counted in `optcc --stats`. Real clang-19, the session's real service and its real tuning store."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from optserve.clients import elf
+from optserve.clients.settings import OptccSettings
+from optserve.tuning.lookup import toolchain_of
+from optserve.tuning.records import TunedList
+from optserve.tuning.store import open_store
+from optserve.tuning.unit_keys import unit_keys
+from tests.clients.test_clients_cold_path import optcc
+from tests.clients.test_clients_never_larger import OPTCC
+
+UNIT = Path(__file__).resolve().parent.parent / "data" / "units" / "calc.c"
+FRONT_END = ["clang-19", "-Oz", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-S", "-w", "-o", "-"]
+
+
+@pytest.fixture
+def unit(tmp_path, monkeypatch, optserve_target) -> Path:
+    monkeypatch.delenv("OPTCC_STRATEGY")  # conftest's greedy: this file tests the default
+    monkeypatch.setenv("OPTCC_SERVER", optserve_target)
+    # a unit of its own per test (the store is the session's): one more global makes it new
+    (tmp_path / "unit.c").write_text(UNIT.read_text() + f"int marker_{tmp_path.name};\n")
+    return tmp_path
+
+
+def stats(folder: Path) -> str:
+    done = subprocess.run([OPTCC, "--stats"], cwd=folder, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def counter(text: str, label: str) -> int:
+    (line,) = [line for line in text.splitlines() if line.strip().startswith(label)]
+    return int(line.split()[-1])
+
+
+def test_the_default_strategy_is_the_tuning_stores():
+    assert OptccSettings.from_environment({}, "clang-19").strategy == "stored"
+
+
+def test_a_unit_is_recorded_then_served_its_tuned_lists_never_larger_than_clangs(unit):
+    _, [first] = optcc(unit, ["-w"], OPTCC_CACHE="0")
+    assert first["outcome"] == "service" and first["strategy"] == "stored"
+    assert (
+        first["store_recorded"]
+        and first["store_function_hits"] == 0
+        and first["best_source"] in ("oz", "client_baseline")
+    )
+    clang = subprocess.run(["clang-19", "-Oz", "-w", "-c", "unit.c", "-o", "clang.o"], cwd=unit, check=True)
+    assert clang.returncode == 0
+
+    # What `optserve tune` would write: a list for every function of the recorded unit.
+    ir = subprocess.run([*FRONT_END, "unit.c"], cwd=unit, capture_output=True, text=True, check=True).stdout
+    keys = unit_keys(ir, max_functions=200)
+    toolchain = toolchain_of(ir, "text_size")
+    entries = [
+        TunedList(h, toolchain, "function", ("instcombine", "simplifycfg"), (), 1, 2, 5, "test", time.time())
+        for h in sorted(set(keys.function_hashes.values()))
+    ]
+    with open_store() as store:  # the service's store (conftest: this session's OPTSERVE_TUNING_DIR)
+        assert any(u.ir_hash == keys.unit_hash for u in store.recorded_units())
+        store.offer(entries)
+    _, [second] = optcc(unit, ["-w"], OPTCC_CACHE="0")
+    assert not second["store_recorded"] and second["store_function_hits"] == len(keys.function_hashes)
+    chosen, reference = (unit / "unit.o").read_bytes(), (unit / "clang.o").read_bytes()
+    assert elf.text_size(chosen) <= elf.text_size(reference)
+
+
+def test_stats_count_units_and_store_hits_and_zero_stats_resets_them(unit):
+    subprocess.run([OPTCC, "--zero-stats"], cwd=unit, check=True, capture_output=True)
+    optcc(unit, ["-w"], OPTCC_CACHE="0")
+    text = stats(unit)
+    assert counter(text, "units taken over") == 1 and counter(text, "asked the service") == 1
+    assert "stats file: " + str(Path(os.environ["OPTCC_CACHE_DIR"]) / "stats.json") in text
+    subprocess.run([OPTCC, "--zero-stats"], cwd=unit, check=True, capture_output=True)
+    assert counter(stats(unit), "units taken over") == 0

@@ -1,0 +1,165 @@
+"""The service's fast path through the tuning store (Ray-free Optimizer, real compiler pool, real SQLite
+store): units are recorded, stored lists are compiled as one candidate, a store that fails costs nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from optserve.compiler.cache import ResultCache
+from optserve.compiler.function_lists import FunctionLists, apply_function_lists, split_unit
+from optserve.compiler.passes import format_pass_list
+from optserve.config import Settings
+from optserve.serve import schemas
+from optserve.tuning.lookup import toolchain_of
+from optserve.tuning.records import TunedList
+from optserve.tuning.store import TuningStoreError, open_store
+from optserve.tuning.unit_keys import unit_keys
+from tests.serve.flow_helpers import ScriptedGenerator, optimize
+
+PROGRAM = Path(__file__).resolve().parent.parent / "data" / "units" / "calc.c"
+SETTINGS = Settings.model_validate({"engine": {"coreset_lists_with_model": 0, "unit_function_lists": 0}})
+# A list that is not -Oz: whatever it costs, the answer ranks it against -Oz.
+OTHER_LIST = ("instcombine", "simplifycfg")
+
+
+def compile_to_ir(source: str) -> str:
+    """A C unit as optcc sends it (clang-19's -Oz front end, no LLVM passes)."""
+    command = ["clang-19", "-Oz", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-S", "-w", "-x", "c"]
+    arguments = [*command, "-", "-o", "-"]
+    return subprocess.run(arguments, input=source, capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture(scope="module")
+def unit_ir() -> str:
+    return compile_to_ir(PROGRAM.read_text())
+
+
+@pytest.fixture
+def store(tmp_path):
+    with open_store(str(tmp_path / "tuning.sqlite3")) as opened:
+        yield opened
+
+
+@pytest.fixture(scope="module")
+def pool():
+    from optserve.compiler.workers import CompilerPool
+
+    with CompilerPool(processes=2, timeout_s=20) as compiler_pool:
+        yield compiler_pool
+
+
+def stored_request(ir: str, **fields) -> schemas.OptimizeRequest:
+    options = {"objective": "text_size", "strategy": "stored", "bypass_cache": True} | fields
+    return schemas.OptimizeRequest(ir=ir, **options)
+
+
+def run(pool, store, request, generator=None, cache=None):
+    from optserve.serve.optimize import Optimizer
+
+    generator = generator or ScriptedGenerator([("-Oz",)])
+    optimizer = Optimizer(SETTINGS, generator, pool, cache or ResultCache(10), generator.metadata, store)
+    return asyncio.run(optimizer.optimize(request))
+
+
+def function_entries(ir: str, pass_list=OTHER_LIST) -> list[TunedList]:
+    keys = unit_keys(ir, max_functions=200)
+    toolchain = toolchain_of(ir, "text_size")
+    return [
+        TunedList(h, toolchain, "function", pass_list, (), 100, 101, 10, "test", time.time())
+        for h in sorted(set(keys.function_hashes.values()))
+    ]
+
+
+def test_a_unit_is_recorded_once_and_an_empty_store_answers_minus_oz_with_no_model_call(pool, store, unit_ir):
+    generator = ScriptedGenerator([OTHER_LIST])
+    first = run(pool, store, stored_request(unit_ir, unit_name="calc.c"), generator)
+    second = run(pool, store, stored_request(unit_ir, unit_name="calc.c"), generator)
+    assert first.tuning.recorded and not second.tuning.recorded
+    assert [c.source for c in first.candidates] == ["oz"] and generator.calls == []
+    (recorded,) = list(store.recorded_units())
+    assert recorded.name == "calc.c" and recorded.times_seen == 2
+    assert first.tuning.functions == len(split_unit(unit_ir).functions) and first.tuning.function_hits == 0
+
+
+def test_stored_function_lists_make_one_candidate_compiled_against_minus_oz(pool, store, unit_ir):
+    store.offer(function_entries(unit_ir))
+    response = run(pool, store, stored_request(unit_ir, return_object=True))
+    (tuned,) = [c for c in response.candidates if c.source == "tuned"]
+    names = set(split_unit(unit_ir).functions)
+    assert set(tuned.function_passes) == names
+    assert set(tuned.function_passes.values()) == {format_pass_list(OTHER_LIST)}
+    assert response.tuning.function_hits == len(names) and not response.tuning.unit_hit
+    assert {c.source for c in response.candidates} == {"tuned", "oz"}
+    assert response.best.cost <= response.oz_cost  # never worse than -Oz, whichever won
+
+
+def test_a_whole_unit_entry_wins_over_function_entries(pool, store, unit_ir):
+    store.offer(function_entries(unit_ir))
+    keys = unit_keys(unit_ir, max_functions=200)
+    toolchain = toolchain_of(unit_ir, "text_size")
+    lists = (("main", OTHER_LIST),)
+    unit_entry = TunedList(keys.unit_hash, toolchain, "unit", ("-Oz",), lists, 5, 6, 3, "test", time.time())
+    store.offer([unit_entry])
+    response = run(pool, store, stored_request(unit_ir))
+    (tuned,) = [c for c in response.candidates if c.source == "tuned"]
+    assert tuned.function_passes == {"main": format_pass_list(OTHER_LIST)}
+    assert response.tuning.unit_hit and response.tuning.function_hits == 0
+
+
+def test_a_one_function_edit_keeps_the_other_functions_keys(unit_ir):
+    source = PROGRAM.read_text()
+    fib = "static int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }"
+    edited = source.replace(fib, fib.replace("n < 2", "n < 3"))
+    assert edited != source
+    before = unit_keys(unit_ir, max_functions=200)
+    after = unit_keys(compile_to_ir(edited), max_functions=200)
+    changed = {n for n in before.function_hashes if before.function_hashes[n] != after.function_hashes.get(n)}
+    assert before.unit_hash != after.unit_hash
+    # fib's own module changes, and so does the module it joined (its caller's), nothing else
+    assert 0 < len(changed) <= 2 and len(changed) < len(before.function_hashes)
+
+
+def test_the_tuned_candidate_costs_what_its_lists_cost_applied_outside_the_service(unit_ir, pool, store):
+    store.offer(function_entries(unit_ir))
+    response = run(pool, store, stored_request(unit_ir))
+    tuned = next(c for c in response.candidates if c.source == "tuned")
+    lists = FunctionLists.of(dict.fromkeys(split_unit(unit_ir).functions, OTHER_LIST))
+    assert tuned.error == "" and tuned.cost == apply_function_lists(unit_ir, lists, "text_size").cost
+
+
+class _FailingStore:
+    """A store whose every call fails as a broken database would (the real failures are tested with the
+    real backends in test_tuning_store*.py)."""
+
+    read_only = False
+
+    def __getattr__(self, name):
+        def fail(*args, **kwargs):
+            raise TuningStoreError("database disk image is malformed")
+
+        return fail
+
+
+def test_a_failing_store_costs_the_answer_nothing_but_its_lists(pool, unit_ir):
+    response = run(pool, _FailingStore(), stored_request(unit_ir))
+    assert [c.source for c in response.candidates] == ["oz"] and not response.tuning.recorded
+
+
+def test_answers_cached_before_tuning_are_not_served_after_it(pool, store, unit_ir):
+    cache = ResultCache(10)
+    request = schemas.OptimizeRequest(ir=unit_ir, objective="text_size", strategy="stored")
+    before = run(pool, store, request, cache=cache)
+    store.offer(function_entries(unit_ir))
+    after = run(pool, store, request, cache=cache)
+    assert not after.cached and "tuned" in {c.source for c in after.candidates}
+    assert before.candidates[0].source == "oz"
+
+
+def test_without_a_store_the_flow_is_unchanged(pool, unit_ir):
+    response = optimize(ScriptedGenerator([OTHER_LIST]), pool, stored_request(unit_ir), settings=SETTINGS)
+    assert [c.source for c in response.candidates] == ["oz"] and response.tuning == schemas.TuningStoreHits()

@@ -1,0 +1,94 @@
+"""What the tuning store holds for one unit: the one candidate a build's fast path compiles.
+
+A whole-unit entry wins (it was measured linked, as optcc links); else the entries of the unit's functions
+make one per-function candidate (functions without an entry keep -Oz); else there is nothing to compile.
+Runs in a thread of the service (the split parses IR); the store's own errors are the caller's to absorb:
+a store that fails never fails a request.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+
+from optserve.compiler.function_lists import FunctionLists
+from optserve.compiler.ir import Stop
+from optserve.compiler.pipeline import OZ
+from optserve.config import TuningSettings
+from optserve.tuning.keys import current_toolchain
+from optserve.tuning.records import Toolchain
+from optserve.tuning.store import TuningStore
+from optserve.tuning.unit_keys import UnitKeys, unit_keys
+
+logger = logging.getLogger(__name__)
+_TRIPLE = re.compile(r'^target triple = "([^"]*)"', re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class StoredAnswer:
+    """The store's candidate for a unit (None: nothing stored) and what it was made of."""
+
+    job: tuple[str, ...] | FunctionLists | None  # what the compiler compiles for it
+    keys: UnitKeys
+    toolchain: Toolchain
+    unit_hit: bool = False
+    function_hits: int = 0
+    entries_digest: str = ""  # the entries used, for the answer cache's key: a newer entry is a new answer
+
+    @property
+    def functions(self) -> int:
+        return len(self.keys.function_hashes)
+
+
+def target_triple(ir: str) -> str:
+    """The module's `target triple` ('' when it has none: the host's)."""
+    found = _TRIPLE.search(ir)
+    return found.group(1) if found else ""
+
+
+def toolchain_of(ir: str, objective: str) -> Toolchain:
+    return current_toolchain(objective, target_triple(ir))
+
+
+def stored_answer(
+    store: TuningStore, ir: str, objective: str, max_functions: int, stop: Stop | None = None
+) -> StoredAnswer:
+    """The store's candidate for `ir` (a parsed, verified unit) under `objective`."""
+    keys = unit_keys(ir, max_functions, stop)
+    toolchain = toolchain_of(ir, objective)
+    unit = store.lookup_unit(keys.unit_hash, toolchain)
+    if unit is not None:
+        job = (
+            FunctionLists.of(dict(unit.function_lists), default=unit.pass_list)
+            if unit.function_lists
+            else tuple(unit.pass_list)
+        )
+        return StoredAnswer(
+            job, keys, toolchain, unit_hit=True, entries_digest=f"u:{unit.cost}:{unit.ir_hash}"
+        )
+    if not keys.function_hashes:
+        return StoredAnswer(None, keys, toolchain)
+    found = store.lookup_functions(sorted(set(keys.function_hashes.values())), toolchain)
+    lists = {name: found[h].pass_list for name, h in keys.function_hashes.items() if h in found}
+    if not lists or all(tuple(p) == OZ for p in lists.values()):
+        return StoredAnswer(None, keys, toolchain, function_hits=len(lists))
+    digest = ",".join(f"{h}:{found[h].cost}" for h in sorted({keys.function_hashes[n] for n in lists}))
+    return StoredAnswer(
+        FunctionLists.of(lists, default=OZ), keys, toolchain, function_hits=len(lists), entries_digest=digest
+    )
+
+
+def open_service_store(tuning: TuningSettings) -> TuningStore | None:
+    """The service's tuning store from its settings: the profile file, read-only, when one is set (an
+    unreadable profile stops the service: a reproducible build asked for it); else the store at
+    `tuning.store_url`, or None when it cannot be opened (logged: the service then answers without it)."""
+    from optserve.tuning.store import TuningStoreError, open_store
+
+    if tuning.profile is not None:
+        return open_store(f"profile:{tuning.profile}", read_only=True)
+    try:
+        return open_store(tuning.store_url, max_recorded_bytes=tuning.max_recorded_mb * 2**20)
+    except TuningStoreError as err:
+        logger.warning("no tuning store: %s", err)
+        return None

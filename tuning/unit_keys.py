@@ -1,0 +1,42 @@
+"""The tuning store's keys of one unit: the whole unit's hash and one hash per function module.
+
+A function's key is the hash of its function module as `compiler.function_lists.split_unit` builds it (the
+function, the static helpers only it calls, declarations of what it references), normalized as the model
+reads IR (comments, debug metadata and attribute groups dropped). An edit of one function changes that
+function's module and the unit's hash, not the other functions' modules: their stored lists still apply.
+A `-g` build and a plain one of the same source share their keys.
+
+Pure functions of IR text (LLVM in the calling process: the service runs them in a thread, `optserve tune`
+in its worker tasks).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from optserve.compiler.function_lists import UnitParts, defined_function_count, split_unit
+from optserve.compiler.ir import IRError, Stop, normalize_ir
+from optserve.tuning.keys import ir_hash
+
+
+@dataclass(frozen=True)
+class UnitKeys:
+    unit_hash: str  # the whole unit, normalized
+    function_hashes: dict[str, str]  # function name -> its normalized function module's hash
+    parts: UnitParts | None  # the split (None: one function or none, or a unit split_unit refuses)
+    split_error: str = ""  # why there is no split, when split_unit refused the unit
+
+
+def unit_keys(ir: str, max_functions: int, stop: Stop | None = None) -> UnitKeys:
+    """The keys of `ir` (a parsed, verified unit). Units of more than `max_functions` defined functions or
+    that `split_unit` refuses (aliases, ifuncs) get only the unit's key; `stop()` ends the split early
+    (StoppedError), as the service's deadline does."""
+    unit_hash = ir_hash(normalize_ir(ir))
+    if defined_function_count(ir) < 2 or defined_function_count(ir) > max_functions:
+        return UnitKeys(unit_hash, {}, None)
+    try:
+        parts = split_unit(ir, stop)
+    except IRError as err:
+        return UnitKeys(unit_hash, {}, None, str(err))
+    hashes = {name: ir_hash(normalize_ir(module)) for name, module in parts.functions.items()}
+    return UnitKeys(unit_hash, hashes, parts)
