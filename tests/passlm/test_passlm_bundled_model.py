@@ -64,7 +64,7 @@ def test_transformers_loads_it_and_greedy_answers_follow_the_profile(prompts_ir)
         out = model.generate(torch.tensor([ids]), max_new_tokens=profile.max_new_tokens, do_sample=False)
         answer = tokenizer.decode(out[0, len(ids) :], skip_special_tokens=True)
         # unconstrained decoding: the trained model writes the format by itself, with the passes it was
-        # trained on: the vocabulary and newgvn, which the served grammar no longer offers (passes.py)
+        # trained on: the vocabulary and newgvn, which the served grammar does not offer (passes.py)
         first, _, rest = answer.partition("\n")
         trained_on = " ".join(p for p in first.split() if p != "newgvn") or "-O0"
         parsed = profile.answer_format().parse(f"{trained_on}\n{rest}")
