@@ -15,14 +15,13 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
-from psycopg import conninfo, errors
+from psycopg import conninfo
 
 from optserve.tuning.base import TuningStoreError
 from optserve.tuning.records import Toolchain
 from optserve.tuning.sql_store import _SELECT, _TOOLCHAIN_WHERE, UPSERT_TAIL, Row, SqlTuningStore
 
 CONNECT_TIMEOUT_S = 10
-_RETRIES = 3  # a deadlock or serialization failure is retried: the transaction had no effect
 _ARRAY_TYPES = ("text",) * 8 + ("bigint",) * 3 + ("text", "float8")
 _UPSERT = (
     f"INSERT INTO tuned ({_SELECT}) SELECT * FROM unnest("
@@ -77,24 +76,26 @@ class PostgresTuningStore(SqlTuningStore):
         return self._connection
 
     @contextmanager
-    def _transaction(self, read_only: bool) -> Iterator[psycopg.Cursor]:
+    def _cursor(self, transaction: bool) -> Iterator[psycopg.Cursor]:
         with self._lock:
             connection = self._connect()
             try:
-                with connection.transaction(), connection.cursor() as cursor:
-                    if read_only:
-                        cursor.execute("SET TRANSACTION READ ONLY")
-                    yield cursor
+                if transaction:
+                    with connection.transaction(), connection.cursor() as cursor:
+                        yield cursor
+                else:  # autocommit: a read is one statement, one round trip
+                    with connection.cursor() as cursor:
+                        yield cursor
             except psycopg.OperationalError:
                 if connection.closed or connection.broken:
                     self._connection = None  # reconnect on the next call
                 raise
 
     def read(self) -> Any:
-        return self._transaction(read_only=True)
+        return self._cursor(transaction=False)
 
     def write(self) -> Any:
-        return self._transaction(read_only=False)
+        return self._cursor(transaction=True)
 
     def translate_error(self, error: BaseException) -> TuningStoreError:
         if isinstance(error, psycopg.OperationalError):
@@ -106,6 +107,9 @@ class PostgresTuningStore(SqlTuningStore):
         return TuningStoreError(
             f"the tuning store at {self.where} failed: {type(error).__name__}: {_first_line(error)}"
         )
+
+    def lost_connection(self, error: BaseException) -> bool:
+        return isinstance(error, psycopg.OperationalError) and self._connection is None and not self._closed
 
     def table_names(self, cursor: Any) -> set[str]:
         rows = cursor.execute(
@@ -120,15 +124,7 @@ class PostgresTuningStore(SqlTuningStore):
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_UNITS_LOCK,))
 
     def upsert_rows(self, cursor: Any, rows: list[Row]) -> list[Row]:
-        columns = [list(column) for column in zip(*rows, strict=True)]
-        for attempt in range(_RETRIES):
-            try:
-                with cursor.connection.transaction():  # a savepoint: a retry starts clean
-                    return cursor.execute(_UPSERT, columns).fetchall()
-            except (errors.DeadlockDetected, errors.SerializationFailure):
-                if attempt == _RETRIES - 1:
-                    raise
-        raise AssertionError("unreachable")
+        return cursor.execute(_UPSERT, [list(column) for column in zip(*rows, strict=True)]).fetchall()
 
     def function_rows(self, cursor: Any, ir_hashes: list[str], toolchain: Toolchain) -> list[Row]:
         fields = (toolchain.objective, toolchain.target, toolchain.llvm_version, toolchain.vocabulary)

@@ -105,12 +105,18 @@ def read_profile(path: str | Path) -> list[TunedList]:
     if not isinstance(items, list):
         raise TuningStoreError(f"{path}: 'entries' is not a list")
     entries = []
+    numbers: dict[tuple[str, ...], int] = {}
     for number, item in enumerate(items, start=1):
+        name = item.get("ir_hash", "?") if isinstance(item, dict) else "?"
         try:
-            entries.append(_entry(item))
+            entry = _entry(item)
         except (PassListError, ValueError, TypeError, KeyError) as error:
-            name = item.get("ir_hash", "?") if isinstance(item, dict) else "?"
             raise TuningStoreError(f"{path}: entry {number} (ir_hash {name}): {error}") from error
+        if (first := numbers.setdefault(_sort_key(entry), number)) != number:
+            raise TuningStoreError(
+                f"{path}: entry {number} (ir_hash {name}) repeats the key of entry {first}"
+            )
+        entries.append(entry)
     return entries
 
 

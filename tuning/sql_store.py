@@ -104,6 +104,23 @@ def guarded(method: Method) -> Method:
     return wrapper  # type: ignore[return-value]
 
 
+def guarded_read(method: Method) -> Method:
+    """`guarded`, and a read that met a connection lost since the last call (a restarted server) is tried
+    once more on a new connection. Writes are not retried: whether a lost commit happened is unknown, and
+    compiles would be counted twice."""
+
+    @functools.wraps(method)
+    def wrapper(self: SqlTuningStore, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except self.driver_errors as error:
+            if not self.lost_connection(error):
+                raise self.translate_error(error) from error
+        return guarded(method)(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
 def entry_row(entry: TunedList) -> Row:
     """A TunedList as the row of `tuned` (COLUMNS order)."""
     toolchain = entry.toolchain
@@ -134,13 +151,19 @@ def row_entry(row: Row) -> TunedList:
         toolchain=Toolchain(objective, target, llvm_version, vocabulary),
         kind=kind,
         pass_list=tuple(pass_list.split()),
-        function_lists=tuple((name, tuple(text.split())) for name, text in json.loads(function_lists)),
+        function_lists=_function_lists(function_lists),
         cost=int(cost),
         oz_cost=int(oz_cost),
         compiles=int(compiles),
         found_by=found_by,
         found_at=float(found_at),
     )
+
+
+def _function_lists(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    if text == "[]":  # every function entry: skip the parser on the lookup path
+        return ()
+    return tuple((name, tuple(passes.split())) for name, passes in json.loads(text))
 
 
 def _kept_fields(row: Row) -> Row:
@@ -187,7 +210,7 @@ class SqlTuningStore:
     # -- backend hooks
 
     def read(self) -> AbstractContextManager[Any]:
-        """A read transaction (holding the store's lock), yielding a cursor."""
+        """A cursor for reads, holding the store's lock (each statement sees committed data)."""
         raise NotImplementedError
 
     def write(self) -> AbstractContextManager[Any]:
@@ -199,6 +222,10 @@ class SqlTuningStore:
 
     def table_names(self, cursor: Any) -> set[str]:
         raise NotImplementedError
+
+    def lost_connection(self, error: BaseException) -> bool:
+        """Whether `error` means the connection was lost (the next call may reconnect)."""
+        return False
 
     def lock_for_schema(self, cursor: Any) -> None:
         """Serialize schema creation and migration between processes (SQLite's write lock already does)."""
@@ -325,7 +352,7 @@ class SqlTuningStore:
 
     # -- tuned lists
 
-    @guarded
+    @guarded_read
     def lookup_functions(self, ir_hashes: Sequence[str], toolchain: Toolchain) -> dict[str, TunedList]:
         wanted = sorted(set(ir_hashes))
         if not wanted:
@@ -334,7 +361,7 @@ class SqlTuningStore:
             rows = self.function_rows(cursor, wanted, toolchain)
         return {row[1]: row_entry(row) for row in rows}
 
-    @guarded
+    @guarded_read
     def lookup_unit(self, ir_hash: str, toolchain: Toolchain) -> TunedList | None:
         with self.read() as cursor:
             row = self.execute(
@@ -355,7 +382,7 @@ class SqlTuningStore:
         offered = {row[:6]: _kept_fields(row) for row in rows}
         return sum(1 for row in stored if offered[tuple(row[:6])] == _kept_fields(row))
 
-    @guarded
+    @guarded_read
     def entries(self, toolchain_filter: Toolchain | None = None) -> Iterator[TunedList]:
         order = " ORDER BY objective, kind, ir_hash, target, llvm_version, vocabulary"
         with self.read() as cursor:
@@ -369,7 +396,7 @@ class SqlTuningStore:
                 ).fetchall()
         return iter([row_entry(row) for row in rows])
 
-    @guarded
+    @guarded_read
     def tuned_budget(self, unit_hash: str, toolchain: Toolchain) -> int:
         with self.read() as cursor:
             row = self.execute(
@@ -441,7 +468,7 @@ class SqlTuningStore:
         for ir_hash in victims:
             self.execute(cursor, "DELETE FROM units WHERE ir_hash = ?", (ir_hash,))
 
-    @guarded
+    @guarded_read
     def recorded_units(self) -> Iterator[RecordedUnit]:
         with self.read() as cursor:
             hashes = [
@@ -459,7 +486,7 @@ class SqlTuningStore:
             if unit is not None:
                 yield unit
 
-    @guarded
+    @guarded_read
     def _unit(self, ir_hash: str) -> RecordedUnit | None:
         with self.read() as cursor:
             row = self.execute(
@@ -484,7 +511,7 @@ class SqlTuningStore:
 
     # -- totals
 
-    @guarded
+    @guarded_read
     def stats(self) -> StoreStats:
         with self.read() as cursor:
             units, recorded_bytes = self.execute(

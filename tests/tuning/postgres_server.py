@@ -44,8 +44,10 @@ class PostgresServer:
             self.as_user = ["runuser", "-u", "postgres", "--"]
         self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
         # fsync off: a test server's durability against power loss is not under test (a killed client is).
-        options = f"-k {self.root} -c listen_addresses='' -c fsync=off -c max_connections=60"
-        self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.root / "log"), "-w", "start")
+        self.options = f"-k {self.root} -c listen_addresses='' -c fsync=off -c max_connections=60"
+        self._run(
+            "pg_ctl", "-D", str(self.data), "-o", self.options, "-l", str(self.root / "log"), "-w", "start"
+        )
 
     def _run(self, tool: str, *args: str) -> None:
         subprocess.run([*self.as_user, str(self.bin_dir / tool), *args], check=True, capture_output=True)
@@ -63,6 +65,13 @@ class PostgresServer:
 
     def fresh_url(self) -> str:
         return self.url("t" + uuid.uuid4().hex[:12])
+
+    def restart(self) -> None:
+        """Stop the server at once (clients' connections break) and start it again."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "stop")
+        self._run(
+            "pg_ctl", "-D", str(self.data), "-o", self.options, "-l", str(self.root / "log"), "-w", "start"
+        )
 
     def stop(self) -> None:
         try:

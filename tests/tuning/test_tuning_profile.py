@@ -92,3 +92,15 @@ def test_a_profile_that_is_not_json_is_refused(tmp_path):
     (tmp_path / "p.json").write_text('{"format": ')
     with pytest.raises(TuningStoreError, match=r"cannot read the tuning profile .*p\.json"):
         read_profile(tmp_path / "p.json")
+
+
+def test_a_profile_with_one_key_twice_names_both_entries(store, tmp_path):
+    store.offer([function_entry("a", 1)])
+    export_profile(store, tmp_path / "p.json")
+    document = json.loads((tmp_path / "p.json").read_text())
+    document["entries"].append(dict(document["entries"][0], cost=0))
+    _write(tmp_path / "p.json", document)
+    with pytest.raises(
+        TuningStoreError, match=r"entry 2 \(ir_hash [0-9a-f]{64}\) repeats the key of entry 1"
+    ):
+        read_profile(tmp_path / "p.json")
