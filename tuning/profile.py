@@ -22,22 +22,29 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+)
 
 from optserve.compiler.passes import PassListError, format_pass_list, parse_pass_list
 from optserve.tuning.base import TuningStore, TuningStoreError
-from optserve.tuning.records import KINDS, Toolchain, TunedList
+from optserve.tuning.records import Kind, Toolchain, TunedList
 from optserve.tuning.sqlite_store import SqliteTuningStore
 
 FORMAT = "optserve-tuning-profile"
 VERSION = 1
-_HASH = re.compile(r"[0-9a-f]{64}")
-_TEXT_FIELDS = ("objective", "target", "llvm_version", "vocabulary", "found_by")
-_COUNT_FIELDS = ("cost", "oz_cost", "compiles")
 
 
 def _sort_key(entry: TunedList) -> tuple[str, ...]:
@@ -87,6 +94,68 @@ def export_profile(store: TuningStore, path: str | Path, objectives: set[str] | 
     return len(entries)
 
 
+class _ProfileEntry(BaseModel):
+    """One entry of a profile file, as written there (validated field by field, pass lists included)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    objective: StrictStr
+    kind: Kind
+    ir_hash: Annotated[StrictStr, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+    target: StrictStr
+    llvm_version: StrictStr
+    vocabulary: StrictStr
+    pass_list: StrictStr
+    function_lists: dict[StrictStr, StrictStr]
+    cost: Annotated[StrictInt, Field(ge=0)]
+    oz_cost: Annotated[StrictInt, Field(ge=0)]
+    compiles: Annotated[StrictInt, Field(ge=0)]
+    found_by: StrictStr
+    found_at: float
+
+    @field_validator("pass_list")
+    @classmethod
+    def _known_passes(cls, text: str) -> str:
+        parse_pass_list(text)  # PassListError is a ValueError: pydantic reports it with the field
+        return text
+
+    @field_validator("function_lists")
+    @classmethod
+    def _known_function_passes(cls, lists: dict[str, str]) -> dict[str, str]:
+        for name, text in lists.items():
+            try:
+                parse_pass_list(text)
+            except PassListError as error:
+                raise ValueError(f"function {name!r}: {error}") from None
+        return lists
+
+    def tuned_list(self) -> TunedList:
+        return TunedList(
+            ir_hash=self.ir_hash,
+            toolchain=Toolchain(self.objective, self.target, self.llvm_version, self.vocabulary),
+            kind=self.kind,
+            pass_list=parse_pass_list(self.pass_list),
+            function_lists=tuple(
+                (name, parse_pass_list(text)) for name, text in sorted(self.function_lists.items())
+            ),
+            cost=self.cost,
+            oz_cost=self.oz_cost,
+            compiles=self.compiles,
+            found_by=self.found_by,
+            found_at=self.found_at,
+        )
+
+
+def _problems(error: ValidationError) -> str:
+    """pydantic's findings as one line: `field: what is wrong; ...` (a validator's own message as it is)."""
+    found = []
+    for problem in error.errors():
+        where = ".".join(str(part) for part in problem["loc"]) or "entry"
+        message = str(problem["ctx"]["error"]) if problem["type"] == "value_error" else problem["msg"]
+        found.append(f"{where}: {message}")
+    return "; ".join(found)
+
+
 def read_profile(path: str | Path) -> list[TunedList]:
     """The entries of the profile `path`; TuningStoreError names the file and the entry that is wrong."""
     path = Path(path)
@@ -109,65 +178,15 @@ def read_profile(path: str | Path) -> list[TunedList]:
     for number, item in enumerate(items, start=1):
         name = item.get("ir_hash", "?") if isinstance(item, dict) else "?"
         try:
-            entry = _entry(item)
-        except (PassListError, ValueError, TypeError, KeyError) as error:
-            raise TuningStoreError(f"{path}: entry {number} (ir_hash {name}): {error}") from error
+            entry = _ProfileEntry.model_validate(item).tuned_list()
+        except ValidationError as error:
+            raise TuningStoreError(f"{path}: entry {number} (ir_hash {name}): {_problems(error)}") from error
         if (first := numbers.setdefault(_sort_key(entry), number)) != number:
             raise TuningStoreError(
                 f"{path}: entry {number} (ir_hash {name}) repeats the key of entry {first}"
             )
         entries.append(entry)
     return entries
-
-
-def _entry(item: Any) -> TunedList:
-    if not isinstance(item, dict):
-        raise TypeError("an entry is a JSON object")
-    missing = {
-        "kind",
-        "ir_hash",
-        "pass_list",
-        "function_lists",
-        *_TEXT_FIELDS,
-        *_COUNT_FIELDS,
-        "found_at",
-    } - set(item)
-    if missing:
-        raise KeyError(f"missing fields: {', '.join(sorted(missing))}")
-    for field in _TEXT_FIELDS:
-        if not isinstance(item[field], str):
-            raise TypeError(f"{field} is not a string")
-    for field in _COUNT_FIELDS:
-        if not isinstance(item[field], int) or isinstance(item[field], bool) or item[field] < 0:
-            raise ValueError(f"{field} is not a non-negative integer: {item[field]!r}")
-    if item["kind"] not in KINDS:
-        raise ValueError(f"kind is {item['kind']!r}, not one of {', '.join(KINDS)}")
-    if not isinstance(item["ir_hash"], str) or not _HASH.fullmatch(item["ir_hash"]):
-        raise ValueError("ir_hash is not a SHA-256 hex digest")
-    if not isinstance(item["pass_list"], str) or not isinstance(item["function_lists"], dict):
-        raise TypeError("pass_list is a string and function_lists an object of strings")
-    if not isinstance(item["found_at"], int | float) or isinstance(item["found_at"], bool):
-        raise TypeError("found_at is not a number")
-    function_lists = []
-    for name, text in sorted(item["function_lists"].items()):
-        if not isinstance(text, str):
-            raise TypeError(f"the list of function {name!r} is not a string")
-        try:
-            function_lists.append((name, parse_pass_list(text)))
-        except PassListError as error:
-            raise PassListError(f"function {name!r}: {error}") from error
-    return TunedList(
-        ir_hash=item["ir_hash"],
-        toolchain=Toolchain(item["objective"], item["target"], item["llvm_version"], item["vocabulary"]),
-        kind=item["kind"],
-        pass_list=parse_pass_list(item["pass_list"]),
-        function_lists=tuple(function_lists),
-        cost=item["cost"],
-        oz_cost=item["oz_cost"],
-        compiles=item["compiles"],
-        found_by=item["found_by"],
-        found_at=float(item["found_at"]),
-    )
 
 
 def import_profile(store: TuningStore, path: str | Path) -> int:

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from optserve.tuning.profile import export_profile, import_profile, read_profile
+from optserve.tuning.profile import export_profile, import_profile, profile_text, read_profile
 from optserve.tuning.store import TuningStoreError, open_store
 from tests.tuning.entries import TOOLCHAIN, function_entry, hash_of, unit_entry
 
@@ -76,14 +76,13 @@ def test_a_profile_of_another_version_is_refused_with_what_to_do(tmp_path):
         open_store(f"profile:{tmp_path / 'p.json'}")
 
 
-def test_a_profile_entry_with_an_unknown_pass_names_the_file_the_entry_and_the_pass(store, tmp_path):
-    store.offer([function_entry("a", 1), function_entry("b", 2)])
-    export_profile(store, tmp_path / "p.json")
-    document = json.loads((tmp_path / "p.json").read_text())
+def test_a_profile_entry_with_an_unknown_pass_names_the_file_the_entry_and_the_pass(tmp_path):
+    document = json.loads(profile_text([function_entry("a", 1), function_entry("b", 2)]))
     document["entries"][1]["pass_list"] = "-Oz instcombin"
     _write(tmp_path / "p.json", document)
     with pytest.raises(
-        TuningStoreError, match=r"p\.json: entry 2 \(ir_hash [0-9a-f]{64}\): unknown pass 'instcombin'"
+        TuningStoreError,
+        match=r"p\.json: entry 2 \(ir_hash [0-9a-f]{64}\): pass_list: unknown pass 'instcombin'",
     ):
         read_profile(tmp_path / "p.json")
 
@@ -94,13 +93,23 @@ def test_a_profile_that_is_not_json_is_refused(tmp_path):
         read_profile(tmp_path / "p.json")
 
 
-def test_a_profile_with_one_key_twice_names_both_entries(store, tmp_path):
-    store.offer([function_entry("a", 1)])
-    export_profile(store, tmp_path / "p.json")
-    document = json.loads((tmp_path / "p.json").read_text())
+def test_a_profile_with_one_key_twice_names_both_entries(tmp_path):
+    document = json.loads(profile_text([function_entry("a", 1)]))
     document["entries"].append(dict(document["entries"][0], cost=0))
     _write(tmp_path / "p.json", document)
     with pytest.raises(
         TuningStoreError, match=r"entry 2 \(ir_hash [0-9a-f]{64}\) repeats the key of entry 1"
+    ):
+        read_profile(tmp_path / "p.json")
+
+
+def test_a_profile_entry_with_a_negative_cost_or_a_missing_field_says_which(tmp_path):
+    document = json.loads(profile_text([function_entry("a", 1)]))
+    document["entries"][0]["cost"] = -1
+    del document["entries"][0]["found_by"]
+    _write(tmp_path / "p.json", document)
+    with pytest.raises(
+        TuningStoreError,
+        match=r"entry 1 .*cost: Input should be greater than or equal to 0; found_by: Field required",
     ):
         read_profile(tmp_path / "p.json")
