@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import sys
 import time
@@ -214,6 +215,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--steps", type=int, help="optimizer steps: the schedule's length")
+    parser.add_argument(
+        "--epochs",
+        type=float,
+        help="instead of --steps: passes over the train tokens (the schedule's length)",
+    )
     parser.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
     parser.add_argument("--time-limit", type=float, help="seconds since start: checkpoint and stop before")
     parser.add_argument(
@@ -238,8 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peak-tflops", type=float, help="peak dense bf16 TFLOP/s per device, for MFU")
     args = parser.parse_args(argv)
     started = time.monotonic()
-    if args.steps is None and not args.resume:
-        parser.error("give --steps (or --resume)")
+    if args.steps is None and args.epochs is None and not args.resume:
+        parser.error("give --steps or --epochs (or --resume)")
     if args.long_seq_len % args.seq_len:
         parser.error("--long-seq-len must be a multiple of --seq-len (the same tokens per step)")
 
@@ -257,13 +263,16 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError:
         val_tokens = None
 
+    if args.steps is None and args.epochs is not None:
+        tokens_per_step = args.micro_batch * args.accumulate * dist.world * args.seq_len
+        args.steps = max(1, math.ceil(args.epochs * train_tokens.size / tokens_per_step))
     checkpoint_path = args.out / CHECKPOINT
     checkpoint = None
     if args.resume and checkpoint_path.exists():
         checkpoint = torch.load(checkpoint_path, map_location="cpu", weights_only=True)
         args.steps = args.steps or checkpoint["settings"]["steps"]
     elif args.resume and args.steps is None:
-        parser.error(f"--resume: {checkpoint_path} does not exist; give --steps to start")
+        parser.error(f"--resume: {checkpoint_path} does not exist; give --steps or --epochs to start")
     settings = run_settings(args, arch, dist.world, train_shards)
     if checkpoint is not None and checkpoint["settings"] != settings:
         differs = sorted(k for k in settings if checkpoint["settings"].get(k) != settings[k])
