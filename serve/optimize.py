@@ -260,8 +260,8 @@ class Optimizer:
 
     async def _record(self, ir: str, stored: StoredAnswer | None, name: str) -> bool:
         """Keep the unit for `optserve tune` (tuning.record_units); whether it was new to the store."""
-        if stored is None or not self.settings.tuning.record_units or self.settings.tuning.profile:
-            return False
+        if stored is None or not self.settings.tuning.record_units or self.store.read_only:
+            return False  # a profile (read-only) records nothing
         from optserve.tuning.store import TuningStoreError
 
         try:

@@ -163,3 +163,23 @@ def test_answers_cached_before_tuning_are_not_served_after_it(pool, store, unit_
 def test_without_a_store_the_flow_is_unchanged(pool, unit_ir):
     response = optimize(ScriptedGenerator([OTHER_LIST]), pool, stored_request(unit_ir), settings=SETTINGS)
     assert [c.source for c in response.candidates] == ["oz"] and response.tuning == schemas.TuningStoreHits()
+
+
+def test_a_profile_gives_the_same_objects_as_the_store_it_was_exported_from(pool, store, unit_ir, tmp_path):
+    """Profile round trip: store -> export -> a fresh store imports it, and a service serving only the
+    profile (`tuning.profile`, read-only) -> the same object bytes as the store it came from."""
+    from optserve.tuning.profile import export_profile, import_profile
+
+    store.offer(function_entries(unit_ir))
+    request = stored_request(unit_ir, return_object=True)
+    from_store = run(pool, store, request)
+    profile = tmp_path / "project.optserve-profile.json"
+    assert export_profile(store, profile) == len(set(unit_keys(unit_ir, 200).function_hashes.values()))
+    with open_store(str(tmp_path / "fresh.sqlite3")) as fresh:
+        import_profile(fresh, profile)
+        from_import = run(pool, fresh, request)
+    with open_store(f"profile:{profile}", read_only=True) as served:
+        from_profile = run(pool, served, request)
+        assert not from_profile.tuning.recorded  # a profile is read-only: nothing recorded
+    assert from_store.object_code == from_import.object_code == from_profile.object_code
+    assert from_store.best.source == from_profile.best.source
