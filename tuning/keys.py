@@ -13,13 +13,16 @@ import hashlib
 import json
 from functools import cache
 
-from optserve.compiler.cache import ir_digest
 from optserve.compiler.passes import MAX_PASSES, META_FLAGS, PASS_NAMES
 from optserve.tuning.records import Toolchain
 
 
 def ir_hash(normalized_ir: str) -> str:
     """SHA-256 (hex) of normalized IR text: the key of a function or unit (the service's IR digest)."""
+    from optserve.compiler.cache import (
+        ir_digest,
+    )  # here: compiler.cache loads LLVM, the store's readers need none
+
     return ir_digest(normalized_ir)
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import subprocess
+import sys
 
 import llvmlite.binding
 
@@ -31,3 +33,14 @@ def test_the_vocabulary_version_changes_when_the_served_passes_change(monkeypatc
         assert vocabulary_version() != before
     finally:
         keys.vocabulary_version.cache_clear()
+
+
+def test_opening_and_reading_a_store_loads_no_llvm(tmp_path):
+    code = (
+        "import sys\n"
+        "from optserve.tuning import open_store\n"
+        f"with open_store({str(tmp_path / 't.sqlite3')!r}) as store:\n"
+        "    store.stats()\n"
+        "assert 'llvmlite' not in sys.modules, 'the store imported llvmlite'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
