@@ -278,15 +278,16 @@ def _tune(store, settings, args: argparse.Namespace) -> int:
 
 
 def _render(result: Mapping[str, Any]) -> str:
-    unit = "bytes" if result["objective"] == "text_size" else "instructions"
+    r = result
+    unit = "bytes" if r["objective"] == "text_size" else "instructions"
     lines = [
-        f"units: {result['units']} tuned at budget {result['budget']} ({result['units_at_budget']} already "
-        f"at it, {result['units_failed']} failed)",
-        f"functions: {result['functions']} searched ({result['functions_at_budget']} already at the budget)",
-        f"compiles: {result['compiles']} in {result['seconds']:.1f} s ({result['compiles_per_s']} compiles/s "
-        f"on {result['workers']} workers)",
-        f"saved vs -Oz: {result['saved_by_units']} {unit} by the unit entries, "
-        f"{result['saved_by_functions']} by the function entries ({result['objective']})",
+        f"units: {r['units']} tuned at budget {r['budget']} ({r['units_at_budget']} already at it, "
+        f"{r['units_failed']} failed)",
+        f"functions: {r['functions']} searched ({r['functions_at_budget']} already at the budget)",
+        f"compiles: {r['compiles']} in {r['seconds']:.1f} s, Ray's start {r['startup_seconds']:.1f} s of it "
+        f"({r['compiles_per_s']} compiles/s on {r['workers']} workers)",
+        f"saved vs -Oz: {r['saved_by_units']} {unit} of {r['oz_cost_of_units']} by the units' answers "
+        f"({r['saved_percent']}%), {r['saved_by_functions']} by the function entries on their own modules",
     ]
-    lines += [f"failed: {failure}" for failure in result["failures"]]
+    lines += [f"failed: {failure}" for failure in r["failures"]]
     return "\n".join(lines)

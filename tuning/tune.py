@@ -24,6 +24,7 @@ arrives: a killed run keeps everything written before the kill, and the next run
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -74,15 +75,28 @@ class TuneSummary:
     compiles: int = 0
     saved_by_units: int = 0
     saved_by_functions: int = 0
-    seconds: float = 0.0
+    oz_cost_of_units: int = 0  # the -Oz cost of the units tuned, what `saved_by_units` is a share of
+    seconds: float = 0.0  # the whole run's wall time
+    startup_seconds: float = 0.0  # of which starting (or joining) Ray
     failures: list[str] = field(default_factory=list)  # "unit name: why", one per unit or function failed
 
     @property
     def compiles_per_s(self) -> float:
-        return self.compiles / self.seconds if self.seconds else 0.0
+        """Compiles per second of the tuning itself (Ray's start left out)."""
+        working = self.seconds - self.startup_seconds
+        return self.compiles / working if working > 0 else 0.0
+
+    @property
+    def saved_percent(self) -> float:
+        """`saved_by_units` as a percentage of the tuned units' -Oz cost."""
+        return 100 * self.saved_by_units / self.oz_cost_of_units if self.oz_cost_of_units else 0.0
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "compiles_per_s": round(self.compiles_per_s, 2)}
+        derived = {
+            "compiles_per_s": round(self.compiles_per_s, 2),
+            "saved_percent": round(self.saved_percent, 3),
+        }
+        return {**asdict(self), **derived}
 
 
 # --- the tasks (run in Ray workers; plain functions, callable without Ray) ------------------------------
@@ -241,14 +255,20 @@ def tune(
     if progress is not None:
         progress(summary, len(pending))
     if pending:
-        _Run(store, plan, max_functions, pending, summary, tasks_factory(), progress).run()
+        tasks = tasks_factory()
+        summary.startup_seconds = time.monotonic() - started
+        _Run(store, plan, max_functions, pending, summary, tasks, progress).run()
     summary.seconds = time.monotonic() - started
     return summary
 
 
 class _Run:
     """One run's event loop: units enter a window as the store yields them, each moves split -> function
-    searches -> unit measurement, and every result is written to the store before the next is awaited."""
+    searches -> unit measurement, and every result is written to the store before the next is awaited.
+
+    Tasks wait in the driver's queue and go to Ray two per CPU, a unit's measurement ahead of every search:
+    units finish (and get their budget) one after another rather than all at the end, so a killed run loses
+    at most the few units that were open."""
 
     def __init__(self, store, plan, max_functions, pending, summary, tasks, progress):
         self.store, self.plan, self.max_functions = store, plan, max_functions
@@ -258,6 +278,8 @@ class _Run:
         self.window = 2 * tasks.cpus + 1  # units open at once: enough work queued for every CPU
         self.open_units = 0
         self.in_flight: dict[Any, tuple[str, Any]] = {}  # Ray ref -> (step, its unit or function)
+        self.queued: deque[tuple[str, Any, Any, tuple]] = deque()  # (step, whose, remote function, args)
+        self.slots = 2 * tasks.cpus  # tasks handed to Ray at once: one running and one ready per CPU
         self.searching: dict[tuple[str, Toolchain], list[_OpenUnit]] = {}  # function key -> units waiting
         self.steps = {"split": self._split, "search": self._searched, "unit": self._measured}
 
@@ -272,8 +294,11 @@ class _Run:
                     exhausted = True
                     break
                 open_unit = _OpenUnit(self.wanted.pop(unit.ir_hash), unit.ir)
-                self.in_flight[self.tasks.split.remote(unit.ir, self.max_functions)] = ("split", open_unit)
+                self._submit("split", open_unit, self.tasks.split, unit.ir, self.max_functions)
                 self.open_units += 1
+            while self.queued and len(self.in_flight) < self.slots:
+                step, whose, remote, args = self.queued.popleft()
+                self.in_flight[remote.remote(*args)] = (step, whose)
             if not self.in_flight:
                 return
             (ref,), _ = ray.wait(list(self.in_flight), num_returns=1)
@@ -293,7 +318,7 @@ class _Run:
             return self._failed(unit, f"split: {error}")
         unit.keys = keys
         if not keys.function_hashes:  # no split: the unit is searched as one
-            self.in_flight[self.tasks.search.remote(unit.ir, self.plan)] = ("unit", unit)
+            self._submit("unit", unit, self.tasks.search, unit.ir, self.plan)
             return None
         toolchain = unit.pending.toolchain
         stored = self.store.lookup_functions(sorted(set(keys.function_hashes.values())), toolchain)
@@ -309,8 +334,7 @@ class _Run:
             else:
                 self.searching[key] = [unit]
                 unit.waiting.add(function_hash)
-                ref = self.tasks.search.remote(keys.parts.functions[name], self.plan)
-                self.in_flight[ref] = ("search", (key, name))
+                self._submit("search", (key, name), self.tasks.search, keys.parts.functions[name], self.plan)
         if not unit.waiting:
             self._measure(unit)
         return None
@@ -352,7 +376,11 @@ class _Run:
             for name, h in hashes.items()
             if h in stored and tuple(stored[h].pass_list) != OZ
         }
-        self.in_flight[self.tasks.unit.remote(unit.ir, lists, self.plan)] = ("unit", unit)
+        self._submit("unit", unit, self.tasks.unit, unit.ir, lists, self.plan, first=True)
+
+    def _submit(self, step: str, whose: Any, remote: Any, *args: Any, first: bool = False) -> None:
+        """Queue a task: last, or `first` (a unit's measurement, which finishes the unit)."""
+        (self.queued.appendleft if first else self.queued.append)((step, whose, remote, args))
 
     def _measured(self, unit: _OpenUnit, result, error: str) -> None:
         if isinstance(result, LocalSearchResult):  # a unit without a split, searched as one
@@ -364,6 +392,7 @@ class _Run:
                 self.summary.compiles += result.compiles
             return self._failed(unit, error or result.error)
         self.summary.compiles += result.compiles
+        self.summary.oz_cost_of_units += result.oz_cost
         toolchain = unit.pending.toolchain
         if result.best is not None:
             found_by = FOUND_BY_UNIT_LISTS if unit.keys.function_hashes else FOUND_BY_FUNCTION

@@ -22,7 +22,7 @@ from optserve.tuning.unit_keys import unit_keys
 
 SOURCES = Path(__file__).resolve().parent.parent / "data" / "c"
 UNITS = ("switch.c", "recursion.c", "loops.c")
-BUDGET = 12
+BUDGET = 10
 OBJECTIVE = "text_size"
 MAX_FUNCTIONS = 200
 # Coreset-like seeds (the bundled coreset's lists are what the CLI uses; these keep the test self-contained).
@@ -104,10 +104,14 @@ def test_a_killed_run_keeps_what_it_wrote_and_the_next_run_finishes(tmp_path, ir
     url = str(tmp_path / "tuning.sqlite3")
     with open_store(url) as store:
         record(store, irs)
-    budget = 40
+    budget = BUDGET
+    import ray
+
+    # The run joins this test's Ray (as a cluster's driver would): its tasks die with it.
+    address = ray.get_runtime_context().gcs_address
     command = [sys.executable, "-m", "optserve.cli", "tune", "--store", url, "--budget", str(budget)]
     process = subprocess.Popen(
-        [*command, "--workers", "1"], start_new_session=True, stderr=subprocess.DEVNULL
+        [*command, "--ray-address", address], start_new_session=True, stderr=subprocess.DEVNULL
     )
     toolchains = {ir: toolchain_of(ir, OBJECTIVE) for ir in irs.values()}
     hashes = {ir: unit_keys(ir, MAX_FUNCTIONS).unit_hash for ir in irs.values()}
