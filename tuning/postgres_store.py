@@ -117,6 +117,10 @@ class PostgresTuningStore(SqlTuningStore):
         ).fetchall()
         return {name for (name,) in rows}
 
+    def free_table_names(self, cursor: Any, table: str) -> None:
+        # PostgreSQL keeps an index's name when its table is renamed; SQLite renames its automatic ones.
+        cursor.execute(f"ALTER INDEX IF EXISTS {table}_pkey RENAME TO {table}_old_pkey")
+
     def lock_for_schema(self, cursor: Any) -> None:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
 

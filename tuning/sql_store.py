@@ -227,6 +227,9 @@ class SqlTuningStore:
         """Whether `error` means the connection was lost (the next call may reconnect)."""
         return False
 
+    def free_table_names(self, cursor: Any, table: str) -> None:
+        """After `table` was renamed, free the names its indexes had (the new table's are the same)."""
+
     def lock_for_schema(self, cursor: Any) -> None:
         """Serialize schema creation and migration between processes (SQLite's write lock already does)."""
 
@@ -323,10 +326,7 @@ class SqlTuningStore:
         """Schema 1 -> 2: function entries gain kind and function lists, units their compressed IR, and the
         budgets table appears. Runs inside the caller's (write) transaction: all of it or nothing."""
         self.execute(cursor, "ALTER TABLE units RENAME TO units_v1")
-        if (
-            self.placeholder != "?"
-        ):  # PostgreSQL's index names are per schema: free the name for the new table
-            self.execute(cursor, "ALTER INDEX IF EXISTS units_pkey RENAME TO units_v1_pkey")
+        self.free_table_names(cursor, "units")
         for statement in SCHEMA_V2:
             self.execute(cursor, statement.format(blob=self.blob_type))
         self.execute(
@@ -384,16 +384,17 @@ class SqlTuningStore:
 
     @guarded_read
     def entries(self, toolchain_filter: Toolchain | None = None) -> Iterator[TunedList]:
-        order = " ORDER BY objective, kind, ir_hash, target, llvm_version, vocabulary"
         with self.read() as cursor:
             if toolchain_filter is None:
-                rows = self.execute(cursor, f"SELECT {_SELECT} FROM tuned" + order).fetchall()
+                rows = self.execute(cursor, f"SELECT {_SELECT} FROM tuned").fetchall()
             else:
                 rows = self.execute(
                     cursor,
-                    f"SELECT {_SELECT} FROM tuned WHERE {_TOOLCHAIN_WHERE}" + order,
+                    f"SELECT {_SELECT} FROM tuned WHERE {_TOOLCHAIN_WHERE}",
                     _toolchain_fields(toolchain_filter),
                 ).fetchall()
+        # Sorted here, not by the database: a server's collation may order text otherwise than code points.
+        rows.sort(key=lambda row: (row[2], row[0], row[1], row[3], row[4], row[5]))
         return iter([row_entry(row) for row in rows])
 
     @guarded_read
