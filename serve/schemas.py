@@ -69,10 +69,13 @@ INT32_MAX = 2**31 - 1  # the proto's int32
 # (kernels/spec.py). The settings' limits are added by serve/openapi.py. The examples are what /docs shows
 # and what schemathesis sends first: requests that succeed, so the answers' schemas get checked too.
 _EXAMPLE_IR = "define i32 @add(i32 %a, i32 %b) {\n  %sum = add nsw i32 %a, %b\n  ret i32 %sum\n}\n"
+# IR text as compiler/ir.py's parse_ir takes it: something besides whitespace (Python's, what str.strip()
+# strips: \s and \x1c-\x1f, \x85), and no NUL.
+IR_TEXT_SCHEMA = {"type": "string", "minLength": 1, "pattern": r"^[^\x00]*[^\s\x00\x1c-\x1f\x85][^\x00]*$"}
 _OPTIMIZE_REQUEST_SCHEMA = {
     "oneOf": [
-        {"required": ["ir"], "properties": {"ir": {"type": "string"}}},
-        {"required": ["ir_bitcode"], "properties": {"ir_bitcode": {"type": "string"}}},
+        {"required": ["ir"], "properties": {"ir": IR_TEXT_SCHEMA}},
+        {"required": ["ir_bitcode"], "properties": {"ir_bitcode": {"type": "string", "minLength": 1}}},
     ],
     "anyOf": [
         {
@@ -85,10 +88,19 @@ _OPTIMIZE_REQUEST_SCHEMA = {
     ],
     "examples": [{"ir": _EXAMPLE_IR, "strategy": "priority", "samples": 2, "deadline_s": 10}],
 }
+# The einsum as kernels/spec.py parses it: OUT[i,j] += IN1[i+k,...] * IN2[...], every dimension an index
+# name (a sum of names on the inputs), so `A[]` or `A[1]` is refused by the schema as by the server.
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
-_TENSOR = rf"\s*{_NAME}\s*\[[^\]]*\]\s*"
-EINSUM_SCHEMA = {"pattern": rf"^{_TENSOR}\+={_TENSOR}\*{_TENSOR}$", "maxLength": 1000}
-SIZES_SCHEMA = {"minProperties": 1, "additionalProperties": {"type": "integer", "minimum": 1}}
+_INDEX = rf"\s*{_NAME}\s*"
+_SUM = rf"{_INDEX}(\+{_INDEX})*"
+_OUTPUT = rf"\s*{_NAME}\s*\[{_INDEX}(,{_INDEX})*\]\s*"
+_TENSOR = rf"\s*{_NAME}\s*\[{_SUM}(,{_SUM})*\]\s*"
+EINSUM_SCHEMA = {"pattern": rf"^{_OUTPUT}\+={_TENSOR}\*{_TENSOR}$", "maxLength": 1000}
+SIZES_SCHEMA = {
+    "minProperties": 1,
+    "propertyNames": {"pattern": rf"^{_NAME}$"},  # the einsum's index names
+    "additionalProperties": {"type": "integer", "minimum": 1},
+}
 _SCHEDULE_REQUEST_SCHEMA = {
     "examples": [
         {
