@@ -30,15 +30,19 @@ class ErrorKind(Enum):
         return self.value[1]
 
 
-# How long a caller refused for capacity should wait before trying again (the same for Ray Serve's own
-# refusals, serve/app.py); a body over the size limit is refused whenever it is sent again.
+# How long a caller refused for capacity, or answered by a part that is restarting, should wait before trying
+# again (the same for Ray Serve's own refusals, serve/app.py); a body over the size limit is refused whenever
+# it is sent again. HTTP says it as `Retry-After` (429 and 503), gRPC as `grpc-retry-pushback-ms`.
 RETRY_AFTER_S = 1
+_RETRY_LATER = {ErrorKind.RESOURCE_EXHAUSTED, ErrorKind.UNAVAILABLE}
+RETRY_AFTER_STATUSES = frozenset({429, 503})  # HTTP statuses whose answers carry Retry-After
 
 
 def retry_after_s(kind: ErrorKind) -> int | None:
-    """Seconds to wait before trying again after an answer of `kind`: a number for overload, -1 for a
-    refusal that a retry would get again, None when the answer says nothing about retrying."""
-    if kind is ErrorKind.RESOURCE_EXHAUSTED:
+    """Seconds to wait before trying again after an answer of `kind`: a number for overload and for a part
+    that is unavailable (restarting, not ready), -1 for a refusal that a retry would get again, None when
+    the answer says nothing about retrying."""
+    if kind in _RETRY_LATER:
         return RETRY_AFTER_S
     return -1 if kind is ErrorKind.TOO_LARGE else None
 

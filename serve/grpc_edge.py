@@ -6,8 +6,8 @@ proxy makes each method's handler with its server's `service_handler_factory`; `
 from the servicer functions Serve calls in the proxy (serve/grpc_services.py), so that each unary call
 - reaches the ingress with its deadline in the metadata (`optserve-deadline`, serve/call_deadline.py; one a
   caller sent is dropped), and
-- answered RESOURCE_EXHAUSTED without `grpc-retry-pushback-ms`, gets it (RETRY_AFTER_S, as the ingress's
-  own refusals and HTTP's Retry-After).
+- answered RESOURCE_EXHAUSTED or UNAVAILABLE without `grpc-retry-pushback-ms`, gets it (RETRY_AFTER_S, as
+  the ingress's own refusals and HTTP's Retry-After).
 Ray internals, as serve/loopback.py's hook: without the factory (another Ray), the proxy serves as before
 and says so in its log.
 """
@@ -26,6 +26,8 @@ from optserve.serve.errors import RETRY_AFTER_S
 log = logging.getLogger(__name__)
 
 _WRAPPED = "_optserve_edge"
+# Answers that say "try again later": the proxy's own refusals (its queue full, no replica) get retry info.
+_RETRY_LATER_CODES = (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE)
 # grpc.aio reports "no deadline" as a remaining time this large or none at all.
 _NO_DEADLINE_S = 1e8
 
@@ -78,7 +80,7 @@ class _EdgeContext:
         self._context.set_trailing_metadata(trailing_metadata)
 
     def add_retry_info(self) -> None:
-        if self._context.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+        if self._context.code() not in _RETRY_LATER_CODES:
             return
         if any(key == PUSHBACK_KEY for key, _ in self._trailing):
             return

@@ -5,7 +5,8 @@ becomes status UNKNOWN, which optserve code cannot change. Ray Serve's proxy kee
 deserializer a servicer function registers (it replaces only the handler and the response serializer), so
 these register none: the proxy forwards the bytes, and the ingress parses them with `parse_request`,
 answering garbage INVALID_ARGUMENT with the message type it expected. Registering them also installs the
-proxy's edge (serve/grpc_edge.py): the call's deadline and retry info, which the proxy leaves out.
+proxy's edges: the call's deadline and retry info, which the proxy leaves out (serve/grpc_edge.py), and flow
+control of HTTP request bodies (serve/http_edge.py).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from google.protobuf.descriptor import ServiceDescriptor
 from google.protobuf.message import DecodeError, Message
 from google.protobuf.message_factory import GetMessageClass
 
-from optserve.serve import grpc_edge
+from optserve.serve import grpc_edge, http_edge
 from optserve.serve.errors import ErrorKind, ServiceError
 from optserve.v1 import optserve_pb2
 
@@ -50,6 +51,7 @@ def add_raw_request_service(
 ) -> None:
     """Register `service`'s unary methods (or only `methods`) on `server`, the requests left undecoded."""
     grpc_edge.install(server)
+    http_edge.install()  # the same proxy process serves HTTP: its body reading is paced
     handlers = {
         method.name: grpc.unary_unary_rpc_method_handler(
             getattr(servicer, method.name),

@@ -13,12 +13,13 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 
 import optserve
 from optserve.config import Settings
 from optserve.serve import metrics, schemas
-from optserve.serve.errors import ErrorKind, ServiceError, retry_after_s
+from optserve.serve.errors import RETRY_AFTER_S, RETRY_AFTER_STATUSES, ErrorKind, ServiceError
 from optserve.serve.readiness import READY
 
 api = FastAPI(
@@ -79,23 +80,55 @@ def _count_refused(path: str, code: str) -> None:
     recorder.count(metrics.REQUESTS, operation=operation, protocol="http", code=code)
 
 
-@api.middleware("http")
-async def _limit_body_size(request: Request, call_next):
-    """413 before reading a body larger than any acceptable request (`app.state.max_body_bytes`)."""
-    length = request.headers.get("content-length", "")
-    limit = getattr(request.app.state, "max_body_bytes", None)
-    if limit is not None and length.isdigit() and int(length) > limit:
-        error = ServiceError(ErrorKind.TOO_LARGE, f"request body is {length} bytes, more than {limit}")
-        _count_refused(request.url.path, error.kind.grpc_code.name)
-        return JSONResponse(error.to_json(), status_code=error.kind.http_status)
-    return await call_next(request)
+class _BodyTooLarge(HTTPException):
+    """The body read so far is over the limit (413): raised by the receive channel, so the route stops
+    reading; the handler below answers it as the API's error body."""
+
+    def __init__(self, detail: str):
+        super().__init__(status_code=ErrorKind.TOO_LARGE.http_status, detail=detail)
+
+
+class _LimitBodySize:
+    """413 for a body larger than any acceptable request (`app.state.max_body_bytes`): before reading it
+    when its Content-Length says so, else as soon as the bytes read pass the limit (a chunked body has no
+    length), so the ingress never holds more than the limit of one body (pure ASGI: it wraps `receive`)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        limit = getattr(scope["app"].state, "max_body_bytes", None) if scope["type"] == "http" else None
+        if limit is None:
+            return await self.app(scope, receive, send)
+        path = scope.get("path", "")
+        length = Headers(scope=scope).get("content-length", "")
+        if length.isdigit() and int(length) > limit:
+            error = ServiceError(ErrorKind.TOO_LARGE, f"request body is {length} bytes, more than {limit}")
+            _count_refused(path, error.kind.grpc_code.name)
+            refusal = JSONResponse(error.to_json(), status_code=error.kind.http_status)
+            return await refusal(scope, receive, send)
+        read = 0
+
+        async def limited_receive():
+            nonlocal read
+            message = await receive()
+            if message["type"] == "http.request":
+                read += len(message.get("body", b""))
+                if read > limit:
+                    _count_refused(path, ErrorKind.TOO_LARGE.grpc_code.name)
+                    raise _BodyTooLarge(f"request body is more than {limit} bytes (read while it was sent)")
+            return message
+
+        return await self.app(scope, limited_receive, send)
+
+
+api.add_middleware(_LimitBodySize)
 
 
 @api.exception_handler(ServiceError)
 async def _service_error_response(request: Request, err: ServiceError) -> JSONResponse:
-    pause_s = retry_after_s(err.kind)
-    headers = {"retry-after": str(pause_s)} if pause_s is not None and pause_s >= 0 else None
-    return JSONResponse(err.to_json(), status_code=err.kind.http_status, headers=headers)
+    status = err.kind.http_status  # 429 and 503 say when to try again (serve/errors.py: retry_after_s)
+    return JSONResponse(err.to_json(), status_code=status, headers=_with_retry_after(status))
 
 
 @api.exception_handler(HTTPException)
@@ -104,7 +137,16 @@ async def _http_error_response(request: Request, err: HTTPException) -> JSONResp
     kind = next((kind for kind in ErrorKind if kind.http_status == err.status_code), None)
     code = kind.grpc_code.name if kind is not None else HTTPStatus(err.status_code).name
     body = {"error": {"code": code, "message": str(err.detail)}}
-    return JSONResponse(body, status_code=err.status_code, headers=err.headers)
+    return JSONResponse(
+        body, status_code=err.status_code, headers=_with_retry_after(err.status_code, err.headers)
+    )
+
+
+def _with_retry_after(status: int, headers: dict[str, str] | None = None) -> dict[str, str] | None:
+    """`headers` and, for a 429 or 503 answer, `Retry-After` (RETRY_AFTER_S) unless they have one."""
+    if status not in RETRY_AFTER_STATUSES or any(k.lower() == "retry-after" for k in headers or {}):
+        return headers
+    return {**(headers or {}), "retry-after": str(RETRY_AFTER_S)}
 
 
 @api.exception_handler(RequestValidationError)
@@ -120,7 +162,8 @@ def readiness_response(parts: dict[str, str]) -> JSONResponse:
     """`/v2/health/ready`: 200 when every part is ready, else 503; the parts' states either way."""
     ready = all(state == READY for state in parts.values())
     body = schemas.Readiness(ready=ready, parts=parts)
-    return JSONResponse(body.model_dump(), status_code=200 if ready else 503)
+    status = 200 if ready else 503
+    return JSONResponse(body.model_dump(), status_code=status, headers=_with_retry_after(status))
 
 
 def named_model(metadata: schemas.ModelMetadata, name: str) -> schemas.ModelMetadata:
@@ -145,4 +188,5 @@ def kserve_model(metadata: schemas.ModelMetadata) -> schemas.KServeModelMetadata
 
 def kserve_model_readiness(metadata: schemas.ModelMetadata) -> JSONResponse:
     body = schemas.ModelReadiness(name=metadata.name, ready=metadata.ready, reason=metadata.reason)
-    return JSONResponse(body.model_dump(), status_code=200 if metadata.ready else 503)
+    status = 200 if metadata.ready else 503
+    return JSONResponse(body.model_dump(), status_code=status, headers=_with_retry_after(status))

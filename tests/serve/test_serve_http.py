@@ -103,6 +103,44 @@ def test_a_body_over_the_limit_is_413(http):
     assert error_of(response)[:2] == (413, "RESOURCE_EXHAUSTED")
 
 
+def _chunked_post(url: str, path: str, megabytes: int) -> tuple[bytes, int]:
+    """POST a chunked body of `megabytes` MiB (no Content-Length) over a raw socket, stopping as soon as an
+    answer arrives: (the answer's head, the bytes sent by then)."""
+    import select
+    import socket
+    from urllib.parse import urlsplit
+
+    where = urlsplit(url)
+    chunk = b"a" * 2**20
+    with socket.create_connection((where.hostname, where.port), timeout=60) as sock:
+        head = f"POST {path} HTTP/1.1\r\nhost: {where.hostname}\r\ncontent-type: application/json\r\n"
+        head += f"authorization: Bearer {TOKEN}\r\ntransfer-encoding: chunked\r\n\r\n"
+        sock.sendall(head.encode() + b'8\r\n{"ir": "\r\n')
+        sent = 0
+        try:
+            while sent < megabytes * 2**20 and not select.select([sock], [], [], 0)[0]:
+                sock.sendall(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+                sent += len(chunk)
+            if sent == megabytes * 2**20:  # no answer yet: end the body
+                sock.sendall(b'2\r\n"}\r\n0\r\n\r\n')
+        except OSError:  # the service closed the connection after its answer
+            pass
+        answer = b""
+        while b"\r\n\r\n" not in answer and (data := sock.recv(65536)):
+            answer += data
+    return answer, sent
+
+
+def test_a_chunked_body_over_the_limit_is_413_while_it_is_sent(service, http, add_ir):
+    """No Content-Length to refuse it by: the limit is counted while the body is read, so 413 comes long
+    before the client has sent all of it (the ingress does not hold 256 MiB), and the service serves on."""
+    endpoints, _ = service
+    answer, sent = _chunked_post(endpoints.http_url, "/v1/optimize", megabytes=256)
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:300]
+    assert sent < 64 * 2**20, f"answered only after {sent / 2**20:.0f} MiB"
+    assert http.post("/v1/optimize", json={"ir": add_ir}).status_code == 200
+
+
 def test_oz_not_finishing_before_the_deadline_is_504(http):
     response = http.post("/v1/optimize", json={"ir": slow_module(), "deadline_s": 0.01, "bypass_cache": True})
     assert error_of(response)[:2] == (504, "DEADLINE_EXCEEDED")

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import pytest
 from ray.exceptions import RayTaskError
 from ray.serve.exceptions import BackPressureError
+from starlette.exceptions import HTTPException
 
 from optserve.engine.interface import PromptTooLongError
 from optserve.serve import schemas
@@ -198,11 +199,13 @@ def test_work_still_running_when_the_call_s_time_is_up_is_cancelled_as_deadline_
 
 
 @pytest.mark.parametrize(
-    ("kind", "pause_s"), [(ErrorKind.RESOURCE_EXHAUSTED, 1.0), (ErrorKind.TOO_LARGE, None)]
+    ("kind", "pause_s"),
+    [(ErrorKind.RESOURCE_EXHAUSTED, 1.0), (ErrorKind.UNAVAILABLE, 1.0), (ErrorKind.TOO_LARGE, None)],
 )
 def test_a_refusal_for_capacity_tells_the_client_when_to_retry(kind, pause_s):
-    """Over real gRPC: the ingress's RESOURCE_EXHAUSTED carries `grpc-retry-pushback-ms` (issue 21), which the
-    client's retry policy follows; a body over the limit asks not to be retried."""
+    """Over real gRPC: the ingress's RESOURCE_EXHAUSTED (issue 21) and UNAVAILABLE (issue 38) carry
+    `grpc-retry-pushback-ms`, which the client's retry policy follows; a body over the limit asks not to be
+    retried."""
     import random
 
     import grpc
@@ -228,7 +231,7 @@ def test_a_refusal_for_capacity_tells_the_client_when_to_retry(kind, pause_s):
         return caught.value
 
     err = asyncio.run(refused())
-    assert err.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert err.code() is kind.grpc_code
     assert DEFAULT_RETRY.pause_s(1, err, random.Random(0)) == pause_s
 
 
@@ -239,6 +242,32 @@ def test_an_http_refusal_for_capacity_has_retry_after():
     assert busy.status_code == 429 and busy.headers["retry-after"] == "1"
     large = asyncio.run(_service_error_response(None, ServiceError(ErrorKind.TOO_LARGE, "large")))
     assert large.status_code == 413 and "retry-after" not in large.headers
+
+
+def test_every_http_503_has_retry_after():
+    """An unavailable part (UNAVAILABLE), readiness and a model's readiness that say "not yet": 503 with
+    `Retry-After`, so a load balancer or client waits as the service asks (issue 38)."""
+    from optserve.serve.http_app import (
+        _http_error_response,
+        _service_error_response,
+        kserve_model_readiness,
+        readiness_response,
+    )
+    from optserve.serve.schemas import ModelMetadata
+
+    restarting = ServiceError(ErrorKind.UNAVAILABLE, "the engine is being restarted")
+    not_ready = ModelMetadata(
+        name="m", version="v", backend="torch", platform="cpu", ready=False, reason="loading",
+        strategies=[], max_samples=1, max_feedback_rounds=0, max_ir_bytes=1,
+    )  # fmt: skip
+    answers = [
+        asyncio.run(_service_error_response(None, restarting)),
+        asyncio.run(_http_error_response(None, HTTPException(503, "down"))),
+        readiness_response({"model": "loading", "compiler": "ready"}),
+        kserve_model_readiness(not_ready),
+    ]
+    assert [(a.status_code, a.headers.get("retry-after")) for a in answers] == [(503, "1")] * 4
+    assert "retry-after" not in readiness_response({"model": "ready"}).headers
 
 
 def test_the_compiler_client_sends_the_deadline_as_wall_clock_time_and_the_replica_reads_it_back():

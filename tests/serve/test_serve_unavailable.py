@@ -116,3 +116,31 @@ def test_one_scrape_sums_the_counts_of_both_ingress_replicas(modelless, add_ir):
     summed = asyncio.run(cluster_metrics(APP))
     counted = [v for n, s, v in parse_exposition(summed) if n == "optserve_requests_total" and s == labels]
     assert counted == [before + tries]
+
+
+def test_unavailable_answers_say_when_to_try_again(modelless, add_ir):
+    """Every 503 carries Retry-After, and gRPC's UNAVAILABLE `grpc-retry-pushback-ms` (serve/errors.py's
+    RETRY_AFTER_S): a caller backs off as the service asks instead of guessing."""
+    from optserve.serve.errors import RETRY_AFTER_S
+    from optserve.v1 import optserve_pb2 as pb
+    from optserve.v1 import optserve_pb2_grpc as pb_grpc
+
+    endpoints, _ = modelless
+    headers = {"authorization": f"Bearer {TOKEN}"}
+    with httpx.Client(base_url=f"{endpoints.http_url}/{APP}", headers=headers, timeout=60) as http:
+        name = http.get("/v1/model").json()["name"]
+        for response in (
+            http.get("/v2/health/ready"),
+            http.post("/v1/optimize", json={"ir": add_ir}),
+            http.get(f"/v2/models/{name}/ready"),
+        ):
+            assert response.status_code == 503, response.text
+            assert response.headers.get("retry-after") == str(RETRY_AFTER_S), response.request.url
+    with grpc.insecure_channel(endpoints.grpc_target) as channel:
+        metadata = (("authorization", f"Bearer {TOKEN}"), ("application", APP))
+        with pytest.raises(grpc.RpcError) as caught:
+            pb_grpc.PassOrderingStub(channel).Optimize(
+                pb.OptimizeRequest(ir_text=add_ir), metadata=metadata, timeout=60
+            )
+    assert caught.value.code() is grpc.StatusCode.UNAVAILABLE
+    assert ("grpc-retry-pushback-ms", str(RETRY_AFTER_S * 1000)) in caught.value.trailing_metadata()
