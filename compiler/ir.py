@@ -166,15 +166,16 @@ def normalize_ir(ir: str) -> str:
     Newlines are kept; indentation is stripped and other whitespace runs become one space. The result still
     parses and verifies (IRError otherwise), and keeps the module's instructions.
     """
-    printed = str(parse_module(ir))
-    lines = []
-    for line in printed.splitlines():
-        line = _normalize_line(line)
-        if line:
-            lines.append(line)
-    normalized = "\n".join(lines) + "\n"
+    normalized = normalized_lines(str(parse_module(ir)))
     parse_module(normalized)  # the contract: normalized IR is still valid IR
     return normalized
+
+
+def normalized_lines(printed: str) -> str:
+    """`normalize_ir`'s text step alone, on IR as LLVM printed it (no parse, no check): for keys of IR that
+    was just parsed and printed, where the parse would cost more than the hash (the tuning store's)."""
+    lines = [line for line in map(_normalize_line, printed.splitlines()) if line]
+    return "\n".join(lines) + "\n"
 
 
 def _normalize_line(line: str) -> str:

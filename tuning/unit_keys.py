@@ -2,7 +2,8 @@
 
 A function's key is the hash of its function module as `compiler.function_lists.split_unit` builds it (the
 function, the static helpers only it calls, declarations of what it references), normalized as the model
-reads IR (comments, debug metadata and attribute groups dropped). An edit of one function changes that
+reads IR (comments, debug metadata and attribute groups dropped; `compiler.ir.normalized_lines`, on the
+text LLVM printed, so no key costs a parse beyond the split's). An edit of one function changes that
 function's module and the unit's hash, not the other functions' modules: their stored lists still apply.
 A `-g` build and a plain one of the same source share their keys.
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from optserve.compiler.function_lists import UnitParts, defined_function_count, split_unit
-from optserve.compiler.ir import IRError, Stop, normalize_ir
+from optserve.compiler.ir import IRError, Stop, normalized_lines
 from optserve.tuning.keys import ir_hash
 
 
@@ -28,15 +29,15 @@ class UnitKeys:
 
 
 def unit_keys(ir: str, max_functions: int, stop: Stop | None = None) -> UnitKeys:
-    """The keys of `ir` (a parsed, verified unit). Units of more than `max_functions` defined functions or
-    that `split_unit` refuses (aliases, ifuncs) get only the unit's key; `stop()` ends the split early
-    (StoppedError), as the service's deadline does."""
-    unit_hash = ir_hash(normalize_ir(ir))
+    """The keys of `ir` (a unit as LLVM printed it: `compiler.ir.parse_ir`'s text). Units of more than
+    `max_functions` defined functions or that `split_unit` refuses (aliases, ifuncs) get only the unit's
+    key; `stop()` ends the split early (StoppedError), as the service's deadline does."""
+    unit_hash = ir_hash(normalized_lines(ir))
     if defined_function_count(ir) < 2 or defined_function_count(ir) > max_functions:
         return UnitKeys(unit_hash, {}, None)
     try:
         parts = split_unit(ir, stop)
     except IRError as err:
         return UnitKeys(unit_hash, {}, None, str(err))
-    hashes = {name: ir_hash(normalize_ir(module)) for name, module in parts.functions.items()}
+    hashes = {name: ir_hash(normalized_lines(module)) for name, module in parts.functions.items()}
     return UnitKeys(unit_hash, hashes, parts)
