@@ -14,7 +14,7 @@ from optserve.tuning.store import open_store
 from tests.tuning.entries import TOOLCHAIN, hash_of
 from tests.tuning.workers import BATCH, KEYS, commit_then_write_forever, offer_rounds, offered_cost
 
-WORKERS = 6
+WORKERS = 4
 ROUNDS = 5
 
 

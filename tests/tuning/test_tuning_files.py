@@ -12,7 +12,6 @@ import pytest
 from optserve.tuning.sql_store import SCHEMA_V1
 from optserve.tuning.store import TuningStoreError, default_store_path, open_store
 from tests.tuning.entries import TOOLCHAIN, function_entry, hash_of
-from tests.tuning.postgres_server import PostgresServer
 
 
 def _execute(url: str, *statements: str) -> None:
@@ -150,13 +149,9 @@ def test_an_unknown_url_scheme_is_refused():
         open_store("redis://localhost:6379/0")
 
 
-def test_a_postgresql_store_reads_again_after_the_server_restarts():
-    server = PostgresServer()
-    try:
-        with open_store(server.fresh_url()) as store:
-            store.offer([function_entry("f", 80)])
-            server.restart()
-            assert hash_of("f") in store.lookup_functions([hash_of("f")], TOOLCHAIN)
-            assert store.offer([function_entry("f", 70)]) == 1
-    finally:
-        server.stop()
+def test_a_postgresql_store_reads_again_after_the_server_restarts(postgres_server):
+    with open_store(postgres_server.fresh_url()) as store:
+        store.offer([function_entry("f", 80)])
+        postgres_server.restart()
+        assert hash_of("f") in store.lookup_functions([hash_of("f")], TOOLCHAIN)
+        assert store.offer([function_entry("f", 70)]) == 1
