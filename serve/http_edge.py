@@ -1,4 +1,5 @@
-"""What Ray Serve's HTTP proxy leaves out, added in the proxy itself: flow control of request bodies.
+"""What Ray Serve's HTTP proxy leaves out, added in the proxy itself: flow control of request bodies, and
+`Retry-After` on its own 503 answers.
 
 Ray Serve 2.60's HTTP proxy reads a request's body from the socket as fast as the client sends it, into a
 queue the replica drains (`HTTPProxy.proxy_asgi_receive`), with no bound: a chunked POST of hundreds of MB
@@ -6,7 +7,8 @@ queue the replica drains (`HTTPProxy.proxy_asgi_receive`), with no bound: a chun
 reads (serve/http_app.py), could answer 413. `install` paces that reading: while the queue holds more than
 MAX_QUEUED_BODY_BYTES of body, the proxy stops reading (the client's sends then wait, as TCP does), so the
 proxy holds at most about that much per request, and the ingress's 413 comes before the client has sent
-much more than the limit. Installed from the gRPC servicer functions Serve calls in the proxy
+much more than the limit. The proxy's own 503 (a deployment that is unavailable) gets `Retry-After`, as
+the ingress's 503s do (serve/http_app.py). Installed from the gRPC servicer functions Serve calls in the proxy
 (serve/grpc_services.py), as serve/grpc_edge.py is. Ray internals: where the proxy has no such method (another
 Ray), it serves as before and says so in its log.
 """
@@ -14,7 +16,10 @@ Ray), it serves as before and says so in its log.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
+
+from optserve.serve.errors import RETRY_AFTER_S
 
 log = logging.getLogger(__name__)
 
@@ -42,13 +47,29 @@ def paced(receive, queue, limit: int = MAX_QUEUED_BODY_BYTES):
     return paced_receive
 
 
+def with_retry_after(status):
+    """A proxy's `ResponseStatus` of a 503 with `Retry-After` (RETRY_AFTER_S) unless it has headers."""
+    if status.code != 503 or status.headers:
+        return status
+    return dataclasses.replace(status, headers=[(b"retry-after", str(RETRY_AFTER_S).encode())])
+
+
 def install() -> None:
-    """Pace the HTTP proxy's body reading (once per process)."""
+    """Pace the HTTP proxy's body reading and give its 503s `Retry-After` (once per process)."""
     try:
+        from ray.serve._private import proxy
         from ray.serve._private.proxy import HTTPProxy
     except ImportError:
         log.warning("Ray Serve has no HTTPProxy: request bodies are read without flow control")
         return
+    status_of = getattr(proxy, "get_http_response_status", None)
+    if status_of is not None and not getattr(status_of, _WRAPPED, False):
+
+        def get_http_response_status(*args, **kwargs):
+            return with_retry_after(status_of(*args, **kwargs))
+
+        setattr(get_http_response_status, _WRAPPED, True)
+        proxy.get_http_response_status = get_http_response_status
     original = getattr(HTTPProxy, "proxy_asgi_receive", None)
     if original is None:
         log.warning("Ray Serve's HTTP proxy has no proxy_asgi_receive: bodies are read without flow control")

@@ -40,3 +40,18 @@ def test_install_wraps_the_proxy_once():
     wrapped = HTTPProxy.proxy_asgi_receive
     http_edge.install()
     assert HTTPProxy.proxy_asgi_receive is wrapped and getattr(wrapped, http_edge._WRAPPED)
+
+
+def test_the_proxys_own_503_gets_retry_after():
+    """Ray Serve's proxy answers a deployment that failed to deploy 503 without Retry-After; installed, it
+    says when to try again, as the ingress's 503s do; its other answers keep their headers."""
+    from ray.serve._private import proxy
+    from ray.serve._private.common import DeploymentID
+    from ray.serve.exceptions import BackPressureError, DeploymentUnavailableError
+
+    http_edge.install()
+    failed = DeploymentUnavailableError(DeploymentID("Ingress"))
+    unavailable = proxy.get_http_response_status(failed, None, "r")
+    assert unavailable.code == 503 and unavailable.headers == [(b"retry-after", b"1")]
+    busy = BackPressureError(num_queued_requests=5, max_queued_requests=4, retry_after_s=7)
+    assert proxy.get_http_response_status(busy, None, "r").headers == [(b"retry-after", b"7")]
