@@ -1,5 +1,6 @@
 """The package as a build machine installs it: a wheel built from the tree, installed into a fresh venv with
-only the client's dependencies, whose optcc builds a C program against a running service."""
+only the client's dependencies, on each Python the client supports (3.11, 3.12, 3.13), whose optcc and
+optcc++ build and run a C program and a C++ file against a running service."""
 
 from __future__ import annotations
 
@@ -33,13 +34,47 @@ def wheel(tmp_path_factory) -> Path:
     return next(out.glob("optserve-*.whl"))
 
 
-@pytest.fixture(scope="module")
-def client_venv(wheel, tmp_path_factory) -> Path:
-    """A fresh venv holding `optserve[client]` from the wheel; its bin/ folder."""
-    venv = tmp_path_factory.mktemp("client-venv")
-    assert _run(sys.executable, "-m", "venv", "--clear", str(venv)).returncode == 0
-    result = _run(str(venv / "bin" / "python"), "-m", "pip", "install", "-q", f"{wheel}[client]")
+# The Pythons of `requires-python`; the service and training extras need 3.11 (pyproject.toml says why).
+CLIENT_PYTHONS = ("3.11", "3.12", "3.13")
+
+
+def _interpreter(version: str) -> str:
+    """A working python`version`: this test's own, else one on PATH, else pyenv's (whose shims on PATH
+    answer only for the versions pyenv has selected)."""
+    if f"{sys.version_info.major}.{sys.version_info.minor}" == version:
+        return sys.executable
+    pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    candidates = [shutil.which(f"python{version}")]
+    candidates += sorted(str(p) for p in pyenv_root.glob(f"versions/{version}.*/bin/python{version}"))
+    for candidate in filter(None, candidates):
+        if _run(candidate, "-c", "import sys").returncode == 0:
+            return candidate
+    pytest.fail(f"no python{version} here (the client is checked on each of {CLIENT_PYTHONS}): pyenv install")
+
+
+@pytest.fixture(scope="module", params=CLIENT_PYTHONS, ids=lambda version: f"py{version}")
+def client_venv(request, wheel, tmp_path_factory) -> Path:
+    """A fresh venv of each client Python holding `optserve[client]` from the wheel; its bin/ folder.
+    Made without pip of its own and filled by this Python's pip (`--python`), which saves ensurepip's
+    ~15 s per venv; pip's indexes are those it is configured with, as a user's would be."""
+    venv = tmp_path_factory.mktemp(f"client-venv-{request.param}")
+    made = _run(_interpreter(request.param), "-m", "venv", "--clear", "--without-pip", str(venv))
+    assert made.returncode == 0, made.stderr
+    python = venv / "bin" / "python"
+    result = _run(
+        sys.executable,
+        "-m",
+        "pip",
+        "--python",
+        str(python),
+        "install",
+        "-q",
+        "--no-compile",
+        f"{wheel}[client]",
+    )
     assert result.returncode == 0, result.stderr
+    version = _run(str(python), "-c", "import sys; print(*sys.version_info[:2], sep='.')").stdout.strip()
+    assert version == request.param
     return venv / "bin"
 
 
@@ -76,6 +111,27 @@ def test_the_client_install_has_no_service_stack_and_finds_the_bundled_models(cl
 
 
 @pytest.mark.slow
+def test_optcc_help_and_the_python_client_work_from_the_client_install(client_venv):
+    """Without a service: optcc prints its promise before clang's help; the Python client imports and
+    makes its request messages."""
+    helped = _run(str(client_venv / "optcc"), "--help", env=_clean_env())
+    assert helped.returncode == 0, helped.stderr
+    assert helped.stdout.startswith("optcc and optcc++")
+    probe = (
+        "from optserve.serve.client import OptserveClient\n"
+        "from optserve.v1 import optserve_pb2 as pb\n"
+        "print(pb.OptimizeRequest(ir_text='x').ir_text, OptserveClient.__name__)\n"
+    )
+    imported = _run(str(client_venv / "python"), "-c", probe, env=_clean_env(), cwd="/")
+    assert imported.returncode == 0, imported.stderr
+    assert imported.stdout.split() == ["x", "OptserveClient"]
+
+
+def _outcomes(log: Path) -> set[str]:
+    return {json.loads(line)["outcome"] for line in log.read_text().splitlines()}
+
+
+@pytest.mark.slow
 def test_optcc_from_the_client_install_builds_a_program_with_the_service(
     client_venv, optserve_target, tmp_path
 ):
@@ -84,8 +140,46 @@ def test_optcc_from_the_client_install_builds_a_program_with_the_service(
     env = _clean_env(OPTCC_SERVER=optserve_target, OPTCC_LOG=str(log), TMPDIR=str(tmp_path))
     result = _run("make", "-s", f"CC={client_venv / 'optcc'}", "CFLAGS=-Oz", cwd=program, env=env)
     assert result.returncode == 0, result.stderr
-    records = [json.loads(line) for line in log.read_text().splitlines()]
-    assert records and {r["outcome"] for r in records} == {"service"}
+    assert _outcomes(log) == {"service"}
+    ran = _run(str(program / "wordstat"), input=(program / "input.txt").read_text(), cwd=program)
+    assert ran.returncode == 0 and ran.stdout, ran.stderr
+
+
+CXX_SOURCE = """\
+#include <cstdio>
+#include <map>
+#include <string>
+
+template <typename Key> std::map<Key, int> histogram(const Key *keys, int n) {
+    std::map<Key, int> counts;
+    for (int i = 0; i < n; ++i) ++counts[keys[i]];
+    return counts;
+}
+
+int main() {
+    const std::string words[] = {"pass", "list", "pass", "order", "pass"};
+    for (const auto &[word, count] : histogram(words, 5)) std::printf("%s %d\\n", word.c_str(), count);
+}
+"""
+
+
+@pytest.mark.slow
+def test_optcc_plus_plus_from_the_client_install_builds_a_cxx_file_with_the_service(
+    client_venv, optserve_target, tmp_path
+):
+    (tmp_path / "histogram.cpp").write_text(CXX_SOURCE)
+    log = tmp_path / "optcc.jsonl"
+    env = _clean_env(OPTCC_SERVER=optserve_target, OPTCC_LOG=str(log), TMPDIR=str(tmp_path))
+    cxx = str(client_venv / "optcc++")
+    for command in (
+        [cxx, "-std=c++17", "-Oz", "-c", "histogram.cpp"],
+        [cxx, "histogram.o", "-o", "histogram"],
+    ):
+        result = _run(*command, cwd=tmp_path, env=env)
+        assert result.returncode == 0, result.stderr
+    assert _outcomes(log) == {"service"}
+    ran = _run(str(tmp_path / "histogram"), cwd=tmp_path)
+    assert (ran.returncode, ran.stdout) == (0, "list 1\norder 1\npass 3\n")
 
 
 @pytest.mark.slow
