@@ -22,7 +22,7 @@ BUSY_TIMEOUT_S = 60.0
 _LOOKUP_CHUNK = 500  # IR hashes per IN (...) list, well under SQLite's bound on parameters
 _UPSERT = f"INSERT INTO tuned ({_SELECT}) VALUES ({', '.join('?' for _ in COLUMNS)})" + UPSERT_TAIL
 _MOVE_ASIDE = (
-    "move it aside or delete it (the store is a cache of tuning results: `optserve tune` finds them again), "
+    "move it aside or delete it (`optserve tune` finds its lists again, at the cost of their compiles), "
     "or set tuning.store_url to another path"
 )
 
