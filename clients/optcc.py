@@ -7,7 +7,14 @@ command at the same size level. Every other command runs on that clang unchanged
 
 optcc takes over only size builds: one `-c` compile of one C or C++ source whose last -O flag is -Os or -Oz
 (the full table of rules is in command_line.py and docs/bench/clients.md; OPTCC_DEFAULT_LEVEL and OPTCC_FORCE
-widen it). For such a unit it
+widen it). With the default strategy (OPTCC_STRATEGY=stored, the tuning store's fast path) such a unit
+  0. is looked up in its object cache, as below; else
+  1. goes through bitcode (step 2, no budget): clang's front end once, then clang's back end on that
+     bitcode (clang's own object) while the service is asked for what its tuning store holds for the unit
+     (`strategy stored`: the stored lists, compiled beside the service's -Oz; no model) and records the
+     unit for `optserve tune`; the smaller object is written (step 5). A unit no tuning has reached yet
+     gets -Oz or clang's object; after `optserve tune`, the lists it found (docs/tuning.md).
+With a model strategy (greedy, priority, ...) the search runs on the build's path, within a budget: it
   0. looks it up in its object cache (object_cache.py, as ccache's direct mode): a unit whose command,
      compiler, settings, service model, source and headers are unchanged gets the object it got before,
      with clang's diagnostics and dependency file, and neither clang nor the service runs; else it
@@ -45,12 +52,16 @@ Warnings, errors, exit status and -MD dependency files are those of your clang's
 down, slow, overloaded or answers an error, the unit gets clang's object and stderr says so once per build:
 optcc never breaks a build that clang would build.
 
+`optcc --stats` prints optcc's counters (clients/stats.py: units, service answers, tuning store hits,
+bytes saved), `optcc --zero-stats` resets them.
+
 Environment (all optional):
   OPTCC_SERVER     host:port of optserve's gRPC API            (default localhost:9000)
   OPTCC_OBJECTIVE  text_size | instruction_count               (default text_size)
   OPTCC_IR         oz | o0: the unoptimized IR sent (settings.IR_MODES) (default oz)
-  OPTCC_STRATEGY   greedy | priority | nucleus | coreset | ranked_coreset (default greedy)
-  OPTCC_SAMPLES    model candidates per unit                   (default 1 for greedy, else 10)
+  OPTCC_STRATEGY   stored | greedy | priority | nucleus | coreset | ranked_coreset (default stored: the
+                   tuning store's lists, no model, no budget; the others search on the build's path)
+  OPTCC_SAMPLES    model candidates per unit                   (default 1 for stored and greedy, else 10)
   OPTCC_DEADLINE   seconds the service may spend on one unit   (default 10; optcc waits 5 s more)
   OPTCC_BUDGET     the service call's time per unit as a multiple of the unit's front end (the IR step,
                    after clang's own compile): the deadline is that less OPTCC_CALL_OVERHEAD, at most
@@ -122,7 +133,8 @@ def _finish(status: int, argv: list[str] | None) -> int:
 
 def _wrap(argv: list[str] | None, clang: str, cxx: bool) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if args in (["--stats"], ["-s"], ["--zero-stats"], ["-z"]):  # ccache's -s and -z: optcc's own counters
+    # ccache's -s and -z, long names only: `clang -s` alone is clang's (an error) and stays so
+    if args in (["--stats"], ["--zero-stats"]):
         return _statistics(args[0])
     if args == ["--help"]:  # optcc's own promise and settings first, then clang's options
         print(__doc__, flush=True)
@@ -163,7 +175,7 @@ def _statistics(flag: str) -> int:
 
     environment = dict(os.environ)
     path = stats.stats_path(_cache_dir(environment), environment)
-    if flag in ("--zero-stats", "-z"):
+    if flag == "--zero-stats":
         stats.zero(path)
         print("optcc: statistics zeroed")
     else:
