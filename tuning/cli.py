@@ -285,7 +285,8 @@ def _render(result: Mapping[str, Any]) -> str:
         f"{r['units_failed']} failed)",
         f"functions: {r['functions']} searched ({r['functions_at_budget']} already at the budget)",
         f"compiles: {r['compiles']} in {r['seconds']:.1f} s, Ray's start {r['startup_seconds']:.1f} s of it "
-        f"({r['compiles_per_s']} compiles/s on {r['workers']} workers)",
+        f"({r['compiles_per_s']} compiles/s on {r['workers']} workers; "
+        f"{r['compiles_per_cpu_s']} per CPU second of compiling)",
         f"saved vs -Oz: {r['saved_by_units']} {unit} of {r['oz_cost_of_units']} by the units' answers "
         f"({r['saved_percent']}%), {r['saved_by_functions']} by the function entries on their own modules",
     ]

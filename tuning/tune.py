@@ -17,16 +17,20 @@ triple, LLVM version, pass vocabulary) is below the requested budget N:
 
 Splits, searches and unit measurements run as Ray tasks of one CPU each, so every node of a Ray cluster
 shares them; each task compiles in a crash-isolated CompilerPool process that its Ray worker keeps between
-tasks (an LLVM abort fails one candidate, not the run). The driver writes each result to the store as it
-arrives: a killed run keeps everything written before the kill, and the next run starts from there.
+tasks (an LLVM abort fails one candidate, not the run). Ray runs its workers at nice 15 (Ray's
+`worker_niceness`), so on a machine that also builds, tuning takes only the CPU the build leaves. The driver
+writes each result to the store as it arrives: a killed run keeps everything written before the kill, and the
+next run starts from there.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from optserve.compiler.autotune import LocalSearchResult, local_search
@@ -76,6 +80,7 @@ class TuneSummary:
     saved_by_units: int = 0
     saved_by_functions: int = 0
     oz_cost_of_units: int = 0  # the -Oz cost of the units tuned, what `saved_by_units` is a share of
+    compile_cpu_seconds: float = 0.0  # CPU time of the compiler processes (Linux; what compiles cost a core)
     seconds: float = 0.0  # the whole run's wall time
     startup_seconds: float = 0.0  # of which starting (or joining) Ray
     failures: list[str] = field(default_factory=list)  # "unit name: why", one per unit or function failed
@@ -87,6 +92,11 @@ class TuneSummary:
         return self.compiles / working if working > 0 else 0.0
 
     @property
+    def compiles_per_cpu_s(self) -> float:
+        """Compiles per CPU second of the compiler processes: a core's throughput, whatever else runs."""
+        return self.compiles / self.compile_cpu_seconds if self.compile_cpu_seconds else 0.0
+
+    @property
     def saved_percent(self) -> float:
         """`saved_by_units` as a percentage of the tuned units' -Oz cost."""
         return 100 * self.saved_by_units / self.oz_cost_of_units if self.oz_cost_of_units else 0.0
@@ -94,6 +104,7 @@ class TuneSummary:
     def as_dict(self) -> dict[str, Any]:
         derived = {
             "compiles_per_s": round(self.compiles_per_s, 2),
+            "compiles_per_cpu_s": round(self.compiles_per_cpu_s, 2),
             "saved_percent": round(self.saved_percent, 3),
         }
         return {**asdict(self), **derived}
@@ -102,6 +113,7 @@ class TuneSummary:
 # --- the tasks (run in Ray workers; plain functions, callable without Ray) ------------------------------
 
 _POOL: CompilerPool | None = None
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def _pool(plan: SearchPlan) -> CompilerPool:
@@ -117,10 +129,35 @@ def split_task(ir: str, max_functions: int) -> UnitKeys:
     return unit_keys(ir, max_functions)
 
 
-def search_task(ir: str, plan: SearchPlan) -> LocalSearchResult:
-    """`local_search` of one function module (or a whole unit without a split) at the plan's budget."""
-    return local_search(
-        ir, budget=plan.budget, objective=plan.objective, seeds=plan.seed_lists, seed=0, pool=_pool(plan)
+def _cpu_seconds(pool: CompilerPool) -> float:
+    """CPU seconds (user + system) the pool's compiler processes have used so far (Linux /proc; else 0)."""
+    total = 0.0
+    for pid in pool.worker_pids():
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        total += (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime, stime
+    return total
+
+
+def _timed(pool: CompilerPool, work: Callable[[], Any]) -> tuple[Any, float]:
+    """`work()` and the compiler CPU seconds it took: what compiles cost whatever else the machine runs."""
+    before = _cpu_seconds(pool)
+    result = work()
+    return result, max(0.0, _cpu_seconds(pool) - before)
+
+
+def search_task(ir: str, plan: SearchPlan) -> tuple[LocalSearchResult, float]:
+    """`local_search` of one function module (or a whole unit without a split) at the plan's budget, and
+    the compiler CPU seconds it took."""
+    pool = _pool(plan)
+    seeds = plan.seed_lists
+    return _timed(
+        pool,
+        lambda: local_search(
+            ir, budget=plan.budget, objective=plan.objective, seeds=seeds, seed=0, pool=pool
+        ),
     )
 
 
@@ -145,13 +182,23 @@ class UnitMeasurement:
     error: str = ""
 
 
-def unit_task(ir: str, function_lists: dict[str, tuple[str, ...]], plan: SearchPlan) -> UnitMeasurement:
+def unit_task(
+    ir: str, function_lists: dict[str, tuple[str, ...]], plan: SearchPlan
+) -> tuple[UnitMeasurement, float]:
     """The unit's -Oz, the plan's whole-unit lists and `function_lists` linked (functions not named: -Oz),
-    measured on the whole unit; the cheapest that beats -Oz (the earlier candidate on a tie)."""
+    measured on the whole unit: the cheapest that beats -Oz (the earlier candidate on a tie), and the
+    compiler CPU seconds it took."""
+    pool = _pool(plan)
+    return _timed(pool, lambda: _measure_unit(ir, function_lists, plan, pool))
+
+
+def _measure_unit(
+    ir: str, function_lists: dict[str, tuple[str, ...]], plan: SearchPlan, pool: CompilerPool
+) -> UnitMeasurement:
     linked = FunctionLists.of(function_lists, default=OZ)
     whole = [p for p in dict.fromkeys(plan.unit_lists) if p != OZ]
     candidates: list[tuple[str, ...] | FunctionLists] = [OZ, *whole, linked]
-    evaluations = _pool(plan).evaluate(ir, candidates, plan.objective)
+    evaluations = pool.evaluate(ir, candidates, plan.objective)
     oz = evaluations[0]
     if oz.cost is None:
         return UnitMeasurement(None, None, len(candidates), oz.error or "-Oz failed")
@@ -255,8 +302,9 @@ def tune(
     if progress is not None:
         progress(summary, len(pending))
     if pending:
+        connecting = time.monotonic()
         tasks = tasks_factory()
-        summary.startup_seconds = time.monotonic() - started
+        summary.startup_seconds = time.monotonic() - connecting
         _Run(store, plan, max_functions, pending, summary, tasks, progress).run()
     summary.seconds = time.monotonic() - started
     return summary
@@ -307,6 +355,9 @@ class _Run:
                 result, error = ray.get(ref), ""
             except ray.exceptions.RayError as err:  # the task raised, or its worker died: this item only
                 result, error = None, _first_line(err)
+            if step != "split" and result is not None:
+                result, cpu_seconds = result
+                self.summary.compile_cpu_seconds += cpu_seconds
             {"split": self._split, "search": self._searched, "unit": self._measured}[step](
                 whose, result, error
             )
