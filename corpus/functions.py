@@ -6,12 +6,12 @@ record, so the build can journal it and resume.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from optserve.compiler.cache import ir_digest
 from optserve.compiler.ir import IRError, instruction_count, normalize_ir, split_functions
 from optserve.corpus.compile import CompileError, source_ir
 from optserve.corpus.sources import SourceFile
@@ -26,8 +26,9 @@ class DropRules:
 
 
 def ir_hash(normalized_ir: str) -> str:
-    """The example id: SHA-256 of the normalized IR (dedup key and leakage-manifest entry)."""
-    return hashlib.sha256(normalized_ir.encode()).hexdigest()
+    """The example id: SHA-256 of the normalized IR (dedup key and leakage-manifest entry), the digest the
+    service and the tuning store use too."""
+    return ir_digest(normalized_ir)
 
 
 def source_key(source: str, path: str) -> str:
