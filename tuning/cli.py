@@ -290,5 +290,7 @@ def _render(result: Mapping[str, Any]) -> str:
         f"saved vs -Oz: {r['saved_by_units']} {unit} of {r['oz_cost_of_units']} by the units' answers "
         f"({r['saved_percent']}%), {r['saved_by_functions']} by the function entries on their own modules",
     ]
+    if r["units"] == 0 and not r["failures"]:
+        lines = lines[:1]  # nothing was below the budget
     lines += [f"failed: {failure}" for failure in r["failures"]]
     return "\n".join(lines)
