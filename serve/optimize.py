@@ -36,7 +36,7 @@ from optserve.compiler.ir import IRError, StoppedError, parse_ir
 from optserve.compiler.passes import format_pass_list, to_opt_pipeline
 from optserve.compiler.pipeline import Evaluation
 from optserve.compiler.unit_search import DeadlinePassedError, measure_functions, refine_functions
-from optserve.compiler.workers import CandidateCompiler, cut_by_deadline, evaluation_outcome
+from optserve.compiler.workers import CandidateCompiler, cut_by_deadline, evaluation_outcome, llvm_failure
 from optserve.config import Settings
 from optserve.engine.coreset import Coreset
 from optserve.engine.feedback import generate_with_feedback
@@ -315,6 +315,8 @@ class Optimizer:
                 raise _deadline_exceeded("the -Oz baseline")
             return None
         if oz_eval.error and as_baseline:
+            if (said := llvm_failure(oz_eval)) is not None:  # the input's fault: the same input fails again
+                raise invalid(f"LLVM fails on this module at -Oz: {said}")
             raise ServiceError(ErrorKind.INTERNAL, f"-Oz failed to compile this module: {oz_eval.error}")
         return oz_eval
 

@@ -33,6 +33,7 @@ class IRCase:
     kind: str
     module: object  # str | bytes | callable producing one
     expect: str = "INVALID_ARGUMENT"
+    or_else: str = ""  # another code allowed (a busy machine's timeout may come before LLVM's own failure)
     message: str = ""  # regex the error message must match
     options: dict = field(default_factory=dict)
 
@@ -100,13 +101,14 @@ IR_CASES = [
     ),
     IRCase("hundreds_of_blocks_chain", lambda: gen.many_blocks(300), expect=OK, options={"deadline_s": 60}),
     # 1500 blocks in a chain: LLVM 20's SimplifyCFG (in -Oz) asserts "Iterative simplification didn't
-    # converge!" and aborts. The abort stays in the compiler worker; on a busy machine the candidate
-    # timeout may come first. Either way: a clear INTERNAL naming -Oz's failure.
+    # converge!" and aborts. The abort stays in the compiler worker and is the input's fault:
+    # INVALID_ARGUMENT with LLVM's words. On a busy machine the candidate timeout may come first: INTERNAL.
     IRCase(
         "thousands_of_blocks_llvm_abort",
         lambda: gen.many_blocks(1500),
-        expect="INTERNAL",
-        message=r"-Oz failed to compile this module: (compiler worker crashed.*SIGABRT|timed out)",
+        expect="INVALID_ARGUMENT",
+        or_else="INTERNAL",
+        message=r"LLVM fails on this module at -Oz: .*converge|-Oz failed to compile this module: timed out",
         options={"deadline_s": 60},
     ),
     IRCase("long_use_def_chain", lambda: gen.deep_expression(3000), expect=OK, options={"deadline_s": 60}),
@@ -164,7 +166,7 @@ def test_bad_ir_over_grpc(case, grpc_client, https, add_ir, reference):
     else:
         with pytest.raises(CallError) as caught:
             _grpc_optimize(grpc_client, module, case.options)
-        assert caught.value.code.name == case.expect, caught.value
+        assert caught.value.code.name in (case.expect, case.or_else), caught.value
         assert re.search(case.message, caught.value.message, re.S), caught.value.message
     assert_still_serving(grpc_client, https, add_ir, reference)
 
@@ -177,9 +179,9 @@ def test_bad_ir_over_http(case, grpc_client, https, add_ir, reference):
         assert answer.status_code == 200, answer.text
         assert answer.json()["best"]["cost"] <= answer.json()["oz_cost"]
     else:
-        assert answer.status_code == (500 if case.expect == "INTERNAL" else 400), answer.text
         error = answer.json()["error"]
-        assert error["code"] == case.expect
+        assert error["code"] in (case.expect, case.or_else), answer.text
+        assert answer.status_code == (500 if error["code"] == "INTERNAL" else 400), answer.text
         assert re.search(case.message, error["message"], re.S), error["message"]
     assert_still_serving(grpc_client, https, add_ir, reference)
 
