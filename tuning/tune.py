@@ -5,8 +5,10 @@ triple, LLVM version, pass vocabulary) is below the requested budget N:
   1. its keys (`unit_keys`, the one definition the service looks entries up with): the unit's hash and one
      hash per function module;
   2. each function module whose store entry has fewer than N compiles is searched: `local_search` (the
-     project's search, compiler/autotune.py) from -Oz, the coreset's first lists and any `seed_lists` (the
-     hook for the model's priority samples), budget N. Its best list is stored when it beats -Oz; otherwise
+     project's search, compiler/autotune.py) from -Oz, the list an earlier run stored for it, the coreset's
+     first lists and any `seed_lists` (the hook for the model's priority samples), budget N (the store adds
+     the compiles up, so a run at a higher budget goes on from a lower one). Its best list is stored when it
+     beats -Oz; otherwise
      -Oz itself is stored with its cost, the record that the function was searched at that budget and nothing
      beat -Oz (the fast path gives such a function -Oz, as it does a function without an entry: lookup.py);
   3. the whole unit: the functions' stored lists linked back (`FunctionLists`, as optcc's answer links them),
@@ -148,11 +150,14 @@ def _timed(pool: CompilerPool, work: Callable[[], Any]) -> tuple[Any, float]:
     return result, max(0.0, _cpu_seconds(pool) - before)
 
 
-def search_task(ir: str, plan: SearchPlan) -> tuple[LocalSearchResult, float]:
+def search_task(
+    ir: str, plan: SearchPlan, found: Sequence[Sequence[str]] = ()
+) -> tuple[LocalSearchResult, float]:
     """`local_search` of one function module (or a whole unit without a split) at the plan's budget, and
-    the compiler CPU seconds it took."""
+    the compiler CPU seconds it took. `found`: lists an earlier run stored for it, tried right after -Oz,
+    so a run at a higher budget goes on from them."""
     pool = _pool(plan)
-    seeds = plan.seed_lists
+    seeds = list(dict.fromkeys([OZ, *(tuple(p) for p in found), *plan.seed_lists]))
     return _timed(
         pool,
         lambda: local_search(
@@ -369,7 +374,9 @@ class _Run:
             return self._failed(unit, f"split: {error}")
         unit.keys = keys
         if not keys.function_hashes:  # no split: the unit is searched as one
-            self._submit("unit", unit, self.tasks.search, unit.ir, self.plan)
+            earlier = self.store.lookup_unit(keys.unit_hash, unit.pending.toolchain)
+            found = [earlier.pass_list] if earlier is not None and not earlier.function_lists else []
+            self._submit("unit", unit, self.tasks.search, unit.ir, self.plan, found)
             return None
         toolchain = unit.pending.toolchain
         stored = self.store.lookup_functions(sorted(set(keys.function_hashes.values())), toolchain)
@@ -385,7 +392,9 @@ class _Run:
             else:
                 self.searching[key] = [unit]
                 unit.waiting.add(function_hash)
-                self._submit("search", (key, name), self.tasks.search, keys.parts.functions[name], self.plan)
+                found = [entry.pass_list] if entry is not None else []
+                module = keys.parts.functions[name]
+                self._submit("search", (key, name), self.tasks.search, module, self.plan, found)
         if not unit.waiting:
             self._measure(unit)
         return None

@@ -166,3 +166,24 @@ def test_a_build_command_runs_first_with_optcc_as_cc(tmp_path):
     cc, cxx = out.read_text().split()
     assert (Path(cc).name, Path(cxx).name) == ("optcc", "optcc++")
     assert main(["tune", "--store", url, "--", "sh", "-c", "exit 3"]) == 3  # a failed build: no tuning
+
+
+def test_a_run_at_a_higher_budget_goes_on_from_the_stored_lists(tuned, irs):
+    url, _ = tuned
+    with open_store(url) as store:
+        hashes = {
+            h: toolchain_of(ir, OBJECTIVE)
+            for ir in irs.values()
+            for h in unit_keys(ir, MAX_FUNCTIONS).function_hashes.values()
+        }
+        before = {h: store.lookup_functions([h], t)[h] for h, t in hashes.items()}
+        summary = tune(store, plan(BUDGET + 4), max_functions=MAX_FUNCTIONS)
+        after = {h: store.lookup_functions([h], t)[h] for h, t in hashes.items()}
+        assert summary.units == len(irs) and summary.functions == len(hashes)
+        for h in hashes:  # never worse than what the lower budget found, and the compiles add up
+            assert after[h].cost <= before[h].cost and after[h].compiles >= before[h].compiles + BUDGET + 4
+        assert all(
+            store.tuned_budget(unit_keys(ir, MAX_FUNCTIONS).unit_hash, toolchain_of(ir, OBJECTIVE))
+            == BUDGET + 4
+            for ir in irs.values()
+        )
