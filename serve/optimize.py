@@ -10,7 +10,8 @@ sampling and returns the best found so far. Every compile carries the deadline t
 the compiles still running at it and starts none after it (compiler/workers.py): a candidate it cut is left
 out of the answer, and no worker stays busy for a request already answered.
 
--Oz is compiled beside the model for every request. Without `baseline_cost` it is the baseline (only -Oz not
+-Oz is compiled beside the model for every request (but strategy stored's whole-unit hits, whose -Oz cost
+tuning measured under the same toolchain: `_stored_without_oz`). Without `baseline_cost` it is the baseline (only -Oz not
 finishing in time is DEADLINE_EXCEEDED; -Oz failing, because its compiler replica died or it does not compile,
 ends the request at once with that error, not after the rest of the candidate work). With it (the client's own
 cost, e.g. the .text size of the object its own clang made) the client's cost is the baseline and -Oz an
@@ -75,6 +76,7 @@ class _Measured:
     source: CandidateSource
     error: str
     function_lists: FunctionLists | None = None  # source per_function: the list of each function
+    outputs: tuple[str | None, bytes | None] | None = None  # (IR, object) compiled with it, when asked for
 
     @property
     def job(self) -> tuple[str, ...] | FunctionLists:
@@ -171,7 +173,10 @@ class Optimizer:
         best_ir = best_object = None
         if ranked[0] is oz:
             best_ir, best_object = oz_eval.optimized_ir, oz_eval.object_code
-        held = (baseline, oz)  # candidates whose outputs are at hand (the client holds its own code)
+        elif ranked[0].outputs is not None:  # the tuning store's candidate compiles with its outputs
+            best_ir, best_object = ranked[0].outputs
+        # candidates whose outputs are at hand (the client holds its own code)
+        held = (baseline, oz, *(m for m in ranked if m.outputs is not None))
 
         if any(want) and not any(ranked[0] is m for m in held):
             started_output = time.monotonic()
@@ -193,8 +198,10 @@ class Optimizer:
                 ranked = sorted(ranked, key=lambda m: m is not fallback)
                 if fallback is oz:
                     best_ir, best_object = oz_eval.optimized_ir, oz_eval.object_code
+                elif fallback.outputs is not None:
+                    best_ir, best_object = fallback.outputs
                 sampled.warning = (
-                    f"{_BASELINE_NAMES[fallback.source]} returned instead of a better candidate whose output "
+                    f"{_HELD_NAMES[fallback.source]} returned instead of a better candidate whose output "
                     f"failed: {err}"
                 )
                 sampled.deadline_hit = sampled.deadline_hit or err.kind is ErrorKind.DEADLINE_EXCEEDED
@@ -283,6 +290,13 @@ class Optimizer:
         is INTERNAL and not finishing by the deadline DEADLINE_EXCEEDED. -Oz as a candidate (`baseline_cost`
         given): its error is the candidate's, and the deadline coming first leaves it out (None)."""
         as_baseline = request.baseline_cost is None
+        if (
+            as_baseline
+            and request.strategy == ServedStrategy.STORED
+            and stored is not None
+            and stored.oz_cost
+        ):
+            return await self._stored_without_oz(ir, request, deadline, want, stored)
         oz = asyncio.ensure_future(self._oz_evaluation(ir, request.objective, want, as_baseline, deadline))
         sampling = asyncio.ensure_future(self._sample_and_measure(ir, request, deadline, stored))
         try:
@@ -300,6 +314,30 @@ class Optimizer:
         finally:
             sampling.cancel()
             oz.cancel()
+        return sampled, oz_eval
+
+    async def _stored_without_oz(
+        self,
+        ir: str,
+        request: schemas.OptimizeRequest,
+        deadline: float,
+        want: tuple[bool, bool],
+        stored: StoredAnswer,
+    ) -> tuple[_Sampled, Evaluation]:
+        """Strategy stored, a whole-unit entry: tuning measured this unit's -Oz under the same toolchain
+        (`stored.oz_cost`) and kept the entry because it costs less, so one compile (the entry's lists,
+        with the outputs) answers. Should it not hold up (it failed, or costs no less), -Oz is compiled."""
+        sampled = await self._sample_and_measure(ir, request, deadline, stored)
+        tuned = [m for m in sampled.measured if m.source is CandidateSource.TUNED and not m.error]
+        if tuned and tuned[0].cost is not None and tuned[0].cost < stored.oz_cost:
+            return sampled, Evaluation(OZ_PASS_LIST, stored.oz_cost, None, 0.0)
+        started = time.monotonic()
+        oz_eval = await _until(
+            self._oz_evaluation(ir, request.objective, want, True, deadline),
+            deadline + BACKEND_GRACE_S,
+            "the -Oz baseline",
+        )
+        sampled.compile_s += time.monotonic() - started
         return sampled, oz_eval
 
     async def _oz_evaluation(
@@ -345,7 +383,13 @@ class Optimizer:
         and measured, until the deadline."""
         sampled = _Sampled()
         if stored is not None and stored.job is not None:
-            await self._measure_tuned(ir, request.objective, deadline, sampled, stored.job)
+            # a build's answer is most likely this candidate: compiled with the outputs, it needs no second
+            want = (
+                (request.return_ir, request.return_object)
+                if request.strategy == ServedStrategy.STORED
+                else None
+            )
+            await self._measure_tuned(ir, request.objective, deadline, sampled, stored.job, want)
         if request.strategy == ServedStrategy.STORED:
             return sampled
         parts = stored.keys.parts if stored is not None else None
@@ -385,12 +429,15 @@ class Optimizer:
         deadline: float,
         sampled: _Sampled,
         job: tuple[str, ...] | FunctionLists,
+        want: tuple[bool, bool] | None = None,
     ) -> None:
-        """Compile the tuning store's candidate for the unit (one compile) into `sampled`."""
+        """Compile the tuning store's candidate for the unit (one compile) into `sampled`, with the outputs
+        `want`ed (IR, object) when given."""
         started = time.monotonic()
+        outputs = want if want is not None and any(want) else (False, False)
         try:
             (evaluation,) = await _until(
-                self.compiler.evaluate_async(ir, [job], objective, deadline=deadline),
+                self.compiler.evaluate_async(ir, [job], objective, *outputs, deadline=deadline),
                 deadline + BACKEND_GRACE_S,
                 "compiling the tuning store's candidate",
             )
@@ -406,8 +453,11 @@ class Optimizer:
             return
         lists = job if isinstance(job, FunctionLists) else None
         pass_list = () if lists is not None else job
+        held = (evaluation.optimized_ir, evaluation.object_code) if any(outputs) and evaluation.ok else None
         sampled.measured.append(
-            _Measured(pass_list, evaluation.cost, 0.0, CandidateSource.TUNED, evaluation.error or "", lists)
+            _Measured(
+                pass_list, evaluation.cost, 0.0, CandidateSource.TUNED, evaluation.error or "", lists, held
+            )
         )
 
     async def _per_function(
@@ -646,7 +696,11 @@ _SOURCE_ORDER = {
     CandidateSource.PER_FUNCTION: 3,
     CandidateSource.TUNED: 4,
 }
-_BASELINE_NAMES = {CandidateSource.OZ: "-Oz", CandidateSource.CLIENT_BASELINE: "the client's baseline"}
+_HELD_NAMES = {
+    CandidateSource.OZ: "-Oz",
+    CandidateSource.CLIENT_BASELINE: "the client's baseline",
+    CandidateSource.TUNED: "the tuning store's candidate",
+}
 
 
 def _rank(measured: list[_Measured]) -> list[_Measured]:

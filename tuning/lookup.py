@@ -33,6 +33,7 @@ class StoredAnswer:
     keys: UnitKeys
     toolchain: Toolchain
     unit_hit: bool = False
+    oz_cost: int | None = None  # a whole-unit entry's -Oz cost, as tuning measured it (same toolchain)
     function_hits: int = 0
     entries_digest: str = ""  # the entries used, for the answer cache's key: a newer entry is a new answer
 
@@ -64,9 +65,8 @@ def stored_answer(
             if unit.function_lists
             else tuple(unit.pass_list)
         )
-        return StoredAnswer(
-            job, keys, toolchain, unit_hit=True, entries_digest=f"u:{unit.cost}:{unit.ir_hash}"
-        )
+        digest = f"u:{unit.cost}:{unit.ir_hash}"
+        return StoredAnswer(job, keys, toolchain, unit_hit=True, oz_cost=unit.oz_cost, entries_digest=digest)
     if not keys.function_hashes:
         return StoredAnswer(None, keys, toolchain)
     found = store.lookup_functions(sorted(set(keys.function_hashes.values())), toolchain)

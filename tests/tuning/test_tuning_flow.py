@@ -183,3 +183,41 @@ def test_a_profile_gives_the_same_objects_as_the_store_it_was_exported_from(pool
         assert not from_profile.tuning.recorded  # a profile is read-only: nothing recorded
     assert from_store.object_code == from_import.object_code == from_profile.object_code
     assert from_store.best.source == from_profile.best.source
+
+
+class _CountingCompiler:
+    """The real pool, counting the jobs it is given (how many compiles an answer cost)."""
+
+    def __init__(self, pool):
+        self.pool, self.jobs = pool, []
+
+    async def evaluate_async(self, ir, jobs, *args, **kwargs):
+        self.jobs += list(jobs)
+        return await self.pool.evaluate_async(ir, jobs, *args, **kwargs)
+
+
+def unit_entry(ir: str, cost: int, oz_cost: int) -> TunedList:
+    keys = unit_keys(ir, max_functions=200)
+    lists = tuple((name, OTHER_LIST) for name in sorted(keys.function_hashes))
+    return TunedList(keys.unit_hash, toolchain_of(ir, "text_size"), "unit", ("-Oz",), lists, cost, oz_cost, 9,
+                     "test", time.time())  # fmt: skip
+
+
+def test_a_whole_unit_entry_is_one_compile_and_reports_the_minus_oz_tuning_measured(pool, store, unit_ir):
+    lists = FunctionLists.of(dict.fromkeys(split_unit(unit_ir).functions, OTHER_LIST), default=("-Oz",))
+    real = apply_function_lists(unit_ir, lists, "text_size", want_object=True)
+    store.offer([unit_entry(unit_ir, real.cost, real.cost + 10)])  # tuning found it 10 bytes below -Oz
+    compiler = _CountingCompiler(pool)
+    as_optcc_asks = stored_request(unit_ir, return_object=True, skip_input_cost=True)
+    response = run(compiler, store, as_optcc_asks)
+    assert len(compiler.jobs) == 1 and response.tuning.unit_hit
+    assert response.best.source == "tuned" and response.oz_cost == real.cost + 10
+    assert response.object_code == real.object_code
+
+
+def test_a_whole_unit_entry_that_does_not_hold_up_gets_minus_oz_compiled(pool, store, unit_ir):
+    store.offer([unit_entry(unit_ir, 1, 2)])  # claims far less than its lists really cost
+    compiler = _CountingCompiler(pool)
+    response = run(compiler, store, stored_request(unit_ir, return_object=True))
+    assert ("-Oz",) in compiler.jobs and response.oz_cost > 2
+    assert response.best.cost <= response.oz_cost and response.object_code
