@@ -120,6 +120,7 @@ RECIPES = (
 STEPS = ("configure", "build", "test", "clean", "warm")
 # The optional third side of a run, and its key in each package's results.
 THIRD_SIDES = {"optcc-oz": "compare_oz", "optcc-budget": "compare_budget", "optcc-main": "compare_main"}
+THIRD_SUFFIXES = tuple((side, key.removeprefix("compare")) for side, key in THIRD_SIDES.items())
 # optcc's per-unit timings (its OPTCC_LOG) summed in the cold build's breakdown, with their column names.
 BREAKDOWN = {
     "before_s": "optcc's imports",
@@ -278,6 +279,14 @@ def main() -> int:
     )  # fmt: skip
     parser.add_argument("--compare-first", action="store_true")
     parser.add_argument(
+        "--tune", type=int, metavar="BUDGET",
+        help="the tuning store's workflow: after optcc's side, `optserve tune --budget BUDGET` (the "
+        "service's store: --tune-store, else the default), then a copy built again with an empty object "
+        "cache (`optcc-tuned`; its warm step: the cache warm); with --strategy stored (optcc's default)",
+    )  # fmt: skip
+    parser.add_argument("--tune-store", default="", help="--tune: the service's tuning store URL")
+    parser.add_argument("--tune-workers", type=int, default=2, help="--tune: Ray CPUs for the search")
+    parser.add_argument(
         "--compare-optcc", type=Path,
         help="a third copy built with DIR/optcc and DIR/optcc++ (another install: main's), after this one's",
     )  # fmt: skip
@@ -314,7 +323,8 @@ def main() -> int:
     shutil.rmtree(cache_dir, ignore_errors=True)  # cold means cold
     shutil.rmtree(f"{cache_dir}-oz", ignore_errors=True)
     shutil.rmtree(f"{cache_dir}-budget", ignore_errors=True)
-    shutil.rmtree(f"{cache_dir}-main", ignore_errors=True)  # --compare-optcc's side: cold too
+    shutil.rmtree(f"{cache_dir}-main", ignore_errors=True)
+    shutil.rmtree(f"{cache_dir}-tuned", ignore_errors=True)  # --compare-optcc's side: cold too
     logs = WORK / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     sides = compilers(
@@ -337,6 +347,12 @@ def main() -> int:
         built = {side: run_side(recipe, source, side, env, logs) for side, env in sides.items()}
         outcome = {"package": recipe.package, "version": version, "recipe": recipe.__dict__}
         outcome |= {side: {k: v for k, v in b.items() if k != "objects"} for side, b in built.items()}
+        if args.tune:  # the store's workflow: tune what the first build recorded, then build again
+            outcome["tune"] = run_tune(args.tune, args.tune_store, args.tune_workers, logs, recipe.package)
+            tuned_env = sides["optcc"] | {"OPTCC_CACHE_DIR": f"{cache_dir}-tuned"}
+            built["optcc-tuned"] = run_side(recipe, source, "optcc-tuned", tuned_env, logs)
+            outcome["optcc-tuned"] = {k: v for k, v in built["optcc-tuned"].items() if k != "objects"}
+            outcome["compare_tuned"] = compare(built["clang"], built["optcc-tuned"])
         outcome["compare"] = compare(built["clang"], built["optcc"])
         for third, key in THIRD_SIDES.items():
             if third in built:
@@ -354,6 +370,7 @@ def main() -> int:
         "budget": args.budget,
         "compare_budget": args.compare_budget,
         "compare_optcc": None if args.compare_optcc is None else str(args.compare_optcc),
+        "tune_budget": args.tune,
         "packages": results,
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -361,6 +378,8 @@ def main() -> int:
     section = render(run) + render_units(unit_statistics(logs, run))
     if args.before_after:
         section += render_before_after(run, logs)
+    if args.tune:
+        section += render_tuned(run)
     print(section)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -368,10 +387,79 @@ def main() -> int:
     ok = all(
         p[side]["steps"].get("test", {}).get("rc") == 0 and not p[f"compare{suffix}"]["larger"]
         for p in results
-        for side, suffix in (("clang", ""), ("optcc", ""), *((t, k[7:]) for t, k in THIRD_SIDES.items()))
+        for side, suffix in (("clang", ""), ("optcc", ""), ("optcc-tuned", "_tuned"), *THIRD_SUFFIXES)
         if side in p
     )
     return 0 if ok else 1
+
+
+def run_tune(budget: int, store: str, workers: int, logs: Path, package: str) -> dict:
+    """`optserve tune` over what the service recorded so far (this package's first build): its summary."""
+    command = [str(BIN / "optserve"), "tune", "--budget", str(budget), "--workers", str(workers), "--json"]
+    command += ["--store", store] if store else []
+    started = time.monotonic()
+    done = subprocess.run(command, capture_output=True, text=True)
+    (logs / f"{package}-tune.out").write_text(done.stdout[-20000:] + done.stderr[-20000:])
+    if done.returncode != 0:
+        print(f"{package}: optserve tune failed ({done.returncode}):\n{done.stderr[-2000:]}")
+        return {"rc": done.returncode, "seconds": round(time.monotonic() - started, 1)}
+    summary = json.loads(done.stdout)
+    return {"rc": 0, "seconds": round(time.monotonic() - started, 1), "summary": summary}
+
+
+def render_tuned(run: dict) -> str:
+    """The tuning store's workflow per package: the first build (store empty), `optserve tune`, the build
+    again with an empty object cache, then warm; `.text` and time against clang-19 -Oz."""
+    lines = [
+        "",
+        f"Tuning store (`--tune {run['tune_budget']}`): build 1 with optcc's defaults and an empty store, "
+        "`optserve tune`, build 2 with an empty object cache, build 2 again warm (after clean). Time ratios "
+        "are against clang-19 -Oz's build of the same step.",
+        "",
+        "| package | build 1: time | build 1: saved | tune: s (compiles) | build 2: time | build 2: saved | "
+        "build 2 warm: time | larger (1 / 2) | tests clang / 1 / 2 |",
+        "|---|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
+    totals = Counter()
+    for p in run["packages"]:
+        if "optcc-tuned" not in p:
+            continue
+        c, first, second = p["clang"]["steps"], p["optcc"]["steps"], p["optcc-tuned"]["steps"]
+        clang_build, clang_warm = c.get("build", {}).get("seconds", 0), c.get("warm", {}).get("seconds", 0)
+        build_1, build_2 = first.get("build", {}).get("seconds", 0), second.get("build", {}).get("seconds", 0)
+        warm_2 = second.get("warm", {}).get("seconds", 0)
+        one, two = p["compare"], p["compare_tuned"]
+        tune = p.get("tune", {})
+        compiles = tune.get("summary", {}).get("compiles", "–")
+        sides = ("clang", "optcc", "optcc-tuned")
+        tests = " / ".join(_status(p[side]["steps"].get("test")) for side in sides)
+        lines.append(
+            f"| {p['package']} | {build_1:.1f} s ({_ratio(build_1, clang_build)}) | {_saved(one)} | "
+            f"{tune.get('seconds', 0):.0f} ({compiles}) | {build_2:.1f} s ({_ratio(build_2, clang_build)}) | "
+            f"{_saved(two)} | {warm_2:.1f} s ({_ratio(warm_2, clang_warm)}) | "
+            f"{len(one['larger'])} / {len(two['larger'])} | {tests} |"
+        )
+        totals.update(
+            clang_build=clang_build, clang_warm=clang_warm, build_1=build_1, build_2=build_2, warm_2=warm_2,
+            clang_text=one["clang_text"], text_1=one["optcc_text"], text_2=two["optcc_text"],
+            tune_s=tune.get("seconds", 0),
+        )  # fmt: skip
+    if totals["clang_text"]:
+        saved_1 = 1 - totals["text_1"] / totals["clang_text"]
+        saved_2 = 1 - totals["text_2"] / totals["clang_text"]
+        lines.append(
+            f"| **total** | {totals['build_1']:.1f} s ({_ratio(totals['build_1'], totals['clang_build'])}) | "
+            f"{saved_1:.2%} | {totals['tune_s']:.0f} | "
+            f"{totals['build_2']:.1f} s ({_ratio(totals['build_2'], totals['clang_build'])}) | "
+            f"{saved_2:.2%} | "
+            f"{totals['warm_2']:.1f} s ({_ratio(totals['warm_2'], totals['clang_warm'])}) | | |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _saved(compared: dict) -> str:
+    clang_text = compared["clang_text"]
+    return f"{(clang_text - compared['optcc_text']) / clang_text:.2%}" if clang_text else "–"
 
 
 def _ratio(optcc: float, clang: float) -> str:
