@@ -218,6 +218,25 @@ def _run_build(store, command: list[str]) -> int:
     return 0
 
 
+def connect_ray(address: str | None, workers: int | None) -> bool:
+    """Join the Ray cluster at `address`, or start a local Ray of `workers` CPUs (all when None) listening on
+    loopback only; nothing when this process is already connected. Returns whether it connected (and so
+    should `ray.shutdown()` at the end)."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    if address:
+        ray.init(address=address, log_to_driver=False)
+    else:
+        from optserve.serve.loopback import SINGLE_MACHINE_ENV, local_ray_on_loopback
+
+        local_ray_on_loopback("127.0.0.1")  # its Serve hook is not needed: no Serve runs here
+        env = {"env_vars": {SINGLE_MACHINE_ENV: "0"}}
+        ray.init("local", num_cpus=workers, include_dashboard=False, log_to_driver=False, runtime_env=env)
+    return True
+
+
 def _tune(store, settings, args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
@@ -226,7 +245,6 @@ def _tune(store, settings, args: argparse.Namespace) -> int:
         CORESET_SEEDS,
         UNIT_CORESET_LISTS,
         RayTasks,
-        connect_ray,
         search_plan,
         tune,
     )

@@ -270,25 +270,6 @@ class RayTasks:
         return max(1, int(self.ray.cluster_resources().get("CPU", 1)))
 
 
-def connect_ray(address: str | None, workers: int | None) -> bool:
-    """Join the Ray cluster at `address`, or start a local Ray of `workers` CPUs (all when None) listening on
-    loopback only; nothing when this process is already connected. Returns whether it connected (and so
-    should `ray.shutdown()` at the end)."""
-    import ray
-
-    if ray.is_initialized():
-        return False
-    if address:
-        ray.init(address=address, log_to_driver=False)
-    else:
-        from optserve.serve.loopback import SINGLE_MACHINE_ENV, local_ray_on_loopback
-
-        local_ray_on_loopback("127.0.0.1")  # its Serve hook is not needed: no Serve runs here
-        env = {"env_vars": {SINGLE_MACHINE_ENV: "0"}}
-        ray.init("local", num_cpus=workers, include_dashboard=False, log_to_driver=False, runtime_env=env)
-    return True
-
-
 def tune(
     store: TuningStore,
     plan: SearchPlan,
@@ -299,8 +280,8 @@ def tune(
     tasks_factory: Callable[[], RayTasks] = RayTasks,
 ) -> TuneSummary:
     """Tune every recorded unit below `plan.budget` (module docstring) on the Ray this process is connected
-    to (`connect_ray`); results are written to `store` as they arrive. `progress(summary, pending_units)`
-    is called once before any task and after every result."""
+    to (tuning/cli.py: `connect_ray`); results are written to `store` as they arrive.
+    `progress(summary, pending_units)` is called once before any task and after every result."""
     started = time.monotonic()
     summary = TuneSummary(plan.objective, plan.budget)
     pending, summary.units_at_budget = pending_units(store, plan.objective, plan.budget, limit_units)

@@ -15,9 +15,10 @@ import pytest
 from optserve.cli import main
 from optserve.compiler.function_lists import FunctionLists, apply_function_lists
 from optserve.compiler.pipeline import OZ, evaluate
+from optserve.tuning.cli import connect_ray
 from optserve.tuning.lookup import toolchain_of
 from optserve.tuning.store import open_store
-from optserve.tuning.tune import connect_ray, search_plan, tune
+from optserve.tuning.tune import search_plan, tune
 from optserve.tuning.unit_keys import unit_keys
 
 SOURCES = Path(__file__).resolve().parent.parent / "data" / "c"
