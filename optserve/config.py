@@ -177,6 +177,11 @@ class ServeSettings(_Section):
         None,
         description="if set, callers must present it (a secret: never logged, printed or sent in metadata)",
     )
+    require_token_beyond_loopback: bool = Field(
+        False,
+        description="`optserve serve` refuses a non-loopback host without auth_token (else it warns); the "
+        "image sets it (OPTSERVE_SERVE__REQUIRE_TOKEN_BEYOND_LOOPBACK=true), false there is the opt-out",
+    )
     tls_certfile: Path | None = Field(
         None, description="PEM certificate: HTTP is served as HTTPS, gRPC with TLS on grpc_tls_port"
     )

@@ -100,7 +100,7 @@ def _serve(args) -> int:
     import signal
     import threading
 
-    from optserve.config import SettingsError, load_settings
+    from optserve.config import SettingsError, env_name, load_settings
     from optserve.serve import server
     from optserve.serve.access import is_loopback_host
     from optserve.serve.client import TOKEN_ENV
@@ -125,6 +125,12 @@ def _serve(args) -> int:
         update={"serve": settings.serve.model_validate(settings.serve.model_dump() | overrides)}
     )
     if not is_loopback_host(settings.serve.host) and settings.serve.auth_token is None:
+        if settings.serve.require_token_beyond_loopback:
+            opt_out = env_name("serve.require_token_beyond_loopback")
+            return _failed(
+                f"refusing to listen on {settings.serve.host} without a token: set ${TOKEN_ENV} or --token, "
+                f"or {opt_out}=false to let anyone who can reach this host call the service"
+            )
         print(
             f"warning: listening on {settings.serve.host} without a token: anyone who can reach this host "
             f"may call the service (set ${TOKEN_ENV} or --token)",

@@ -160,3 +160,12 @@ def test_the_client_sends_its_token_but_never_shows_it():
     assert ("authorization", f"Bearer {TOKEN}") in channel.metadata
     assert TOKEN not in repr(channel)
     assert ChannelSettings.of("localhost:9000", token="").metadata == ()
+
+
+def test_serve_refuses_to_listen_beyond_loopback_without_a_token_where_told_to(monkeypatch, capsys):
+    """What the image sets: no service starts on 0.0.0.0 without a token; the message says both ways out."""
+    monkeypatch.setenv("OPTSERVE_SERVE__REQUIRE_TOKEN_BEYOND_LOOPBACK", "true")
+    assert main(["serve", "--host", "0.0.0.0"]) == 1
+    error = capsys.readouterr().err
+    assert "refusing to listen on 0.0.0.0 without a token" in error
+    assert "$OPTSERVE_TOKEN" in error and "OPTSERVE_SERVE__REQUIRE_TOKEN_BEYOND_LOOPBACK=false" in error
