@@ -41,7 +41,9 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--budget", type=_budget, default=None, help="compiles per function searched (default: config)"
     )
-    parser.add_argument("--objective", choices=OBJECTIVES, default="text_size", help="what to minimize")
+    parser.add_argument(
+        "--objective", choices=OBJECTIVES, default=None, help="what to minimize (default: text_size)"
+    )
     parser.add_argument(
         "--workers", type=_positive_int, default=None, help="CPUs of the local Ray (default: all)"
     )
@@ -250,11 +252,12 @@ def _tune(store, settings, args: argparse.Namespace) -> int:
     )
 
     budget = args.budget or settings.tuning.default_budget
+    objective = args.objective or "text_size"
     coreset = Coreset.load(settings.engine.coreset_path)
     plan = search_plan(
-        args.objective,
+        objective,
         budget,
-        coreset.first(args.objective, max(CORESET_SEEDS, UNIT_CORESET_LISTS)),
+        coreset.first(objective, max(CORESET_SEEDS, UNIT_CORESET_LISTS)),
         seed_lists=(),
         candidate_timeout_s=settings.compiler.candidate_timeout_s,
         worker_memory_mb=settings.compiler.worker_memory_mb,

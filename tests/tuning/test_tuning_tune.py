@@ -17,6 +17,7 @@ from optserve.compiler.function_lists import FunctionLists, apply_function_lists
 from optserve.compiler.pipeline import OZ, evaluate
 from optserve.tuning.cli import connect_ray
 from optserve.tuning.lookup import toolchain_of
+from optserve.tuning.profile import read_profile
 from optserve.tuning.store import open_store
 from optserve.tuning.tune import search_plan, tune
 from optserve.tuning.unit_keys import unit_keys
@@ -155,6 +156,9 @@ def test_export_and_import_through_the_cli_carry_every_entry(tuned, tmp_path, ca
     with open_store(url, read_only=True) as source, open_store(fresh, read_only=True) as copy:
         assert [e.pass_list for e in copy.entries()] == [e.pass_list for e in source.entries()]
         assert [e.cost for e in copy.entries()] == [e.cost for e in source.entries()]
+    other = tmp_path / "other.optprofile"
+    assert main(["tune", "export", str(other), "--objective", "instruction_count", "--store", url]) == 0
+    assert read_profile(other) == []  # the store was tuned for text_size only
     capsys.readouterr()
     assert main(["tune", "stats", "--json", "--store", fresh]) == 0
     assert '"function_entries"' in capsys.readouterr().out
