@@ -11,16 +11,15 @@ the compiles still running at it and starts none after it (compiler/workers.py):
 out of the answer, and no worker stays busy for a request already answered.
 
 -Oz is compiled beside the model for every request (but strategy stored's whole-unit hits, whose -Oz cost
-tuning measured under the same toolchain: `_stored_without_oz`). Without `baseline_cost` it is the baseline (only -Oz not
-finishing in time is DEADLINE_EXCEEDED; -Oz failing, because its compiler replica died or it does not compile,
-ends the request at once with that error, not after the rest of the candidate work). With it (the client's own
-cost, e.g. the .text size of the object its own clang made) the client's cost is the baseline and -Oz an
-ordinary candidate, waited for like the others: the answer is the cheapest of -Oz and the model's candidates
-if it costs less than the client's, else the client's; only the deadline ending first leaves -Oz out
-(`oz_skipped`, `deadline_hit`). The input's cost, which only informs, is not compiled then, nor with
-`skip_input_cost` (a client that compares the answer's object with its own, as optcc does beside its clang's
-back end): the client's compiles share the cores.
-"""
+tuning measured under the same toolchain: `_stored_without_oz`). Without `baseline_cost` it is the baseline
+(only -Oz not finishing in time is DEADLINE_EXCEEDED; -Oz failing, because its compiler replica died or it
+does not compile, ends the request at once with that error, not after the rest of the candidate work). With it
+(the client's own cost, e.g. the .text size of the object its own clang made) the client's cost is the
+baseline and -Oz an ordinary candidate, waited for like the others: the answer is the cheapest of -Oz and the
+model's candidates if it costs less than the client's, else the client's; only the deadline ending first
+leaves -Oz out (`oz_skipped`, `deadline_hit`). The input's cost, which only informs, is not compiled then, nor
+with `skip_input_cost` (a client that compares the answer's object with its own, as optcc does beside its
+clang's back end): the client's compiles share the cores. """
 
 from __future__ import annotations
 
@@ -269,6 +268,10 @@ class Optimizer:
         """Keep the unit for `optserve tune` (tuning.record_units); whether it was new to the store."""
         if stored is None or not self.settings.tuning.record_units or self.store.read_only:
             return False  # a profile (read-only) records nothing
+        from optserve.tuning.lookup import is_build_probe
+
+        if is_build_probe(name):  # configure's conftest.c and its kin: not the product
+            return False
         from optserve.tuning.store import TuningStoreError
 
         try:

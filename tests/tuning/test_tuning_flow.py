@@ -15,7 +15,7 @@ from optserve.compiler.function_lists import FunctionLists, apply_function_lists
 from optserve.compiler.passes import format_pass_list
 from optserve.config import Settings
 from optserve.serve import schemas
-from optserve.tuning.lookup import toolchain_of
+from optserve.tuning.lookup import is_build_probe, toolchain_of
 from optserve.tuning.records import TunedList
 from optserve.tuning.store import TuningStoreError, open_store
 from optserve.tuning.unit_keys import unit_keys
@@ -221,3 +221,24 @@ def test_a_whole_unit_entry_that_does_not_hold_up_gets_minus_oz_compiled(pool, s
     response = run(compiler, store, stored_request(unit_ir, return_object=True))
     assert ("-Oz",) in compiler.jobs and response.oz_cost > 2
     assert response.best.cost <= response.oz_cost and response.object_code
+
+
+@pytest.mark.parametrize(
+    ("name", "probe"),
+    [
+        ("conftest.c", True),
+        ("/tmp/build/conftest.cpp", True),
+        ("_build/CMakeFiles/CMakeScratch/TryCompile-x/src.c", True),
+        ("build/meson-private/sanitycheckc.c", True),
+        ("src/conftest_helpers.c", False),
+        ("src/lib.c", False),
+        ("", False),
+    ],
+)
+def test_build_system_probes_are_told_apart_from_the_product(name, probe):
+    assert is_build_probe(name) is probe
+
+
+def test_a_configure_probe_is_answered_but_not_recorded(pool, store, unit_ir):
+    response = run(pool, store, stored_request(unit_ir, unit_name="conftest.c"))
+    assert not response.tuning.recorded and list(store.recorded_units()) == []
