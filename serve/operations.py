@@ -40,6 +40,11 @@ class Operations:
 
         store = open_service_store(settings.tuning)
         self.optimizer = Optimizer(settings, engine, compiler, cache, engine.metadata, store)
+        self.background_tuning = None
+        if settings.tuning.background and store is not None and not store.read_only:
+            from optserve.tuning.background import BackgroundTuning
+
+            self.background_tuning = BackgroundTuning(settings, store).start()
         self.metrics = metrics.recorder(*metrics.INGRESS)
 
     async def optimize(self, request: schemas.OptimizeRequest) -> schemas.OptimizeResponse:

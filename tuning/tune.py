@@ -256,11 +256,13 @@ class _OpenUnit:
 class RayTasks:
     """The run's Ray tasks (one CPU each, never retried: a crashed task fails its one unit or function)."""
 
-    def __init__(self) -> None:
+    def __init__(self, cpus_per_task: float = 1) -> None:
+        """`cpus_per_task` 0: tasks that reserve no CPU (the service's background tuning, whose cluster's
+        CPUs its replicas hold), so they run beside the replicas at Ray workers' low OS priority."""
         import ray
 
         self.ray = ray
-        options = {"num_cpus": 1, "max_retries": 0}
+        options = {"num_cpus": cpus_per_task, "max_retries": 0}
         self.split = ray.remote(**options)(split_task)
         self.search = ray.remote(**options)(search_task)
         self.unit = ray.remote(**options)(unit_task)

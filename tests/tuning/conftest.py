@@ -28,3 +28,16 @@ def store_url(request, tmp_path) -> str:
 def store(store_url):
     with open_store(store_url) as opened:
         yield opened
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """A local Ray of 2 CPUs for `optserve tune`'s tasks (loopback only), shut down after the module."""
+    import ray
+
+    from optserve.tuning.cli import connect_ray
+
+    connected = connect_ray(None, 2)
+    yield
+    if connected:
+        ray.shutdown()

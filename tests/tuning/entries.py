@@ -51,3 +51,12 @@ def unit_entry(name: str, cost: int, *, compiles: int = 10, toolchain: Toolchain
         found_by="local_search",
         found_at=1_700_000_500.25,
     )
+
+
+def compile_to_ir(source: str) -> str:
+    """A C unit as optcc sends it (clang-19's -Oz front end, no LLVM passes)."""
+    import subprocess
+
+    command = ["clang-19", "-Oz", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-S", "-w", "-x", "c"]
+    arguments = [*command, "-", "-o", "-"]
+    return subprocess.run(arguments, input=source, capture_output=True, text=True, check=True).stdout

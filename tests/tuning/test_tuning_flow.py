@@ -4,7 +4,6 @@ store): units are recorded, stored lists are compiled as one candidate, a store 
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import time
 from pathlib import Path
 
@@ -20,18 +19,12 @@ from optserve.tuning.records import TunedList
 from optserve.tuning.store import TuningStoreError, open_store
 from optserve.tuning.unit_keys import unit_keys
 from tests.serve.flow_helpers import ScriptedGenerator, optimize
+from tests.tuning.entries import compile_to_ir
 
 PROGRAM = Path(__file__).resolve().parent.parent / "data" / "units" / "calc.c"
 SETTINGS = Settings.model_validate({"engine": {"coreset_lists_with_model": 0, "unit_function_lists": 0}})
 # A list that is not -Oz: whatever it costs, the answer ranks it against -Oz.
 OTHER_LIST = ("instcombine", "simplifycfg")
-
-
-def compile_to_ir(source: str) -> str:
-    """A C unit as optcc sends it (clang-19's -Oz front end, no LLVM passes)."""
-    command = ["clang-19", "-Oz", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-S", "-w", "-x", "c"]
-    arguments = [*command, "-", "-o", "-"]
-    return subprocess.run(arguments, input=source, capture_output=True, text=True, check=True).stdout
 
 
 @pytest.fixture(scope="module")

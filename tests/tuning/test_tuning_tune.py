@@ -15,12 +15,12 @@ import pytest
 from optserve.cli import main
 from optserve.compiler.function_lists import FunctionLists, apply_function_lists
 from optserve.compiler.pipeline import OZ, evaluate
-from optserve.tuning.cli import connect_ray
 from optserve.tuning.lookup import toolchain_of
 from optserve.tuning.profile import read_profile
 from optserve.tuning.store import open_store
 from optserve.tuning.tune import search_plan, tune
 from optserve.tuning.unit_keys import unit_keys
+from tests.tuning.entries import compile_to_ir
 
 SOURCES = Path(__file__).resolve().parent.parent / "data" / "c"
 UNITS = ("switch.c", "recursion.c", "loops.c")
@@ -33,13 +33,6 @@ CORESET = (("-Os",), ("-O2",), ("instcombine", "simplifycfg"), ("-Oz", "instcomb
 
 # One function: no split, the unit is searched as one.
 SINGLE = "int sum(const int *v, int n) { int s = 0; for (int i = 0; i < n; i++) s += v[i] * i; return s; }"
-
-
-def compile_to_ir(source: str) -> str:
-    """A C unit as optcc sends it (clang-19's -Oz front end, no LLVM passes)."""
-    command = ["clang-19", "-Oz", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-S", "-w", "-x", "c"]
-    arguments = [*command, "-", "-o", "-"]
-    return subprocess.run(arguments, input=source, capture_output=True, text=True, check=True).stdout
 
 
 def record(store, irs: dict[str, str]) -> None:
@@ -55,16 +48,6 @@ def plan(budget: int = BUDGET):
 def irs() -> dict[str, str]:
     units = {name: compile_to_ir((SOURCES / name).read_text()) for name in UNITS}
     return units | {"sum.c": compile_to_ir(SINGLE)}
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    import ray
-
-    connected = connect_ray(None, 2)
-    yield
-    if connected:
-        ray.shutdown()
 
 
 @pytest.fixture(scope="module")
