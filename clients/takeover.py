@@ -116,7 +116,10 @@ def compile_unit(
         if slot is not None:
             model = object_cache.model_identity(answer.model_id, answer.model_version)
             object_cache.note_model(slot.root, settings.server, model)
-            _remember(settings, job, slot, model, choice.object_code, clang_stderr, scratch, record)
+            # the tuning store's answer for a unit not tuned yet is asked again next build: tuning may
+            # have found its lists by then (the cache would keep this build's object for ever)
+            if not settings.stored or answer.tuning.settled:
+                _remember(settings, job, slot, model, choice.object_code, clang_stderr, scratch, record)
     return 0
 
 
@@ -595,6 +598,7 @@ def _report(
         "store_unit_hit": response.tuning.unit_hit,  # the tuning store held the whole unit
         "store_function_hits": response.tuning.function_hits,  # ... or lists of some of its functions
         "store_recorded": response.tuning.recorded,  # the unit was new to the store: recorded for tuning
+        "store_settled": response.tuning.settled,  # tuned (or a profile's): optcc's object cache keeps it
         "deadline_hit": response.deadline_hit,
         "warning": response.warning,
         "object_bytes": len(choice.object_code),

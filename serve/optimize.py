@@ -738,6 +738,7 @@ def _hits(stored: StoredAnswer | None, recorded: bool) -> schemas.TuningStoreHit
         return schemas.TuningStoreHits()
     return schemas.TuningStoreHits(
         unit_hit=stored.unit_hit,
+        settled=stored.settled,
         function_hits=0 if stored.unit_hit else stored.function_hits,
         functions=stored.functions,
         recorded=recorded,

@@ -203,6 +203,11 @@ class TuningStoreHits(_Model):
     function_hits: int = Field(0, description="functions whose lists the store held (without a unit entry)")
     functions: int = Field(0, description="functions the unit was split into (0: not split)")
     recorded: bool = Field(False, description="the unit was new to the store and is now recorded for tuning")
+    settled: bool = Field(
+        False,
+        description="the unit was tuned (or the store is a read-only profile): the answer stands until "
+        "tuning goes further; a client's object cache keeps only such answers",
+    )
 
 
 class OptimizeResponse(_Model):

@@ -36,6 +36,7 @@ class StoredAnswer:
     keys: UnitKeys
     toolchain: Toolchain
     unit_hit: bool = False
+    settled: bool = False  # the unit was tuned, or the store is a read-only profile: no newer answer coming
     oz_cost: int | None = None  # a whole-unit entry's -Oz cost, as tuning measured it (same toolchain)
     function_hits: int = 0
     entries_digest: str = ""  # the entries used, for the answer cache's key: a newer entry is a new answer
@@ -66,6 +67,7 @@ def stored_answer(
     """The store's candidate for `ir` (a parsed, verified unit) under `objective`."""
     keys = unit_keys(ir, max_functions, stop)
     toolchain = toolchain_of(ir, objective)
+    settled = store.read_only or store.tuned_budget(keys.unit_hash, toolchain) > 0
     unit = store.lookup_unit(keys.unit_hash, toolchain)
     if unit is not None:
         job = (
@@ -74,17 +76,17 @@ def stored_answer(
             else tuple(unit.pass_list)
         )
         digest = f"u:{unit.cost}:{unit.ir_hash}"
-        return StoredAnswer(job, keys, toolchain, unit_hit=True, oz_cost=unit.oz_cost, entries_digest=digest)
+        return StoredAnswer(job, keys, toolchain, True, settled, oz_cost=unit.oz_cost, entries_digest=digest)
     if not keys.function_hashes:
-        return StoredAnswer(None, keys, toolchain)
+        return StoredAnswer(None, keys, toolchain, settled=settled)
     found = store.lookup_functions(sorted(set(keys.function_hashes.values())), toolchain)
     lists = {name: found[h].pass_list for name, h in keys.function_hashes.items() if h in found}
     if not lists or all(tuple(p) == OZ for p in lists.values()):
-        return StoredAnswer(None, keys, toolchain, function_hits=len(lists))
+        return StoredAnswer(None, keys, toolchain, settled=settled, function_hits=len(lists))
     digest = ",".join(f"{h}:{found[h].cost}" for h in sorted({keys.function_hashes[n] for n in lists}))
-    return StoredAnswer(
-        FunctionLists.of(lists, default=OZ), keys, toolchain, function_hits=len(lists), entries_digest=digest
-    )
+    job = FunctionLists.of(lists, default=OZ)
+    hits = len(lists)
+    return StoredAnswer(job, keys, toolchain, settled=settled, function_hits=hits, entries_digest=digest)
 
 
 def open_service_store(tuning: TuningSettings) -> TuningStore | None:

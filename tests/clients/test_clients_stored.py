@@ -83,3 +83,16 @@ def test_stats_count_units_and_store_hits_and_zero_stats_resets_them(unit):
     assert "stats file: " + str(Path(os.environ["OPTCC_CACHE_DIR"]) / "stats.json") in text
     subprocess.run([OPTCC, "--zero-stats"], cwd=unit, check=True, capture_output=True)
     assert counter(stats(unit), "units taken over") == 0
+
+
+def test_optccs_object_cache_keeps_a_stored_answer_only_once_its_unit_was_tuned(unit):
+    """Else a rebuild after `optserve tune` would get the first build's objects from optcc's cache."""
+    _, [first] = optcc(unit, ["-w"])
+    _, [again] = optcc(unit, ["-w"])
+    assert not first["store_settled"] and not again.get("from_cache")  # asked again: tuning may come
+    ir = subprocess.run([*FRONT_END, "unit.c"], cwd=unit, capture_output=True, text=True, check=True).stdout
+    with open_store() as store:
+        store.set_tuned_budget(unit_keys(ir, max_functions=200).unit_hash, toolchain_of(ir, "text_size"), 1)
+    _, [tuned] = optcc(unit, ["-w"])
+    _, [cached] = optcc(unit, ["-w"])
+    assert tuned["store_settled"] and cached.get("from_cache")

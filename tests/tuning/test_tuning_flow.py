@@ -235,3 +235,15 @@ def test_build_system_probes_are_told_apart_from_the_product(name, probe):
 def test_a_configure_probe_is_answered_but_not_recorded(pool, store, unit_ir):
     response = run(pool, store, stored_request(unit_ir, unit_name="conftest.c"))
     assert not response.tuning.recorded and list(store.recorded_units()) == []
+
+
+def test_an_answer_is_settled_once_its_unit_is_tuned_or_the_store_a_profile(pool, store, unit_ir, tmp_path):
+    from optserve.tuning.profile import export_profile
+
+    before = run(pool, store, stored_request(unit_ir))
+    store.set_tuned_budget(unit_keys(unit_ir, 200).unit_hash, toolchain_of(unit_ir, "text_size"), 300)
+    after = run(pool, store, stored_request(unit_ir))
+    export_profile(store, tmp_path / "p.json")
+    with open_store(f"profile:{tmp_path / 'p.json'}", read_only=True) as profile:
+        served = run(pool, profile, stored_request(unit_ir))
+    assert (before.tuning.settled, after.tuning.settled, served.tuning.settled) == (False, True, True)
