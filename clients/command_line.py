@@ -87,7 +87,7 @@ _LANGUAGES = frozenset(SOURCE_LANGUAGES.values())
 
 
 # The compile path's records are named tuples, not dataclasses: `dataclasses` (with `inspect`) and building
-# each class cost optcc ~15-20 ms of every unit's start (docs/bench/clients.md, run 12).
+# each class cost optcc ~15-20 ms of every unit's start (docs/bench/clients.md).
 # source, output: the C or C++ source and its object file
 # language: "c" or "c++", as the wrapped driver compiles the source (-x, else its suffix)
 # level: the -O flag in effect (the last one given), None when there is none

@@ -23,7 +23,7 @@ With a model strategy (greedy, priority, ...) the search runs on the build's pat
      file are clang's. A front end is part of that compile, so a unit whose whole compile took less than
      the front end a service call needs ((OPTCC_BUDGET_MIN + OPTCC_CALL_OVERHEAD) / OPTCC_BUDGET: 0.3 s
      with the defaults) could not be sent (step 3's rule): it keeps clang's object, having cost one clang
-     process and optcc's start (most units of a C build; docs/bench/clients.md, run 12). Else
+     process and optcc's start (most units of a C build; docs/bench/clients.md). Else
   2. compiles the unit to unoptimized bitcode (`-Oz -Xclang -disable-llvm-passes -emit-llvm`, -Os for an
      -Os build): clang's front end, timed. Without a budget (OPTCC_BUDGET=0, every unit sent) step 1 is
      skipped and clang's object is made from this bitcode (`clang -Oz -c unit.bc`: byte for byte the object
@@ -122,7 +122,7 @@ def main_cxx(argv: list[str] | None = None) -> int:
 
 def _finish(status: int, argv: list[str] | None) -> int:
     """Exit the optcc process now with `status`, skipping the interpreter's teardown (module cleanup: ~4 ms
-    of every unit, docs/bench/clients.md run 12): every file optcc wrote is closed, stdio is flushed here.
+    of every unit, docs/bench/clients.md): every file optcc wrote is closed, stdio is flushed here.
     Called with `argv` (from Python, not as the program), it returns the status instead."""
     if argv is not None:
         return status

@@ -4,7 +4,7 @@ request helpers.
 The Python client (serve/client.py) is the general one (pydantic settings, retry policies, the asyncio
 client, health checks); in a fresh process its imports cost ~0.24 s of CPU here, more than clang-19 -Oz
 needs for most units of xz-utils, and optcc is a fresh process per unit. This module's cost ~0.11 s
-(docs/bench/clients.md, run 9). Same request (client_requests.optimize_request), same call deadline (the
+(docs/bench/clients.md). Same request (client_requests.optimize_request), same call deadline (the
 request's plus DEADLINE_MARGIN_S), same errors (CallError); the token and CA certificate come from the
 same environment variables. UNAVAILABLE and RESOURCE_EXHAUSTED are tried again, as the Python client's
 default policy does, up to ATTEMPTS tries within the call's deadline.

@@ -88,9 +88,9 @@ class OptccSettings(_OptccSettings):
     @property
     def sends_clang_baseline(self) -> bool:
         """Whether the service is asked after clang's compile and given its object's `.text` bytes as the
-        baseline to beat (`baseline_cost`; runs 7-9's order): only when OPTCC_CLANG_BASELINE asks for it,
+        baseline to beat (`baseline_cost`): only when OPTCC_CLANG_BASELINE asks for it,
         for objective text_size (clang's object has no IR to count) and with a budget. Otherwise the service
-        is asked beside clang's back end, before that size exists (run 10)."""
+        is asked beside clang's back end, before that size exists."""
         return self.clang_baseline and self.objective == "text_size" and self.budget > 0
 
     def for_unit(self, bitcode_bytes: int) -> tuple[str, int]:
@@ -133,7 +133,7 @@ class OptccSettings(_OptccSettings):
             strategy=strategy,
             samples=samples,
             deadline_s=number("OPTCC_DEADLINE", 10.0),
-            budget=number("OPTCC_BUDGET", 2.0, zero=True),  # x the front end: docs/bench/clients.md, run 10
+            budget=number("OPTCC_BUDGET", 2.0, zero=True),  # x the front end: docs/bench/clients.md
             budget_min_s=number("OPTCC_BUDGET_MIN", 0.2, zero=True),
             call_overhead_s=number("OPTCC_CALL_OVERHEAD", 0.4, zero=True),
             large_unit_bytes=_size(env.get("OPTCC_LARGE_UNIT", "16K"), "OPTCC_LARGE_UNIT"),

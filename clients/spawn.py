@@ -1,6 +1,6 @@
 """Run one program and wait for it, its stderr kept in a file: all optcc needs for a unit's single clang
 compile, without importing `subprocess` (with `threading`, `selectors`, `signal`: ~5-7 ms of every unit's
-start; docs/bench/clients.md, run 12). Standard library `os` only."""
+start; docs/bench/clients.md). Standard library `os` only."""
 
 from __future__ import annotations
 

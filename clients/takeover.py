@@ -17,7 +17,7 @@ from optserve.clients.files import ScratchFolder, log_line, write_atomically
 from optserve.clients.settings import OptccSettings, ir_step_flags
 
 # `subprocess`, `threading` and build_state (`tempfile`) are imported where they are used, not at the top: a
-# unit compiled by one clang process (most units) never loads them (spawn.py; docs/bench/clients.md, run 12).
+# unit compiled by one clang process (most units) never loads them (spawn.py; docs/bench/clients.md).
 
 # Sections whose presence in clang's object the chosen object must match (a -g build keeps its debug info).
 DEBUG_SECTIONS = frozenset({".debug_info", ".debug_line"})
@@ -147,8 +147,8 @@ def _compile_clang_first(
     diagnostics and dependency file); the IR step and the service call only when that compile took at least
     `front_end_needed_s`. A front end is part of its compile, so a unit whose whole compile is quicker has a
     front end too short for its budget to pay for a call: it would not be sent (`_ask_within_budget`'s
-    rule), and it costs one clang process, as `clang -c` does (docs/bench/clients.md, run 12). Most units of
-    a C build are such units (run 11: 517 of 525 on an idle machine). A longer unit then runs the IR step
+    rule), and it costs one clang process, as `clang -c` does (docs/bench/clients.md). Most units of
+    a C build are such units (517 of 525 of a measured build). A longer unit then runs the IR step
     (its front end again, timed: the budget's base) and is asked with that deadline, after clang's object
     exists: it takes clang's compile plus its front end plus the call (about 2.5 x clang's compile with the
     default budget 2, at most 4 x).
@@ -411,8 +411,8 @@ def _ask_within_budget(
     sent is that less OPTCC_CALL_OVERHEAD, what a call costs beyond its deadline (the service's grace for a
     compile running at the deadline, the gRPC call through Ray Serve's proxy), at most OPTCC_DEADLINE. The
     call runs beside clang's back end, so the unit takes about (1 + budget) x its front end, and never more
-    than (1 + budget) x clang's whole compile, whatever the split (docs/bench/clients.md, run 10). A unit
-    whose deadline would be below OPTCC_BUDGET_MIN is not sent: it keeps clang's object (run 9: below ~0.2 s
+    than (1 + budget) x clang's whole compile, whatever the split (docs/bench/clients.md). A unit
+    whose deadline would be below OPTCC_BUDGET_MIN is not sent: it keeps clang's object (below ~0.2 s
     nothing but the call's own cost fits, and on a unit clang compiles in 0.1-0.3 s that cost alone was 2-5
     times clang's). Told clang's size (OPTCC_CLANG_BASELINE=1; asked after clang's compile), a unit whose
     object from clang has no code is not sent either."""
