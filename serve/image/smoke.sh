@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Start the service in the image (a buildah container on the host's network, as root) and call it from inside
-# the image: readiness over HTTP, then one Optimize over gRPC; prints the answer and stops the service.
+# the image: readiness over HTTP, then one Optimize over gRPC; prints the answer and stops the service. First,
+# the image's own command must refuse to start without a token (it listens on 0.0.0.0).
 #
 #   serve/image/smoke.sh [TAG] [HTTP_PORT] [GRPC_PORT]     # defaults: localhost/optserve:latest 18680 19680
 set -euo pipefail
@@ -10,6 +11,7 @@ grpc_port=${3:-19680}
 buildah=(buildah --storage-driver vfs)
 log=$(mktemp)
 
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 container=$("${buildah[@]}" from "$tag")
 service=
 cleanup() {
@@ -23,6 +25,18 @@ cleanup() {
   "${buildah[@]}" rm "$container" >/dev/null
 }
 trap cleanup EXIT
+
+# The image's command (`optserve serve --host 0.0.0.0`) without a token: refused before anything starts.
+if refused=$("${buildah[@]}" run --isolation chroot "$container" -- optserve serve --host 0.0.0.0 2>&1); then
+  echo "the image started on 0.0.0.0 without a token"; exit 1
+fi
+grep -q "refusing to listen on 0.0.0.0 without a token" <<<"$refused" || { echo "$refused"; exit 1; }
+echo "refused without a token: ok"
+[ "$("${buildah[@]}" run --isolation chroot "$container" -- id -u)" != 0 ] || { echo "the image runs as root"; exit 1; }
+"${buildah[@]}" inspect --format '{{.Docker.Config.Healthcheck.Test}}' "$tag" | grep -q OptserveClient \
+  || { echo "the image has no HEALTHCHECK"; exit 1; }
+echo "non-root user and HEALTHCHECK: ok"
+"${buildah[@]}" copy "$container" "$repo/tests/data/serve/sum.ll" /tmp/sum.ll >/dev/null
 
 # The image's own command, on loopback and unusual ports (the host's network is shared).
 setsid "${buildah[@]}" run --isolation chroot "$container" -- \
@@ -47,7 +61,7 @@ while True:  # readiness: the model is loaded and every deployment is up
         sys.exit("not ready after 600 s")
     time.sleep(2)
 print(f"ready after {time.monotonic() - started:.0f} s", flush=True)
-ir = Path("/opt/optserve/tests/data/serve/sum.ll").read_text()
+ir = Path("/tmp/sum.ll").read_text()  # copied in: the image holds the wheel, not the tests
 with OptserveClient(f"127.0.0.1:{grpc_port}", timeout_s=120) as client:
     answer = client.optimize(ir, strategy="priority", samples=10)
 print(f"Optimize: best {answer.best.pipeline} cost {answer.best.cost} (-Oz {answer.oz_cost}),"
