@@ -71,6 +71,7 @@ PRETRAIN_ARCHITECTURE = Architecture(
 # Dense bf16 peak per GPU (no sparsity), by a substring of torch.cuda.get_device_name().
 PEAK_BF16_FLOPS = (("H100 PCIe", 756e12), ("H100", 989.4e12), ("H200", 989.4e12), ("A100", 312e12))
 CHECKPOINT = "checkpoint.pt"
+TIME_CHECK_EVERY = 10  # steps between the ranks' agreement on the time limit (a host sync each)
 
 
 class Distributed:
@@ -367,11 +368,10 @@ def main(argv: list[str] | None = None) -> int:
     window_loss, window_tokens, window_flops, window_started = 0.0, 0, 0.0, time.monotonic()
     window_steps = 0
     call_tokens, call_started, call_steps = 0, None, 0
-    step_seconds = 0.0
+    step_seconds, last_check = 0.0, time.monotonic()
     model.train()
     reason = "end"
     while state["step"] < args.steps:
-        step_started = time.monotonic()
         phase = 1 if state["step"] >= long_start and long_start < args.steps else 0
         sampler = phases[phase]
         scale = sampler.seq_len // args.seq_len  # the long phase: fewer, longer rows, the same tokens
@@ -380,10 +380,11 @@ def main(argv: list[str] | None = None) -> int:
         first_step = long_start if phase else 0
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(state["step"], args.steps, args.lr, args.warmup)
-        step_loss = 0.0
+        step_loss = torch.zeros((), device=dist.device)  # summed on the device: no host sync per step
         for micro in range(args.accumulate):
             k = (state["step"] - first_step) * per_step + (micro * dist.world + dist.rank) * phase_rows
-            window = sampler.batch(k, phase_rows).to(dist.device, non_blocking=True)
+            window = sampler.batch(k, phase_rows)
+            window = (window.pin_memory() if cuda else window).to(dist.device, non_blocking=True)
             sync = micro == args.accumulate - 1 or dist.world == 1
             context = trained.no_sync() if not sync else contextlib.nullcontext()
             with context, autocast():
@@ -396,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
                     forward = trained
                     loss = loss_of(forward, window) / args.accumulate
             loss.backward()
-            step_loss += float(loss.detach())
+            step_loss += loss.detach()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
@@ -419,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
             if cuda:
                 torch.cuda.synchronize()
             elapsed = time.monotonic() - window_started
-            loss_mean = dist.mean(window_loss / window_steps)
+            loss_mean = dist.mean(float(window_loss) / window_steps)
             tokens_per_s = window_tokens / elapsed
             entry = {
                 "step": state["step"],
@@ -440,11 +441,18 @@ def main(argv: list[str] | None = None) -> int:
             log({"step": state["step"], "val_loss": evaluate()})
         if state["step"] % args.checkpoint_every == 0 and state["step"] < args.steps:
             save("every")
-        step_seconds = max(step_seconds * 0.9, time.monotonic() - step_started)
-        out_of_time = args.time_limit is not None and (
-            time.monotonic() - started + step_seconds + args.checkpoint_seconds > args.time_limit
-        )
-        if dist.any(out_of_time or (args.stop_after is not None and call_steps >= args.stop_after)):
+        out_of_time = False
+        if (
+            args.time_limit is not None and state["step"] % TIME_CHECK_EVERY == 0
+        ):  # the same steps on all ranks
+            if cuda:
+                torch.cuda.synchronize()
+            now = time.monotonic()
+            step_seconds = max(step_seconds * 0.9, (now - last_check) / TIME_CHECK_EVERY)
+            last_check = now
+            margin = TIME_CHECK_EVERY * step_seconds + args.checkpoint_seconds
+            out_of_time = dist.any(now - started + margin > args.time_limit)
+        if out_of_time or (args.stop_after is not None and call_steps >= args.stop_after):
             reason = "time limit" if out_of_time else "stop-after"
             break
     if state["step"] >= args.steps:
