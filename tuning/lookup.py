@@ -19,7 +19,7 @@ from optserve.config import TuningSettings
 from optserve.tuning.keys import current_toolchain
 from optserve.tuning.records import Toolchain
 from optserve.tuning.store import TuningStore
-from optserve.tuning.unit_keys import UnitKeys, unit_keys
+from optserve.tuning.unit_keys import UnitKeys, unit_hash, unit_keys
 
 logger = logging.getLogger(__name__)
 # Units a build system compiles to probe the compiler (autoconf's conftest.c, CMake's try_compile, meson's
@@ -64,12 +64,15 @@ def toolchain_of(ir: str, objective: str) -> Toolchain:
 def stored_answer(
     store: TuningStore, ir: str, objective: str, max_functions: int, stop: Stop | None = None
 ) -> StoredAnswer:
-    """The store's candidate for `ir` (a parsed, verified unit) under `objective`."""
-    keys = unit_keys(ir, max_functions, stop)
+    """The store's candidate for `ir` (a parsed, verified unit) under `objective`. The unit's own key is
+    looked up first: a whole-unit entry names its functions, so the unit is split (for its functions' keys)
+    only when it has none."""
     toolchain = toolchain_of(ir, objective)
-    settled = store.read_only or store.tuned_budget(keys.unit_hash, toolchain) > 0
-    unit = store.lookup_unit(keys.unit_hash, toolchain)
+    whole = unit_hash(ir)
+    settled = store.read_only or store.tuned_budget(whole, toolchain) > 0
+    unit = store.lookup_unit(whole, toolchain)
     if unit is not None:
+        keys = UnitKeys(whole, {}, None)
         job = (
             FunctionLists.of(dict(unit.function_lists), default=unit.pass_list)
             if unit.function_lists
@@ -77,6 +80,7 @@ def stored_answer(
         )
         digest = f"u:{unit.cost}:{unit.ir_hash}"
         return StoredAnswer(job, keys, toolchain, True, settled, oz_cost=unit.oz_cost, entries_digest=digest)
+    keys = unit_keys(ir, max_functions, stop)
     if not keys.function_hashes:
         return StoredAnswer(None, keys, toolchain, settled=settled)
     found = store.lookup_functions(sorted(set(keys.function_hashes.values())), toolchain)

@@ -28,16 +28,21 @@ class UnitKeys:
     split_error: str = ""  # why there is no split, when split_unit refused the unit
 
 
+def unit_hash(ir: str) -> str:
+    """The whole unit's key (no parse: `ir` as LLVM printed it, `compiler.ir.parse_ir`'s text)."""
+    return ir_hash(normalized_lines(ir))
+
+
 def unit_keys(ir: str, max_functions: int, stop: Stop | None = None) -> UnitKeys:
     """The keys of `ir` (a unit as LLVM printed it: `compiler.ir.parse_ir`'s text). Units of more than
     `max_functions` defined functions or that `split_unit` refuses (aliases, ifuncs) get only the unit's
     key; `stop()` ends the split early (StoppedError), as the service's deadline does."""
-    unit_hash = ir_hash(normalized_lines(ir))
+    whole = unit_hash(ir)
     if defined_function_count(ir) < 2 or defined_function_count(ir) > max_functions:
-        return UnitKeys(unit_hash, {}, None)
+        return UnitKeys(whole, {}, None)
     try:
         parts = split_unit(ir, stop)
     except IRError as err:
-        return UnitKeys(unit_hash, {}, None, str(err))
+        return UnitKeys(whole, {}, None, str(err))
     hashes = {name: ir_hash(normalized_lines(module)) for name, module in parts.functions.items()}
-    return UnitKeys(unit_hash, hashes, parts)
+    return UnitKeys(whole, hashes, parts)
