@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from optserve.cli import add_json_flag, emit
+from optserve.cli import add_json_flag, emit, positive_int
 
 
 def register(subparsers) -> None:
@@ -20,7 +20,7 @@ def register(subparsers) -> None:
         "compilations used.",
     )
     parser.add_argument("file", type=Path, help="LLVM IR text (.ll) or bitcode (.bc)")
-    parser.add_argument("--budget", type=_positive_int, required=True, help="random candidates to compile")
+    parser.add_argument("--budget", type=positive_int, required=True, help="random candidates to compile")
     parser.add_argument(
         "--time-limit", type=_positive_float, default=None, metavar="S", help="stop search after S s"
     )
@@ -34,18 +34,11 @@ def register(subparsers) -> None:
         "--seed", type=int, default=0, help="random seed (same seed and budget = same result)"
     )
     parser.add_argument(
-        "--workers", type=_positive_int, default=None, help="worker processes (default: config)"
+        "--workers", type=positive_int, default=None, help="worker processes (default: config)"
     )
     parser.add_argument("--config", type=Path, default=None, help="optserve YAML config")
     add_json_flag(parser)
     parser.set_defaults(handler=_autotune_command)
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
 
 
 def _positive_float(text: str) -> float:

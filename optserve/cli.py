@@ -45,6 +45,14 @@ def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: an integer above 0."""
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
 def command_group(subparsers: argparse._SubParsersAction, name: str, help: str) -> argparse._SubParsersAction:
     """The subcommands of a group shared by several modules (`optserve eval looptune|passes`): the first
     module to register creates the group, the others add to it."""

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from optserve.cli import add_json_flag, emit
+from optserve.cli import add_json_flag, emit, positive_int
 
 OBJECTIVES = ("text_size", "instruction_count")
 ACTIONS = ("export", "import", "stats")
@@ -45,13 +45,13 @@ def register(subparsers) -> None:
         "--objective", choices=OBJECTIVES, default=None, help="what to minimize (default: text_size)"
     )
     parser.add_argument(
-        "--workers", type=_positive_int, default=None, help="CPUs of the local Ray (default: all)"
+        "--workers", type=positive_int, default=None, help="CPUs of the local Ray (default: all)"
     )
     parser.add_argument(
         "--ray-address", default=None, metavar="ADDR", help="join this Ray cluster (its CPUs are the workers)"
     )
     parser.add_argument(
-        "--limit-units", type=_positive_int, default=None, metavar="N", help="tune at most N units this run"
+        "--limit-units", type=positive_int, default=None, metavar="N", help="tune at most N units this run"
     )
     add_json_flag(parser)
     parser.add_argument(
@@ -84,13 +84,6 @@ def _action_parser(action: str) -> argparse.ArgumentParser:
         parser.description = "The store's totals: recorded units and bytes, entries, savings, compiles."
         add_json_flag(parser)
     return parser
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
 
 
 def _budget(text: str) -> int:
