@@ -39,7 +39,11 @@ def _imported(files: list[Path]) -> dict[str, Path]:
             else:
                 continue
             for name in names:
-                imported.setdefault(name.split(".")[0], path)
+                top = name.split(".")[0]
+                # a script's import of a module beside it (run as a plain script where optserve is not
+                # installed, e.g. passlm/pretrain.py on the lent machine) is local, not a distribution
+                if not (path.parent / f"{top}.py").exists():
+                    imported.setdefault(top, path)
     return imported
 
 
