@@ -19,6 +19,8 @@ exactly as given (same arguments, same object, same exit status).
 | `.i`, `-x assembler`, ...), `-o -`, stdin                   |                                       |
 | codegen-only flags (`-ffunction-sections`, `-mcmodel=`,     | clang unchanged: the service's code   |
 | `-gz`, `-gsplit-dwarf`, ...), any flag optcc does not know  | generator would not honour them       |
+| a build system's compiler probe (`conftest.c`, CMake's      | clang unchanged: not the product, new |
+| try_compile under `CMakeFiles/CMakeScratch`, `meson-private`)| on every configure run                |
 
 C sources are `.c` (or `-x c`); C++ sources are `.cc`, `.cpp`, `.cxx`, `.C` (or `-x c++`). Either entry
 point takes either language; as with clang++ itself, optcc++ compiles a `.c` file as C++. A `-x` after the
@@ -124,6 +126,18 @@ class Decision(namedtuple("Decision", "job level reason")):
     __slots__ = ()
 
 
+# Units a build system compiles to probe the compiler (autoconf's conftest.c, CMake's try_compile, meson's
+# sanity checks): never part of the product, new on every configure run: optcc passes them to clang and the
+# service does not record them for tuning (tuning/lookup.py).
+_BUILD_PROBE = re.compile(r"(^|/)conftest\.[^/]*$|CMakeFiles/CMake(Scratch|Tmp)/|(^|/)meson-private/")
+BUILD_PROBE_REASON = "a build system's compiler probe (configure's conftest.c, CMake's try_compile)"
+
+
+def is_build_probe(unit_name: str) -> bool:
+    """Whether the unit's name (its source path, as optcc sends it) is a build system's compiler probe."""
+    return bool(_BUILD_PROBE.search(unit_name))
+
+
 def decide(
     args: list[str], default_level: str | None = None, force: bool = False, cxx: bool = False
 ) -> Decision:
@@ -135,6 +149,8 @@ def decide(
     parsed = _parse(args, cxx)
     if isinstance(parsed, str):
         return Decision(None, None, parsed)
+    if is_build_probe(parsed.source):
+        return Decision(parsed, None, BUILD_PROBE_REASON)
     if parsed.level in SIZE_LEVELS:
         return Decision(parsed, parsed.level, "")
     if force:

@@ -471,6 +471,8 @@ def _ask_service(
     unoptimized input's cost, which this comparison does not use, is not compiled (`skip_input_cost`)."""
     strategy, samples = settings.for_unit(len(bitcode))
     baseline = {"skip_input_cost": True} if baseline_cost is None else {"baseline_cost": baseline_cost}
+    if strategy == "stored":  # optcc compares with clang's object itself: the service compiles no -Oz
+        baseline["client_compares"] = True
     import grpc
 
     from optserve.clients import service_call

@@ -55,6 +55,7 @@ class OptimizeOptions(TypedDict, total=False):
     seed: int  # nucleus only; the same seed draws the same candidates
     baseline_cost: int  # the cost of the code the caller holds: the service skips -Oz and must beat this
     skip_input_cost: bool  # the input's cost (input_cost) is not compiled: the caller compares on its own
+    client_compares: bool  # the caller compiles its own -Oz and keeps the smaller object: no -Oz here
     unit_name: str  # what the unit is called where it came from (its source path): informs `optserve tune`
 
 

@@ -54,6 +54,7 @@ def optimize_request(message: pb.OptimizeRequest) -> schemas.OptimizeRequest:
         "top_p": message.top_p or 1.0,
         "seed": message.seed,
         "skip_input_cost": message.skip_input_cost,
+        "client_compares": message.client_compares,
         "unit_name": message.unit_name,
     }
     if message.HasField("baseline_cost"):  # proto3 `optional`: unset = -Oz; a zero given is refused

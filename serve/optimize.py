@@ -19,7 +19,9 @@ baseline and -Oz an ordinary candidate, waited for like the others: the answer i
 model's candidates if it costs less than the client's, else the client's; only the deadline ending first
 leaves -Oz out (`oz_skipped`, `deadline_hit`). The input's cost, which only informs, is not compiled then, nor
 with `skip_input_cost` (a client that compares the answer's object with its own, as optcc does beside its
-clang's back end): the client's compiles share the cores. """
+clang's back end): the client's compiles share the cores. With `client_compares` (optcc's default) no -Oz is
+compiled at all: the client keeps the smaller of its own -Oz object and the answer's, so a unit the tuning
+store holds nothing for is answered without a compile, and a tuned one with the one compile of its lists."""
 
 from __future__ import annotations
 
@@ -157,12 +159,17 @@ class Optimizer:
         want = (request.return_ir, request.return_object)
         # -Oz compiles while the model samples; the unoptimized input's cost, which only informs, is
         # measured last and only within the deadline, so a tight deadline spends no compile on it.
-        client_baseline = request.baseline_cost is not None
-        sampled, oz_eval = await self._sample_beside_oz(ir, request, deadline, want, stored)
+        client_baseline = request.baseline_cost is not None or request.client_compares
+        if request.client_compares:  # the client compiles and compares its own -Oz: none here
+            sampled, oz_eval = await self._sample_and_measure(ir, request, deadline, stored), None
+        else:
+            sampled, oz_eval = await self._sample_beside_oz(ir, request, deadline, want, stored)
         oz = None
         if oz_eval is not None:  # an error only as a candidate (with a client baseline): ranked last
             oz = _Measured(OZ_PASS_LIST, oz_eval.cost, 0.0, CandidateSource.OZ, oz_eval.error or "")
         if client_baseline:
+            # client_compares without baseline_cost: the client's object, not measured here, is ranked
+            # below every candidate that compiled and above every one that failed
             baseline = _Measured((), request.baseline_cost, 0.0, CandidateSource.CLIENT_BASELINE, "")
             ranked = _rank([baseline, *([oz] if oz else []), *sampled.measured])
         else:
@@ -223,7 +230,7 @@ class Optimizer:
             candidates=candidates,
             best=candidates[0],
             improvement_over_oz_pct=(
-                100.0 * (baseline_cost - best_cost) / baseline_cost if baseline_cost > 0 else 0.0
+                100.0 * (baseline_cost - best_cost) / baseline_cost if (baseline_cost or 0) > 0 else 0.0
             ),
             timings=schemas.Timings(
                 total_s=time.monotonic() - started,
@@ -713,6 +720,8 @@ def _rank(measured: list[_Measured]) -> list[_Measured]:
     """
 
     def order(m: _Measured):
+        if m.source is CandidateSource.CLIENT_BASELINE and m.cost is None:  # client_compares: unmeasured
+            return (False, float("inf"), _SOURCE_ORDER[m.source], 0.0, ())
         failed = m.cost is None or bool(m.error)
         return (failed, m.cost if not failed else 0, _SOURCE_ORDER[m.source], -m.logprob, m.pass_list)
 
@@ -721,6 +730,8 @@ def _rank(measured: list[_Measured]) -> list[_Measured]:
 
 def _candidate(m: _Measured) -> schemas.Candidate:
     failed = m.cost is None or bool(m.error)
+    if m.source is CandidateSource.CLIENT_BASELINE:  # its cost, if any, is the client's word
+        return schemas.Candidate(pipeline="", passes=[], cost=m.cost or -1, source=m.source)
     per_function = m.function_lists
     return schemas.Candidate(
         pipeline=to_opt_pipeline(m.pass_list) if per_function is None else "",

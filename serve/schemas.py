@@ -150,6 +150,12 @@ class OptimizeRequest(_Request):
         description="do not compile the unoptimized input (input_cost -1): for a client that compares the "
         "answer with its own compiler's object itself; implied by baseline_cost",
     )
+    client_compares: bool = Field(
+        False,
+        description="the client compiles its own -Oz object and keeps the smaller of it and the answer's: "
+        "no -Oz is compiled here; the baseline is the client's (cost baseline_cost, or -1: not measured "
+        "here) and best is the cheapest candidate compiled, or that baseline",
+    )
     unit_name: str = Field(
         "",
         max_length=4096,

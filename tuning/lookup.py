@@ -12,6 +12,7 @@ import logging
 import re
 from dataclasses import dataclass
 
+from optserve.clients.command_line import is_build_probe  # noqa: F401 (re-exported: one rule)
 from optserve.compiler.function_lists import FunctionLists
 from optserve.compiler.ir import Stop
 from optserve.compiler.pipeline import OZ
@@ -22,9 +23,6 @@ from optserve.tuning.store import TuningStore
 from optserve.tuning.unit_keys import UnitKeys, unit_hash, unit_keys
 
 logger = logging.getLogger(__name__)
-# Units a build system compiles to probe the compiler (autoconf's conftest.c, CMake's try_compile, meson's
-# sanity checks): never part of the product, new on every configure run, not worth tuning.
-_BUILD_PROBE = re.compile(r"(^|/)conftest\.[^/]*$|CMakeFiles/CMake(Scratch|Tmp)/|(^|/)meson-private/")
 _TRIPLE = re.compile(r'^target triple = "([^"]*)"', re.MULTILINE)
 
 
@@ -44,11 +42,6 @@ class StoredAnswer:
     @property
     def functions(self) -> int:
         return len(self.keys.function_hashes)
-
-
-def is_build_probe(unit_name: str) -> bool:
-    """Whether the unit's name (its source path, as optcc sends it) is a build system's compiler probe."""
-    return bool(_BUILD_PROBE.search(unit_name))
 
 
 def target_triple(ir: str) -> str:

@@ -146,3 +146,12 @@ def test_with_optimization_replaces_every_level_with_one():
         "a.o",
         "-Oz",
     ]
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["conftest.c", "/tmp/b/CMakeFiles/CMakeScratch/TryCompile-a1b2/src.c", "build/meson-private/sanity.c"],
+)
+def test_build_system_probes_go_to_clang_unchanged_at_any_level(source):
+    decision = decide(["-Oz", "-c", source, "-o", "conftest.o"], default_level="-Oz", force=True)
+    assert decision.level is None and "probe" in decision.reason and decision.job.source == source

@@ -247,3 +247,48 @@ def test_an_answer_is_settled_once_its_unit_is_tuned_or_the_store_a_profile(pool
     with open_store(f"profile:{tmp_path / 'p.json'}", read_only=True) as profile:
         served = run(pool, profile, stored_request(unit_ir))
     assert (before.tuning.settled, after.tuning.settled, served.tuning.settled) == (False, True, True)
+
+
+def test_a_client_that_compares_gets_a_unit_with_nothing_stored_answered_without_a_compile(
+    pool, store, unit_ir
+):
+    compiler = _CountingCompiler(pool)
+    as_optcc_asks = stored_request(unit_ir, return_object=True, skip_input_cost=True, client_compares=True)
+    response = run(compiler, store, as_optcc_asks)
+    assert compiler.jobs == [] and response.tuning.recorded  # recorded for tuning all the same
+    assert [c.source for c in response.candidates] == ["client_baseline"]
+    assert response.best.cost == -1 and response.oz_skipped and response.object_code is None
+
+
+def test_a_client_that_compares_gets_the_tuned_object_from_one_compile_and_no_minus_oz(pool, store, unit_ir):
+    store.offer(function_entries(unit_ir))
+    compiler = _CountingCompiler(pool)
+    as_optcc_asks = stored_request(unit_ir, return_object=True, skip_input_cost=True, client_compares=True)
+    response = run(compiler, store, as_optcc_asks)
+    (job,) = compiler.jobs
+    assert isinstance(job, FunctionLists) and ("-Oz",) not in compiler.jobs
+    lists = FunctionLists.of(dict.fromkeys(split_unit(unit_ir).functions, OTHER_LIST), default=("-Oz",))
+    real = apply_function_lists(unit_ir, lists, "text_size", want_object=True)
+    assert [c.source for c in response.candidates] == ["tuned", "client_baseline"]
+    assert response.best.cost == real.cost and response.object_code == real.object_code
+
+
+class _FailingCompiler:
+    """The real pool, with every candidate's compile reported failed (as a crashed compile would be)."""
+
+    def __init__(self, pool):
+        self.pool = pool
+
+    async def evaluate_async(self, ir, jobs, *args, **kwargs):
+        from dataclasses import replace
+
+        evaluations = await self.pool.evaluate_async(ir, jobs, *args, **kwargs)
+        return [replace(e, cost=None, error="crashed", object_code=None) for e in evaluations]
+
+
+def test_a_client_that_compares_keeps_its_own_object_when_the_tuned_lists_fail(pool, store, unit_ir):
+    store.offer(function_entries(unit_ir))
+    as_optcc_asks = stored_request(unit_ir, return_object=True, skip_input_cost=True, client_compares=True)
+    response = run(_FailingCompiler(pool), store, as_optcc_asks)
+    assert [c.source for c in response.candidates] == ["client_baseline", "tuned"]
+    assert response.best.source == "client_baseline" and response.object_code is None
