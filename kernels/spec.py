@@ -4,7 +4,8 @@
 index not in the output is summed over. An input dimension may be a sum of indices (`I[c,p+r]`), so a
 convolution can be written as a contraction too. Tensors are dense and row-major in the order their
 dimensions are written. Specs come only from `LoopNestSpec.parse`, which checks names, sizes and memory
-limits, so code is never generated for an unchecked request.
+limits, so code is never generated for an unchecked request. No limit bounds the floating-point operations:
+the cost of a decision does not grow with them (policies/proxy.py).
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ class LoopNestSpec:
     output: TensorRef
     inputs: tuple[TensorRef, TensorRef]
     sizes: tuple[tuple[str, int], ...]  # every index with its size, in first-use order of the inputs
+    # per tensor name, the shape it is laid out with in memory where that is larger than its extent here:
+    # a block of a larger contraction (`block`) reads and writes the whole tensors' rows
+    layout: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
     @classmethod
     def parse(
@@ -104,8 +108,6 @@ class LoopNestSpec:
             nbytes = math.prod(spec.shape(tensor)) * FLOAT_BYTES
             if nbytes > limits.max_tensor_bytes:
                 raise SpecError(f"{tensor.name} needs {nbytes} bytes, limit is {limits.max_tensor_bytes}")
-        if spec.flops > limits.max_flops:
-            raise SpecError(f"{spec.flops} floating-point operations, limit is {limits.max_flops}")
         return spec
 
     @property
@@ -130,12 +132,24 @@ class LoopNestSpec:
         return 2 * math.prod(size for _, size in self.sizes)
 
     def shape(self, tensor: TensorRef) -> tuple[int, ...]:
+        """The elements of `tensor` the contraction touches, per dimension."""
         size = self.size_of
         return tuple(sum(size[i] - 1 for i in dim) + 1 for dim in tensor.dims)
 
+    def layout_shape(self, tensor: TensorRef) -> tuple[int, ...]:
+        """The shape `tensor` is laid out with in memory: its `shape`, or a block's whole tensor's."""
+        return dict(self.layout).get(tensor.name, self.shape(tensor))
+
+    def block(self, index: str, size: int) -> LoopNestSpec:
+        """The contraction over `size` elements of `index` (from some offset) of the same tensors in memory:
+        what one thread of a parallel kernel computes (kernels/parallel.py)."""
+        layout = self.layout or tuple((t.name, self.shape(t)) for t in self.tensors)
+        sizes = tuple((name, size if name == index else extent) for name, extent in self.sizes)
+        return LoopNestSpec(output=self.output, inputs=self.inputs, sizes=sizes, layout=layout)
+
     def strides(self, tensor: TensorRef) -> dict[str, int]:
         """Elements skipped in `tensor` when one index grows by one (0 for indices it does not use)."""
-        shape = self.shape(tensor)
+        shape = self.layout_shape(tensor)
         dim_strides = [math.prod(shape[j + 1 :]) for j in range(len(shape))]
         strides = dict.fromkeys(self.indices, 0)
         for dim, stride in zip(tensor.dims, dim_strides, strict=True):

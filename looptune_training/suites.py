@@ -3,7 +3,7 @@
 Kinds are written in the einsum spec (transposed operands, batches, vectors and 2-D convolutions, direct, in
 both layouts). The training suite is drawn with a fixed seed; the held-out suite is a fixed list (the
 shapes of issue 19 and more) that no training shape equals, so the tile cover is scored on shapes it never
-saw. Both stay within the default LoopTune limits (at most 2 * 512^3 flops).
+saw. Both stay within the sizes timed whole (`timed_flops`: at most 2 * 512^3 flops).
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ def _draw_wide(kind: str, rng: random.Random) -> Case:
 
 def wide_training_suite(per_kind: int, seed: int = TRAIN_SEED) -> list[Case]:
     """`per_kind` shapes of every kind with sizes 16..2048 (fixed seed; the tile Q-network's training set):
-    none in HELD_OUT, none of the cover's training suite, each at most `max_flops` and within the limits."""
+    none in HELD_OUT, none of the cover's training suite, each at most `timed_flops` and within the limits."""
     rng = random.Random(seed)
     kept = {c.name for c in HELD_OUT} | {c.name for c in training_suite()}
     limits = LoopTuneSettings()
@@ -143,7 +143,7 @@ def wide_training_suite(per_kind: int, seed: int = TRAIN_SEED) -> list[Case]:
             if candidate.name in kept:
                 continue
             try:
-                if candidate.spec(limits).flops > limits.max_flops:
+                if candidate.spec(limits).flops > limits.timed_flops:
                     continue
             except SpecError:  # a tensor over the byte limit
                 continue
@@ -163,7 +163,7 @@ def training_suite(per_kind: int = TRAIN_PER_KIND, seed: int = TRAIN_SEED) -> li
         drawn = 0
         while drawn < per_kind:
             candidate = _draw(kind, rng)
-            if candidate.name in held or candidate.spec(limits).flops > limits.max_flops // 2:
+            if candidate.name in held or candidate.spec(limits).flops > limits.timed_flops // 2:
                 continue
             cases.append(candidate)
             drawn += 1

@@ -144,8 +144,11 @@ class LoopTuneSettings(_Section):
     max_loops: int = Field(10, gt=0)
     max_dim: int = Field(4096, gt=0, description="largest size of one index")
     max_tensor_bytes: int = Field(64 * 1024 * 1024, gt=0)
-    max_flops: int = Field(
-        2 * 512**3, gt=0, description="largest contraction measured (2 * product of sizes)"
+    timed_flops: int = Field(
+        2 * 512**3,
+        gt=0,
+        description="largest contraction whose candidates are timed whole (2 * product of sizes); a larger"
+        " one is decided on a sub-problem of at most this many (policies/proxy.py), so no size is refused",
     )
     max_kernel_statements: int = Field(
         256, gt=0, description="most unrolled multiply-adds in one register tile (bounds code size)"

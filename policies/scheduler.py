@@ -1,7 +1,9 @@
 """`schedule_nest`: find a schedule for a validated nest with one of the search methods, and report it.
 
 This is the entry point the service and the CLI use. Every method starts from the base schedule; all but
-"base" search the LoopTune environment, measuring candidates with the JIT backend.
+"base" search the LoopTune environment, measuring candidates with the JIT backend. A contraction of more
+than `timed_flops` is decided on a sub-problem and the decision replayed on it (policies/proxy.py), so the
+decision's cost does not grow with the contraction's size.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from optserve.kernels.spec import LoopNestSpec, SpecError
 from optserve.policies import clock
 from optserve.policies.env import Evaluator
 from optserve.policies.methods import QUICK_METHODS, SearchMethod
+from optserve.policies.proxy import replay, timed_spec
 from optserve.policies.search import SEARCHES, run_search
 
 METHODS = tuple(SearchMethod)
@@ -44,6 +47,7 @@ class ScheduleResult:
     peak_gflops: float | None
     timed_out: bool
     llvm_ir: str | None = None
+    timed_sizes: dict[str, int] | None = None  # sizes the candidates were timed on (a sub-problem's)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -168,10 +172,11 @@ def _schedule_nest(
         compile_seconds[schedule.compute_key()] = compile_log[-1]
         return gflops
 
-    evaluator = Evaluator(spec, measure_fn)
-    base = Schedule.base(spec)
+    timed = timed_spec(spec, settings.timed_flops)
+    evaluator = Evaluator(timed, measure_fn)
+    base = Schedule.base(timed)
     if method == SearchMethod.BASE and not measure:
-        outcome_schedule, actions, gflops, timed_out = base, (), None, False
+        outcome_schedule, actions, gflops, timed_out = Schedule.base(spec), (), None, False
     else:
         outcome = run_search(method, evaluator, max(1e-3, budget - (clock.now() - budget_start)))
         outcome_schedule, actions, gflops, timed_out = (
@@ -182,6 +187,8 @@ def _schedule_nest(
         )
         if measure and gflops is None:
             gflops = evaluator.gflops(outcome_schedule)
+        if timed is not spec:
+            outcome_schedule = replay(spec, actions, host_target(settings.max_kernel_statements))
     search_seconds = time.perf_counter() - start
     base_gflops = evaluator.cache.get(base.compute_key())
     if measure and base_gflops is None and not quick:
@@ -189,9 +196,13 @@ def _schedule_nest(
     compile_ms, ir_text = None, None
     if measure and not emit_ir and outcome_schedule.compute_key() in compile_seconds:
         compile_ms = compile_seconds[outcome_schedule.compute_key()] * 1e3
-    elif emit_ir or measure:
+    elif emit_ir or measure or timed is not spec:
         target = host_target(settings.max_kernel_statements)
-        kernel = compile_schedule(spec, outcome_schedule, target=target, keep_ir=emit_ir)
+        try:
+            kernel = compile_schedule(spec, outcome_schedule, target=target, keep_ir=emit_ir)
+        except SpecError:  # replayed on the whole, the tails made more code than the backend takes
+            outcome_schedule, actions = Schedule.base(spec), ()
+            kernel = compile_schedule(spec, outcome_schedule, target=target, keep_ir=emit_ir)
         compile_ms = kernel.compile_seconds * 1e3
         ir_text = kernel.llvm_ir if emit_ir else None
         kernel.close()
@@ -215,4 +226,5 @@ def _schedule_nest(
         peak_gflops=peak_gflops() if measure else None,
         timed_out=timed_out,
         llvm_ir=ir_text,
+        timed_sizes=timed.size_of,
     )

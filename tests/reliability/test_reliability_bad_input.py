@@ -205,7 +205,12 @@ NEST_CASES = [
     ("absurd_size", MATMUL, {"m": 2**40, "k": 8, "n": 8}, r"size of m is \d+, allowed"),
     ("zero_size", MATMUL, {"m": 0, "k": 8, "n": 8}, "size of m is 0"),
     ("negative_size", MATMUL, {"m": -5, "k": 8, "n": 8}, "size of m is -5"),
-    ("too_many_flops", MATMUL, {"m": 4096, "k": 4096, "n": 4096}, "limit is"),
+    (
+        "tensor_over_memory_limit",
+        "C[b,m,n] += A[b,m,k] * B[b,k,n]",
+        {"b": 4, "m": 4096, "k": 4096, "n": 8},
+        r"A needs \d+ bytes, limit is",
+    ),
     ("too_many_loops", "C[a,b,c,d,e,f] += A[a,b,c,d,e,f,g,h,i,j,k] * B[k,j,i]", None, "loops allowed"),
     (
         "contraction_too_long",

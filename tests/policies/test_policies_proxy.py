@@ -1,0 +1,57 @@
+"""No size refused: a large contraction is decided on a sub-problem and the decision replayed on it."""
+
+from __future__ import annotations
+
+import time
+
+from optserve.config import LoopTuneSettings
+from optserve.kernels.jit import host_target
+from optserve.kernels.schedule import Schedule
+from optserve.kernels.spec import LoopNestSpec
+from optserve.policies.proxy import replay, timed_spec
+from optserve.policies.scheduler import schedule_nest
+
+MATMUL = "C[m,n] += A[m,k] * B[k,n]"
+CONV = "O[f,y,x] += I[c,y+r,x+s] * W[f,c,r,s]"
+
+
+def test_a_layer_sized_matmul_is_accepted():
+    """768 x 256 x 1000 was refused by a FLOP limit; only memory bounds a contraction now."""
+    spec = LoopNestSpec.parse(MATMUL, {"m": 768, "k": 256, "n": 1000})
+    assert spec.flops > LoopTuneSettings().timed_flops
+
+
+def test_the_timed_spec_halves_the_largest_sizes_until_it_fits():
+    spec = LoopNestSpec.parse(MATMUL, {"m": 2048, "k": 2048, "n": 2048})
+    small = timed_spec(spec, 2 * 512**3)
+    assert small.size_of == {"m": 512, "k": 512, "n": 512} and small.text() == spec.text()
+    conv = LoopNestSpec.parse(CONV, {"f": 256, "c": 256, "y": 56, "x": 56, "r": 3, "s": 3})
+    shrunk = timed_spec(conv, 2 * 512**3).size_of
+    assert shrunk["r"] == shrunk["s"] == 3 and shrunk["y"] == 56 and conv.flops > 2 * 512**3
+    assert 2 * (shrunk["f"] * shrunk["c"] * 56 * 56 * 9) <= 2 * 512**3
+    small_already = LoopNestSpec.parse(MATMUL, {"m": 64, "k": 64, "n": 64})
+    assert timed_spec(small_already, 2 * 512**3) is small_already
+
+
+def test_replay_builds_the_decision_on_the_whole_contraction():
+    spec = LoopNestSpec.parse(MATMUL, {"m": 1000, "k": 700, "n": 900})
+    target = host_target()
+    tiled = replay(spec, ["tile:4x2rv-k128"], target)
+    tiled.check(spec)
+    assert tiled.compute[-1].index == "n"
+    walked = replay(spec, ["down", "split_16", "swap_up", "split_8"], target)
+    walked.check(spec)
+    assert len(walked.compute) == 5
+
+
+def test_a_2048_cube_is_decided_within_a_second_of_budget():
+    """The default decision on 2048^3 (17 GFLOP) times candidates on 512^3 and answers for 2048^3."""
+    spec = LoopNestSpec.parse(MATMUL, {"m": 2048, "k": 2048, "n": 2048})
+    schedule_nest(LoopNestSpec.parse(MATMUL, {"m": 32, "k": 32, "n": 32}), method="policy_tiles")  # warm
+    start = time.perf_counter()
+    result = schedule_nest(spec, method="policy_tiles", time_limit_s=10)
+    seconds = time.perf_counter() - start
+    assert result.timed_sizes == {"m": 512, "k": 512, "n": 512}
+    assert result.gflops and result.evaluations >= 1 and result.compile_ms
+    Schedule.from_text(result.schedule).check(spec)
+    assert seconds < 5  # 0.5 s budget + a timing that may run past it + the whole's compile, on busy cores
