@@ -11,9 +11,10 @@ widen it). With the default strategy (OPTCC_STRATEGY=stored, the tuning store's 
   0. is looked up in its object cache, as below; else
   1. goes through bitcode (step 2, no budget): clang's front end once, then clang's back end on that
      bitcode (clang's own object) while the service is asked for what its tuning store holds for the unit
-     (`strategy stored`: the stored lists, compiled beside the service's -Oz; no model) and records the
+     (`strategy stored`: the stored lists, one compile, or none when nothing is stored; no model, and no
+     -Oz in the service: optcc compares with clang's object itself, `client_compares`) and records the
      unit for `optserve tune`; the smaller object is written (step 5). A unit no tuning has reached yet
-     gets -Oz or clang's object; after `optserve tune`, the lists it found (docs/tuning.md).
+     gets clang's object; after `optserve tune`, the lists it found (docs/tuning.md).
 With a model strategy (greedy, priority, ...) the search runs on the build's path, within a budget: it
   0. looks it up in its object cache (object_cache.py, as ccache's direct mode): a unit whose command,
      compiler, settings, service model, source and headers are unchanged gets the object it got before,
