@@ -26,6 +26,13 @@ from optserve.engine.grammar import TokenGrammar
 from optserve.engine.llama_forward import CompactLlama
 
 
+def pick_device(name: str = "auto") -> torch.device:
+    """The device a model runs on: `name` as torch spells it, or "auto": CUDA when available, else CPU."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
 class TorchDecoder:
     """`threads`: intra-op threads on CPU (process-wide). One by default: the engine shares the cores with
     compiler workers, and oversubscribed OpenMP threads stall each other (measured here: greedy 0.5-2 s with
@@ -33,19 +40,25 @@ class TorchDecoder:
 
     `compact`: run Llama models through `CompactLlama` (same network, a fraction of the per-step overhead);
     other architectures, or `compact=False`, use transformers' own forward.
+
+    `device` "auto" (the default) is the first CUDA GPU when torch sees one, else the CPU; `dtype` None is
+    bfloat16 on a GPU (its tensor cores' type; the pretrained models were trained in it) and float32 on the
+    CPU (bfloat16 matmuls there are slower than float32 on most CPUs without AMX).
     """
 
     def __init__(
         self,
         model_dir: str | Path,
-        device: str = "cpu",
-        dtype: torch.dtype = torch.float32,
+        device: str = "auto",
+        dtype: torch.dtype | None = None,
         threads: int = 1,
         compact: bool = True,
     ):
         from transformers import AutoModelForCausalLM
 
-        self.device = torch.device(device)
+        self.device = pick_device(device)
+        if dtype is None:
+            dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
         if self.device.type == "cpu":
             torch.set_num_threads(threads)
         self.model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype, attn_implementation="sdpa")

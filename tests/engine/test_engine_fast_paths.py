@@ -47,6 +47,14 @@ def test_the_compact_forward_is_used_for_llama_models(engines):
     assert type(plain.decoder.network).__name__ == "_TransformersNetwork"
 
 
+def test_the_engine_runs_on_the_gpu_when_torch_sees_one_else_on_the_cpu_in_float32(engines):
+    compact, _ = engines
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert compact.decoder.device.type == expected
+    dtype = next(compact.decoder.model.parameters()).dtype
+    assert dtype == (torch.bfloat16 if expected == "cuda" else torch.float32)
+
+
 @torch.inference_mode()
 def test_compact_forward_matches_transformers(engines):
     model = engines[1].decoder.model
