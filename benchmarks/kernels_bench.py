@@ -56,7 +56,7 @@ def run_item(item: tuple[str, str, float]) -> dict:
     if method == "numpy":
         return {"shape": name, "method": method, "gflops": numpy_gflops(m, k, n), "core": _core()}
     spec = Benchmark(name, m, k, n).spec()
-    result = schedule_nest(spec, method, time_limit_s=time_limit, measure=True)
+    result = schedule_nest(spec, method, time_limit_s=time_limit, measure=True, threads=1)
     return {
         "shape": name,
         "method": method,

@@ -50,7 +50,7 @@ def time_case(case, settings, generators: dict[str, Callable], repeats: int, rou
     from optserve.policies.scheduler import schedule_nest
 
     spec = case.spec(settings)
-    decision = schedule_nest(spec, SearchMethod.POLICY_TILES, time_limit_s=10.0, settings=settings)
+    decision = schedule_nest(spec, SearchMethod.POLICY_TILES, time_limit_s=10.0, settings=settings, threads=1)
     schedule = Schedule.from_text(decision.schedule)
     target = host_target(settings.max_kernel_statements)
     jit_ms: dict[str, list[float]] = {name: [] for name in generators}

@@ -67,7 +67,9 @@ def time_case(case, settings, paths: dict[str, str], rounds: int, turn: int = 0)
             inference_cpu_ms = max(inference_cpu_ms, (time.process_time() - cpu_start) * 1e3)
         cpu_start = time.process_time()
         with serving(paths[name]):
-            decision = schedule_nest(spec, SearchMethod.POLICY_TILES, time_limit_s=10.0, settings=settings)
+            decision = schedule_nest(
+                spec, SearchMethod.POLICY_TILES, time_limit_s=10.0, settings=settings, threads=1
+            )
         decision_cpu_s = time.process_time() - cpu_start
         schedules[f"{name}_alone"] = alone.final.schedule
         schedules[name] = Schedule.from_text(decision.schedule)

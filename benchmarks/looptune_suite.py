@@ -104,8 +104,8 @@ def time_case(case, settings, search_time: float, rounds: int) -> dict:
         rollout(bundle.network, spec)
         inference_ms = max(inference_ms, (time.perf_counter() - start) * 1e3)
         inference_cpu_ms = max(inference_cpu_ms, (time.process_time() - cpu_start) * 1e3)
-    decision = schedule_nest(spec, SearchMethod.POLICY_TILES, time_limit_s=10.0, settings=settings)
-    search = schedule_nest(spec, SearchMethod.TILES, time_limit_s=search_time, settings=settings)
+    decision = schedule_nest(spec, SearchMethod.POLICY_TILES, time_limit_s=10.0, settings=settings, threads=1)
+    search = schedule_nest(spec, SearchMethod.TILES, time_limit_s=search_time, settings=settings, threads=1)
     target = host_target(settings.max_kernel_statements)
     kernels = {
         "policy": compile_schedule(spec, Schedule.from_text(decision.schedule), target=target),

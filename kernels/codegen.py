@@ -36,6 +36,9 @@ from optserve.kernels.schedule import Schedule, covered_extents, iteration_exten
 from optserve.kernels.spec import LoopNestSpec, SpecError
 
 KERNEL_NAME = "kernel"
+# kernel_ws(out, in0, in1, ws0, ws1): the kernel packing into the caller's buffers (`workspace_floats` each)
+# instead of its module's own, so threads can run it at once (kernels/parallel.py)
+WORKSPACE_KERNEL_NAME = "kernel_ws"
 UNROLL_TRIPS = 4  # reduction loops this short are unrolled inside a register tile
 BENCH_NAME = "bench"
 
@@ -474,7 +477,7 @@ def generate_ir(spec: LoopNestSpec, schedule: Schedule, target: Target) -> str:
             body,
             "}",
             "",
-            *(_packing_ir(spec, layout, panels, nest_name, target) if layout else []),
+            *(_packing_ir(spec, layout, panels, nest_name, target) if layout else _plain_workspace_ir()),
             f"define void @{BENCH_NAME}(ptr %out, ptr %in0, ptr %in1, i64 %reps) {{",
             "entry:",
             "  br label %loop",
@@ -516,6 +519,32 @@ def schedule_panels(spec: LoopNestSpec, schedule: Schedule) -> tuple[Panel | Non
     return panels[0], panels[1]
 
 
+def workspace_floats(spec: LoopNestSpec, schedule: Schedule) -> tuple[int, int]:
+    """Floats of the buffer `kernel_ws` packs each input into (0: not packed)."""
+    layout = packed_layout(spec, schedule.compute[-1].index, schedule.pack)
+    if layout is None:
+        return 0, 0
+    panels = schedule_panels(spec, schedule)
+    floats = [0, 0]
+    for position, (tensor, order) in enumerate(zip(spec.inputs, layout.orders, strict=True)):
+        if order is not None:
+            panel = panels[position]
+            floats[position] = panel.size if panel else math.prod(spec.shape(tensor))
+    return floats[0], floats[1]
+
+
+def _plain_workspace_ir() -> list[str]:
+    """`kernel_ws` of a kernel that packs nothing: the kernel itself."""
+    return [
+        f"define void @{WORKSPACE_KERNEL_NAME}(ptr %out, ptr %in0, ptr %in1, ptr %ws0, ptr %ws1) {{",
+        "entry:",
+        f"  call void @{KERNEL_NAME}(ptr %out, ptr %in0, ptr %in1)",
+        "  ret void",
+        "}",
+        "",
+    ]
+
+
 def _packing_ir(
     spec: LoopNestSpec,
     layout: PackedLayout,
@@ -526,7 +555,8 @@ def _packing_ir(
     """Buffers, copy functions and the `kernel` that packs, then runs the scheduled nest on the buffers."""
     lines: list[str] = []
     arguments = ["ptr %out", "ptr %in0", "ptr %in1"]
-    calls = []
+    workspace_arguments = list(arguments)
+    calls, workspace_calls = [], []
     for position, (tensor, order) in enumerate(zip(spec.inputs, layout.orders, strict=True)):
         if order is None:
             continue
@@ -537,9 +567,12 @@ def _packing_ir(
             lines += [panel_function_ir(f"pack{position}", panel), ""]
         else:
             width = min(target.vector_widths[0], COPY_WIDTH) if target.vector_widths else 1
-            lines += [pack_function_ir(f"pack{position}", spec.shape(tensor), order, width), ""]
+            shape, source = spec.shape(tensor), spec.layout_shape(tensor)
+            lines += [pack_function_ir(f"pack{position}", shape, order, width, source), ""]
         calls.append(f"  call void @pack{position}(ptr %in{position}, ptr @buffer{position})")
+        workspace_calls.append(f"  call void @pack{position}(ptr %in{position}, ptr %ws{position})")
         arguments[position + 1] = f"ptr @buffer{position}"
+        workspace_arguments[position + 1] = f"ptr %ws{position}"
     return [
         *lines,
         f"define void @{KERNEL_NAME}(ptr noalias nocapture %out, ptr noalias nocapture readonly %in0,"
@@ -547,6 +580,15 @@ def _packing_ir(
         "entry:",
         *calls,
         f"  call void @{nest_name}({', '.join(arguments)})",
+        "  ret void",
+        "}",
+        "",
+        f"define void @{WORKSPACE_KERNEL_NAME}(ptr noalias nocapture %out,"
+        " ptr noalias nocapture readonly %in0, ptr noalias nocapture readonly %in1,"
+        " ptr noalias nocapture %ws0, ptr noalias nocapture %ws1) #0 {",
+        "entry:",
+        *workspace_calls,
+        f"  call void @{nest_name}({', '.join(workspace_arguments)})",
         "  ret void",
         "}",
         "",

@@ -15,12 +15,13 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 import numpy as np
 
-from optserve.kernels.codegen import BENCH_NAME, KERNEL_NAME, Target, generate_ir
+from optserve.kernels.codegen import BENCH_NAME, KERNEL_NAME, WORKSPACE_KERNEL_NAME, Target, generate_ir
 from optserve.kernels.schedule import Schedule
 from optserve.kernels.spec import LoopNestSpec
 
 _KERNEL_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 _BENCH_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+_WORKSPACE_TYPE = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 5)
 
 
 @functools.cache
@@ -68,6 +69,7 @@ class CompiledKernel:
     _engine: llvm.ExecutionEngine
     _kernel: ctypes._CFuncPtr
     _bench: ctypes._CFuncPtr
+    workspace: ctypes._CFuncPtr  # kernel_ws(out, in0, in1, ws0, ws1) on raw addresses (codegen.py)
 
     def __call__(self, out: np.ndarray, lhs: np.ndarray, rhs: np.ndarray) -> None:
         self._check(out, lhs, rhs)
@@ -81,15 +83,21 @@ class CompiledKernel:
         return time.perf_counter() - start
 
     def _check(self, *arrays: np.ndarray) -> None:
-        for tensor, array in zip(self.spec.tensors, arrays, strict=True):
-            shape = self.spec.shape(tensor)
-            if array.dtype != np.float32 or array.shape != shape or not array.flags.c_contiguous:
-                raise ValueError(f"{tensor.name} must be a C-contiguous float32 array of shape {shape}")
-        if not arrays[0].flags.writeable:
-            raise ValueError(f"{self.spec.output.name} must be writeable")
+        check_operands(self.spec, arrays)
 
     def close(self) -> None:
         self._engine.close()
+
+
+def check_operands(spec: LoopNestSpec, arrays: tuple[np.ndarray, ...]) -> None:
+    """ValueError unless (out, in0, in1) are C-contiguous float32 arrays of the spec's shapes, out
+    writeable."""
+    for tensor, array in zip(spec.tensors, arrays, strict=True):
+        shape = spec.shape(tensor)
+        if array.dtype != np.float32 or array.shape != shape or not array.flags.c_contiguous:
+            raise ValueError(f"{tensor.name} must be a C-contiguous float32 array of shape {shape}")
+    if not arrays[0].flags.writeable:
+        raise ValueError(f"{spec.output.name} must be writeable")
 
 
 def compile_schedule(
@@ -113,6 +121,7 @@ def compile_ir(
     engine.finalize_object()
     kernel = _KERNEL_TYPE(engine.get_function_address(KERNEL_NAME))
     bench = _BENCH_TYPE(engine.get_function_address(BENCH_NAME))
+    workspace = _WORKSPACE_TYPE(engine.get_function_address(WORKSPACE_KERNEL_NAME))
     seconds = time.perf_counter() - start
     return CompiledKernel(
         spec=spec,
@@ -122,4 +131,5 @@ def compile_ir(
         _engine=engine,
         _kernel=kernel,
         _bench=bench,
+        workspace=workspace,
     )

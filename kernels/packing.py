@@ -129,7 +129,10 @@ def packed_layout(
         orders.append(order)
     if orders == [None, None]:
         return None
-    packed = LoopNestSpec(output=spec.output, inputs=(inputs[0], inputs[1]), sizes=spec.sizes)
+    # a block's output and unpacked inputs keep their layout; a packed one is its own buffer (a new name)
+    packed = LoopNestSpec(
+        output=spec.output, inputs=(inputs[0], inputs[1]), sizes=spec.sizes, layout=spec.layout
+    )
     if packing_required(packed):
         return None  # packing cannot make an index contiguous everywhere either
     return PackedLayout(packed, (orders[0], orders[1]))
@@ -148,6 +151,7 @@ class Panel:
     depth: int
     batch: int  # product of the leading dimensions
     strides: dict[str, int]  # floats per step of each index; the row index's for whole panels only
+    source_rows: int = 0  # rows of the source in memory (0: `rows`; more where it is a block's)
 
     @property
     def padded(self) -> int:
@@ -186,7 +190,8 @@ def panel_of(spec: LoopNestSpec, tensor: TensorRef, width: int) -> Panel | None:
         strides[dim[0]] = step
         step *= extent
     strides[row], strides[reduction] = depth, width
-    return Panel(row, reduction, width, rows, depth, math.prod(shape[:-2]), strides)
+    source_rows = spec.layout_shape(tensor)[-1]
+    return Panel(row, reduction, width, rows, depth, math.prod(shape[:-2]), strides, source_rows)
 
 
 def panel_function_ir(name: str, panel: Panel, block: int = 16) -> str:
@@ -196,6 +201,7 @@ def panel_function_ir(name: str, panel: Panel, block: int = 16) -> str:
     out = _Writer()
     full, last = divmod(panel.rows, panel.width)
     panel_floats = panel.width * panel.depth
+    source_rows = panel.source_rows or panel.rows
 
     def copy(src: str, dst: str, count: int) -> None:
         """`count` consecutive floats, in vectors of 8, 4, 2 and single floats."""
@@ -212,7 +218,7 @@ def panel_function_ir(name: str, panel: Panel, block: int = 16) -> str:
     def steps(src: str, dst: str, count: int, trips: int) -> None:
         """`trips` reduction steps of one panel of `count` rows."""
         out.loop(
-            trips, lambda k: copy(out.offset(src, k, panel.rows), out.offset(dst, k, panel.width), count)
+            trips, lambda k: copy(out.offset(src, k, source_rows), out.offset(dst, k, panel.width), count)
         )
 
     def panels(src: str, dst: str, trips: int) -> None:
@@ -229,11 +235,11 @@ def panel_function_ir(name: str, panel: Panel, block: int = 16) -> str:
 
     def batch(b: str) -> None:
         src, dst = (
-            out.offset("0", b, panel.depth * panel.rows),
+            out.offset("0", b, panel.depth * source_rows),
             out.offset("0", b, panel.padded * panel.depth),
         )
         blocks, rest = divmod(panel.depth, block)
-        src_block, dst_block = block * panel.rows, block * panel.width
+        src_block, dst_block = block * source_rows, block * panel.width
         out.loop(
             blocks, lambda kb: panels(out.offset(src, kb, src_block), out.offset(dst, kb, dst_block), block)
         )
@@ -327,14 +333,22 @@ def transpose_masks(width: int) -> list[tuple[int, list[int], list[int]]]:
     return stages
 
 
-def pack_function_ir(name: str, shape: tuple[int, ...], order: tuple[int, ...], width: int = 1) -> str:
+def pack_function_ir(
+    name: str,
+    shape: tuple[int, ...],
+    order: tuple[int, ...],
+    width: int = 1,
+    source_shape: tuple[int, ...] | None = None,
+) -> str:
     """IR of `name(src, dst)`: dst (dimensions in `order`, one dimension moved last) = src (row-major
-    `shape`), copied in width x width tiles (vectors of `width` floats; 1: scalar tiles of SCALAR_BLOCK)."""
+    `shape`, laid out in memory as `source_shape` if given: a block of a larger tensor), copied in
+    width x width tiles (vectors of `width` floats; 1: scalar tiles of SCALAR_BLOCK)."""
     moved = order[-1]
     if order != tuple(j for j in range(len(shape)) if j != moved) + (moved,) or moved == len(shape) - 1:
         raise ValueError(f"order {order} does not move one dimension before the last to the end")
     last = len(shape) - 1  # the source's contiguous dimension: the packed layout's second last
-    src_strides = [math.prod(shape[j + 1 :]) for j in range(len(shape))]
+    laid_out = source_shape or shape
+    src_strides = [math.prod(laid_out[j + 1 :]) for j in range(len(shape))]
     dst_shape = [shape[j] for j in order]
     dst_strides = {j: math.prod(dst_shape[p + 1 :]) for p, j in enumerate(order)}
     rows, cols = shape[moved], shape[last]  # tile: `rows` of the moved dimension x `cols` of the last

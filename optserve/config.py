@@ -153,6 +153,13 @@ class LoopTuneSettings(_Section):
     max_kernel_statements: int = Field(
         256, gt=0, description="most unrolled multiply-adds in one register tile (bounds code size)"
     )
+    threads: int | None = Field(
+        None,
+        gt=0,
+        description="threads a kernel may run on when the request names none (kernels/parallel.py: blocks of"
+        " an output index on a thread pool); None: the CPUs the deciding process may run on",
+    )
+    max_threads: int = Field(256, gt=0, description="most threads a request may ask a kernel to run on")
     search_time_limit_s: float = Field(60.0, gt=0, description="longest schedule search accepted")
     timing_repeats: int = Field(10, gt=0, description="best-of-N timing runs per schedule")
     timing_warmup_calls: int = Field(20, ge=0, description="untimed calls before timing (thesis: 20)")

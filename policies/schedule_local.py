@@ -28,6 +28,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--time-limit", type=float, default=10.0, help="search seconds (default 10)")
     parser.add_argument("--measure", action="store_true", help="also time the base schedule and the peak")
     parser.add_argument("--emit-ir", action="store_true", help="include the kernel's optimized LLVM IR")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="threads the kernel may run on (default: this machine's CPUs)",
+    )
     parser.add_argument("--config", default=None, help="optserve YAML config (LoopTune limits)")
     add_json_flag(parser)
     parser.set_defaults(handler=_schedule)
@@ -48,6 +54,7 @@ def _schedule(args: argparse.Namespace) -> int:
             measure=args.measure,
             emit_ir=args.emit_ir,
             settings=limits,
+            threads=args.threads,
         )
     except SpecError as err:
         emit({"error": str(err)}, args.json)
@@ -64,7 +71,8 @@ def _render(result: Mapping[str, Any]) -> str:
         f"{result['einsum']}   {', '.join(f'{k}={v}' for k, v in result['sizes'].items())}",
         f"method {result['method']}: {number(result['gflops'])} GFLOPS (base {number(result['base_gflops'])},"
         f" peak {number(result['peak_gflops'])}), searched {result['search_seconds']:.1f} s,"
-        f" {result['evaluations']} schedules measured{', time limit hit' if result['timed_out'] else ''}",
+        f" {result['evaluations']} schedules measured{', time limit hit' if result['timed_out'] else ''},"
+        f" {result['threads']} thread(s)",
         f"actions: {' '.join(result['actions']) or '(none)'}",
         f"compile: {number(result['compile_ms'], ' ms')}",
         "",

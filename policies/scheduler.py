@@ -12,8 +12,9 @@ import time
 from dataclasses import asdict, dataclass
 
 from optserve.config import LoopTuneSettings
-from optserve.kernels.jit import compile_schedule, host_target
+from optserve.kernels.jit import host_target
 from optserve.kernels.measure import measure, numpy_gflops, peak_gflops
+from optserve.kernels.parallel import compile_parallel, default_threads, plan_blocks
 from optserve.kernels.schedule import Schedule
 from optserve.kernels.spec import LoopNestSpec, SpecError
 from optserve.policies import clock
@@ -48,6 +49,7 @@ class ScheduleResult:
     timed_out: bool
     llvm_ir: str | None = None
     timed_sizes: dict[str, int] | None = None  # sizes the candidates were timed on (a sub-problem's)
+    threads: int = 1  # threads the chosen kernel runs on (kernels/parallel.py)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -60,12 +62,13 @@ def measure_schedule(
     compile_log: list[float] | None = None,
     quick: bool = False,
     deadline: float | None = None,
+    threads: int = 1,
 ) -> float:
-    """Compile, time (warm-up, best of N; `quick`: the polish's shorter protocol; a kernel too slow to finish
-    it by `deadline`, on the budget clock: one call) and free one schedule; its GFLOPS. Compile seconds go
-    to the log."""
+    """Compile for `threads` threads, time (warm-up, best of N; `quick`: the polish's shorter protocol; a
+    kernel too slow to finish it by `deadline`, on the budget clock: one call) and free one schedule; its
+    GFLOPS. Compile seconds go to the log."""
     settings = settings or LoopTuneSettings()
-    kernel = compile_schedule(spec, schedule, target=host_target(settings.max_kernel_statements))
+    kernel = compile_parallel(spec, schedule, threads, target=host_target(settings.max_kernel_statements))
     if compile_log is not None:
         compile_log.append(kernel.compile_seconds)
     runs, warmup = settings.timing_repeats, settings.timing_warmup_calls
@@ -83,6 +86,7 @@ def measure_interleaved(
     rounds: int,
     settings: LoopTuneSettings | None = None,
     numpy_sizes: tuple[int, int, int] | None = None,
+    threads: int = 1,
 ) -> tuple[list[float], float | None]:
     """GFLOPS of schedules that are compared with each other (and of numpy's matmul of `numpy_sizes`), best
     of `rounds` rounds that each time every one of them once: on shared hosts a core's speed drifts over
@@ -94,7 +98,7 @@ def measure_interleaved(
         key = schedule.compute_key()
         if key not in kernels:
             try:
-                kernels[key] = compile_schedule(spec, schedule, target=target)
+                kernels[key] = compile_parallel(spec, schedule, threads, target=target)
             except SpecError:
                 kernels[key] = None
     best = dict.fromkeys(kernels, 0.0)
@@ -123,8 +127,11 @@ def schedule_nest(
     measure: bool = True,
     emit_ir: bool = False,
     settings: LoopTuneSettings | None = None,
+    threads: int | None = None,
 ) -> ScheduleResult:
-    """Search a schedule for `spec` with `method` within `time_limit_s` seconds.
+    """Search a schedule for `spec` with `method` within `time_limit_s` seconds, for a kernel on up to
+    `threads` threads (None: `settings.threads`, else the CPUs this process may run on): candidates are
+    timed on that many (kernels/parallel.py).
 
     Searches measure every candidate as they go; `measure` additionally makes sure the chosen schedule is
     timed and the JIT compile time reported ("base" with measure=False compiles nothing unless `emit_ir`).
@@ -139,8 +146,11 @@ def schedule_nest(
     CPU time); `seconds` and `search_seconds` are wall time either way.
     """
     settings = settings or LoopTuneSettings()
+    threads = threads or settings.threads or default_threads()
+    if not 1 <= threads <= settings.max_threads:
+        raise SpecError(f"threads must be in 1..{settings.max_threads}, got {threads}")
     with clock.budget_clock(settings.budget_clock):
-        return _schedule_nest(spec, method, time_limit_s, measure, emit_ir, settings)
+        return _schedule_nest(spec, method, time_limit_s, measure, emit_ir, settings, threads)
 
 
 def _schedule_nest(
@@ -150,6 +160,7 @@ def _schedule_nest(
     measure: bool,
     emit_ir: bool,
     settings: LoopTuneSettings,
+    threads: int,
 ) -> ScheduleResult:
     if method not in SEARCHES:
         raise SpecError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
@@ -168,7 +179,7 @@ def _schedule_nest(
     def measure_fn(s: LoopNestSpec, schedule: Schedule) -> float:
         # until one schedule ran, none is cut short: the answer needs one timed in full, deadline or not
         cut = cut_at if any(evaluator.cache.values()) else None
-        gflops = measure_schedule(s, schedule, settings, compile_log, quick, cut)
+        gflops = measure_schedule(s, schedule, settings, compile_log, quick, cut, threads)
         compile_seconds[schedule.compute_key()] = compile_log[-1]
         return gflops
 
@@ -199,10 +210,10 @@ def _schedule_nest(
     elif emit_ir or measure or timed is not spec:
         target = host_target(settings.max_kernel_statements)
         try:
-            kernel = compile_schedule(spec, outcome_schedule, target=target, keep_ir=emit_ir)
+            kernel = compile_parallel(spec, outcome_schedule, threads, target=target, keep_ir=emit_ir)
         except SpecError:  # replayed on the whole, the tails made more code than the backend takes
             outcome_schedule, actions = Schedule.base(spec), ()
-            kernel = compile_schedule(spec, outcome_schedule, target=target, keep_ir=emit_ir)
+            kernel = compile_parallel(spec, outcome_schedule, threads, target=target, keep_ir=emit_ir)
         compile_ms = kernel.compile_seconds * 1e3
         ir_text = kernel.llvm_ir if emit_ir else None
         kernel.close()
@@ -227,4 +238,11 @@ def _schedule_nest(
         timed_out=timed_out,
         llvm_ir=ir_text,
         timed_sizes=timed.size_of,
+        threads=_threads_used(spec, outcome_schedule, threads),
     )
+
+
+def _threads_used(spec: LoopNestSpec, schedule: Schedule, threads: int) -> int:
+    """Threads the kernel of `schedule` runs on when `threads` are allowed (kernels/parallel.py)."""
+    plan = plan_blocks(spec, schedule, threads)
+    return len(plan[1]) if plan else 1

@@ -59,6 +59,9 @@ def register(subparsers) -> None:
     schedule.add_argument("--time-limit", type=float, default=0.0, help="seconds; 0 = the server's default")
     schedule.add_argument("--no-measure", action="store_true", help="do not JIT and time the kernel")
     schedule.add_argument("--kernel", action="store_true", help="include the generated kernel's LLVM IR")
+    schedule.add_argument(
+        "--threads", type=int, default=0, help="threads the kernel may run on; 0 = the deployment's CPUs"
+    )
     _add_client_flags(schedule)
     schedule.set_defaults(handler=_schedule)
 
@@ -228,7 +231,7 @@ def _render_schedule(result) -> str:
         f"actions: {' '.join(result['actions']) or '(none)'}\n"
         f"GFLOPS: {result['gflops']:.2f} (base {base}, "
         f"{'measured' if result['measured'] else 'predicted'}), method {result['method']}, "
-        f"{result['seconds']:.2f} s"
+        f"{result['seconds']:.2f} s, {result.get('threads') or 1} thread(s)"
     )
 
 
@@ -249,6 +252,7 @@ def _schedule(args) -> int:
                 time_limit_s=args.time_limit,
                 measure=not args.no_measure,
                 return_kernel=args.kernel,
+                threads=args.threads,
             )
     except CallError as err:
         return _failed(err)

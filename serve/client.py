@@ -135,9 +135,11 @@ class OptserveClient:
         time_limit_s: float = 0.0,
         measure: bool = True,
         return_kernel: bool = False,
+        threads: int = 0,
     ) -> pb.ScheduleResponse:
-        """A loop schedule for the contraction `einsum` with index `sizes`."""
-        request = schedule_request(einsum, sizes, method, time_limit_s, measure, return_kernel)
+        """A loop schedule for the contraction `einsum` with index `sizes`, its kernel on up to `threads`
+        threads (0: the deployment's CPUs)."""
+        request = schedule_request(einsum, sizes, method, time_limit_s, measure, return_kernel, threads)
         return self._call(self._looptune.Schedule, request, schedule_timeout_s(request))
 
     def health(self, service: str = "") -> str:

@@ -94,9 +94,10 @@ class AsyncOptserveClient:
         time_limit_s: float = 0.0,
         measure: bool = True,
         return_kernel: bool = False,
+        threads: int = 0,
     ) -> pb.ScheduleResponse:
         """As `OptserveClient.schedule`."""
-        request = schedule_request(einsum, sizes, method, time_limit_s, measure, return_kernel)
+        request = schedule_request(einsum, sizes, method, time_limit_s, measure, return_kernel, threads)
         return await self._call(self._looptune.Schedule, request, schedule_timeout_s(request))
 
     async def health(self, service: str = "") -> str:

@@ -96,6 +96,7 @@ def schedule_request(
     time_limit_s: float = 0.0,
     measure: bool = True,
     return_kernel: bool = False,
+    threads: int = 0,
 ) -> pb.ScheduleRequest:
     return pb.ScheduleRequest(
         einsum=einsum,
@@ -104,6 +105,7 @@ def schedule_request(
         time_limit_s=time_limit_s,
         measure=measure,
         return_kernel=return_kernel,
+        threads=threads,
     )
 
 

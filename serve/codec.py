@@ -119,6 +119,7 @@ def schedule_request(message: pb.ScheduleRequest) -> schemas.ScheduleRequest:
             "time_limit_s": message.time_limit_s or None,
             "measure": message.measure,
             "return_kernel": message.return_kernel,
+            "threads": message.threads or None,
         },
     )
 

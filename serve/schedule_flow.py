@@ -1,7 +1,8 @@
 """The Schedule flow: validate the loop nest -> search or policy -> response.
 
-Loop kernels are only ever generated from a `LoopNestSpec` that passed `LoopNestSpec.parse` (names, sizes,
-memory and flop limits from the LoopTune settings), with the search time bounded by the same settings and,
+Loop kernels are only ever generated from a `LoopNestSpec` that passed `LoopNestSpec.parse` (names, sizes
+and memory limits from the LoopTune settings; no size is refused for the search's cost), on the request's
+threads (default: the deployment's CPUs), with the search time bounded by the same settings and,
 for a gRPC call, by the call's deadline: the search's time limit is cut so that the answer is ready by then
 (the best schedule found in time, `timed_out: true` when the search was cut).
 """
@@ -56,6 +57,7 @@ def schedule(
             measure=request.measure,
             emit_ir=request.return_kernel,
             settings=limits,
+            threads=request.threads,
         )
     except SpecError as err:
         raise invalid(str(err)) from None
@@ -71,4 +73,6 @@ def schedule(
         kernel_ir=result.llvm_ir,
         timed_out=result.timed_out,
         evaluations=result.evaluations,
+        threads=result.threads,
+        timed_sizes=result.timed_sizes or {},
     )

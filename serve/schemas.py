@@ -273,6 +273,9 @@ class ScheduleRequest(_Request):
     time_limit_s: float | None = Field(None, gt=0)
     measure: bool = True
     return_kernel: bool = False
+    threads: int | None = Field(
+        None, ge=1, description="threads the kernel may run on; None = the deployment's CPUs"
+    )
 
 
 class Loop(_Model):
@@ -295,6 +298,11 @@ class ScheduleResponse(_Model):
     kernel_ir: str | None = None
     timed_out: bool = False
     evaluations: int = 0
+    threads: int = Field(1, description="threads the chosen kernel runs on (fewer where the work is small)")
+    timed_sizes: dict[str, int] = Field(
+        default_factory=dict,
+        description="sizes the candidates were timed on: the request's, or a sub-problem's where it is large",
+    )
 
 
 class ErrorBody(_Model):

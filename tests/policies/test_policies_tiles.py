@@ -118,7 +118,7 @@ def record_measured(monkeypatch, deadlines: list | None = None) -> list[Schedule
 
     measured: list[Schedule] = []
 
-    def fake(spec, schedule, settings=None, compile_log=None, quick=False, deadline=None):
+    def fake(spec, schedule, settings=None, compile_log=None, quick=False, deadline=None, threads=1):
         measured.append(schedule)
         if deadlines is not None:
             deadlines.append(deadline)

@@ -54,11 +54,12 @@ def test_optimize_reports_a_bad_file_clearly(service, tmp_path):
 def test_schedule_prints_the_schedule_as_json(service):
     result = optserve(
         service, "schedule", "--einsum", "C[m,n] += A[m,k] * B[k,n]", "--sizes", "m=32,k=32,n=32",
-        "--method", "base", "--json",
+        "--method", "base", "--threads", "1", "--json",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     answer = json.loads(result.stdout)
     assert answer["measured"] and answer["gflops"] > 0 and answer["method"] == "base"
+    assert answer["threads"] == 1 and answer["timed_sizes"] == {"m": 32, "k": 32, "n": 32}
 
 
 def test_health_reports_every_service_and_the_model(service):

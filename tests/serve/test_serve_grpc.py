@@ -361,6 +361,17 @@ def test_schedule_by_default_decides_a_convolution_with_the_tile_cover(client):
     assert {loop.index for loop in response.loops} == set(sizes)
 
 
+def test_a_layer_sized_matmul_is_scheduled_on_the_threads_asked_for(client):
+    """768 x 256 x 1000 (393 MFLOP) was refused by a FLOP limit; it is decided on a sub-problem now, for a
+    kernel of 2 threads (blocks of one output index)."""
+    sizes = {"m": 768, "k": 256, "n": 1000}
+    response = client.schedule(MATMUL, sizes, threads=2)
+    assert response.measured and response.gflops > 0 and response.threads == 2
+    assert dict(response.timed_sizes) != sizes and set(response.timed_sizes) == set(sizes)
+    one = client.schedule(MATMUL, {"m": 64, "k": 64, "n": 64}, threads=1)
+    assert one.threads == 1 and dict(one.timed_sizes) == {"m": 64, "k": 64, "n": 64}
+
+
 def test_the_call_deadline_bounds_a_schedule_search(service):
     """A Schedule call with a 2 s deadline for a search that takes the server's default limit (10 s; random
     walks run until their limit): its time limit is cut to what the call leaves (serve/schedule_flow.py),

@@ -59,6 +59,16 @@ def test_schedule_answers(http):
     assert [loop["index"] for loop in body["loops"]] == ["m", "k", "n"]  # base: the nest as given
 
 
+def test_schedule_threads_are_checked(http):
+    sizes = {"m": 32, "k": 32, "n": 32}
+    refused = http.post("/v1/schedule", json={"einsum": MATMUL, "sizes": sizes, "threads": 0})
+    assert refused.status_code == 400 and "threads" in refused.text, refused.text
+    too_many = http.post("/v1/schedule", json={"einsum": MATMUL, "sizes": sizes, "threads": 100_000})
+    assert too_many.status_code == 400 and "threads must be in 1.." in too_many.text, too_many.text
+    one = http.post("/v1/schedule", json={"einsum": MATMUL, "sizes": sizes, "method": "base", "threads": 1})
+    assert one.status_code == 200 and one.json()["threads"] == 1, one.text
+
+
 @pytest.mark.parametrize(
     ("body", "complaint"),
     [
