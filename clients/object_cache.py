@@ -318,10 +318,19 @@ def parse_dependencies(text: str) -> list[str]:
 
 
 def _ask_model(server: str) -> str | None:
+    """The service's model, asked over the channel channel_policy.py allows (none: None, the last seen
+    stands); the token only where it may go."""
+    from optserve.clients import channel_policy
     from optserve.serve.client import NO_RETRY, OptserveClient
 
     try:
-        with OptserveClient(server, timeout_s=2.0, retry=NO_RETRY) as client:
+        plan = channel_policy.plan(server, os.environ)
+    except channel_policy.Refused:
+        return None
+    try:
+        with OptserveClient(
+            server, token=plan.token or "", ca_cert=plan.ca_cert, timeout_s=2.0, retry=NO_RETRY
+        ) as client:
             metadata = client.model_metadata()
     except Exception:  # unreachable or erroring: the last model seen stands
         return None

@@ -48,7 +48,11 @@ With a model strategy (greedy, priority, ...) the search runs on the build's pat
      promise is about. If clang's object has debug info (`.debug_info`/`.debug_line`) and the service's
      lacks it, clang's is kept; and stores the result in the cache: service answers, clang's object for a
      unit not sent (steps 1 and 3) and when the service answered that the unit's deadline (its budget) ran
-     out; never other fallbacks (object_cache.py).
+     out; never other fallbacks (object_cache.py). Before the service's object is written or stored it
+     must pass object_trust.py's checks against clang's object and the unit's bitcode (a relocatable ELF
+     with the same defined global symbols, no undefined one beyond the unit's and LLVM's runtime calls,
+     no executable stack or load-time code clang's lacks); else clang's object is kept, stderr says why
+     and `--stats` counts it.
 Warnings, errors, exit status and -MD dependency files are those of your clang's compile. If the service is
 down, slow, overloaded or answers an error, the unit gets clang's object and stderr says so once per build:
 optcc never breaks a build that clang would build.
@@ -91,7 +95,11 @@ Environment (all optional):
   OPTCC_LOG        append one JSON line per unit to this file (winner, sizes, passes, model, fallbacks)
   OPTCC_VERBOSE    1: one line per unit on stderr, and every fallback, not just the first
   OPTSERVE_TOKEN   the service's auth token, if it has one
-  OPTSERVE_CA_CERT PEM CA certificate: call over TLS (OPTCC_SERVER then names the service's grpc_tls_port)
+  OPTSERVE_CA_CERT PEM CA certificate: call over TLS (OPTCC_SERVER then names the service's grpc_tls_port).
+                   Without it optcc calls only a loopback OPTCC_SERVER (localhost, 127.0.0.0/8, ::1):
+                   plaintext elsewhere lets anyone on the path change the objects linked (channel_policy.py)
+  OPTCC_INSECURE   1: call a server beyond loopback over plaintext all the same; OPTSERVE_TOKEN is then
+                   never sent (default: such a server is refused, and its units get clang's object)
   OPTCC_CAPTURE    DIR: capture mode for corpus building (see capture.py): save the unit's IR exactly as
                    optcc would send it (at -Oz unless the unit asks -Os), whatever the command's -O level,
                    then compile the command unchanged with clang; no service call

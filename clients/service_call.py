@@ -6,8 +6,10 @@ client, health checks); in a fresh process its imports cost ~0.24 s of CPU here,
 needs for most units of xz-utils, and optcc is a fresh process per unit. This module's cost ~0.11 s
 (docs/bench/clients.md). Same request (client_requests.optimize_request), same call deadline (the
 request's plus DEADLINE_MARGIN_S), same errors (CallError); the token and CA certificate come from the
-same environment variables. UNAVAILABLE and RESOURCE_EXHAUSTED are tried again, as the Python client's
-default policy does, up to ATTEMPTS tries within the call's deadline.
+same environment variables, and channel_policy.py decides whether and how they are used (no plaintext
+beyond loopback unless OPTCC_INSECURE=1, and never a token over plaintext beyond loopback). UNAVAILABLE
+and RESOURCE_EXHAUSTED are tried again, as the Python client's default policy does, up to ATTEMPTS tries
+within the call's deadline.
 """
 
 from __future__ import annotations
@@ -17,12 +19,12 @@ import time
 
 import grpc
 
+from optserve.clients import channel_policy
 from optserve.serve.client_requests import CallError, optimize_request, optimize_timeout_s
 from optserve.v1 import optserve_pb2 as pb
 
 OPTIMIZE = "/optserve.v1.PassOrdering/Optimize"
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # as the Python client's channel
-TOKEN_ENV, CA_CERT_ENV = "OPTSERVE_TOKEN", "OPTSERVE_CA_CERT"  # serve/client_channel.py's names
 ATTEMPTS = 3
 RETRIED = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED})
 FIRST_PAUSE_S = 0.2  # doubled before each further try
@@ -30,10 +32,12 @@ FIRST_PAUSE_S = 0.2  # doubled before each further try
 
 def optimize(server: str, bitcode: bytes, **options) -> pb.OptimizeResponse:
     """The service's answer for the unit's `bitcode` (options: client_requests.OptimizeOptions); CallError
-    when it answers an error (after the retries)."""
+    when it answers an error (after the retries); channel_policy.Refused, before any connection, when the
+    server may not be called without TLS."""
+    channel_plan = channel_policy.plan(server, os.environ)
     request = optimize_request(bitcode, **options)
     timeout_s = optimize_timeout_s(request)
-    token, ca_cert = os.environ.get(TOKEN_ENV), os.environ.get(CA_CERT_ENV)
+    token, ca_cert = channel_plan.token, channel_plan.ca_cert
     metadata = (("authorization", f"Bearer {token}"),) if token else ()
     channel_options = [
         ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
@@ -60,6 +64,10 @@ def optimize(server: str, bitcode: bytes, **options) -> pb.OptimizeResponse:
                 pause_s = FIRST_PAUSE_S * 2**attempt
                 last = attempt + 1 == ATTEMPTS or err.code() not in RETRIED
                 if last or (ends is not None and time.monotonic() + pause_s >= ends):
-                    raise CallError.of(err) from None
+                    failure = CallError.of(err)
+                    if channel_plan.token_withheld and failure.code is grpc.StatusCode.UNAUTHENTICATED:
+                        withheld = f"{failure.message} ({channel_policy.TOKEN_WITHHELD})"
+                        failure = CallError(failure.code, withheld)
+                    raise failure from None
             time.sleep(pause_s)
     raise AssertionError("unreachable")

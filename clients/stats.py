@@ -27,6 +27,7 @@ COUNTERS = {
     "store_function_hits": "  tuning store: functions tuned (units without a unit entry)",
     "store_recorded": "  tuning store: units recorded for tuning",
     "kept_for_check": "  service's object refused by a check (clang's kept)",
+    "untrusted": "    of which optcc's object checks (object_trust.py)",
     "saved_bytes": ".text bytes saved vs clang",
     "clang_text_bytes": ".text bytes of clang's objects (units asked)",
     "seconds": "seconds in optcc (units compiled, not from cache)",
@@ -63,6 +64,7 @@ def increments(record: dict) -> dict[str, float]:
             "store_function_hits": int(record.get("store_function_hits") or 0),
             "store_recorded": int(bool(record.get("store_recorded"))),
             "kept_for_check": int(bool(record.get("kept_clang_because"))),
+            "untrusted": int(bool(record.get("untrusted"))),
             "saved_bytes": record.get("saved_bytes") or 0,
             "clang_text_bytes": record.get("clang_text") or 0,
         }

@@ -27,6 +27,9 @@ DEBUG_SECTIONS = frozenset({".debug_info", ".debug_line"})
 # (docs/bench/clients.md). The fix belongs in the pass vocabulary (compiler/passes.py); until then, clang's
 # object is kept for such units.
 UNSAFE_PASSES = frozenset({"newgvn"})
+# Why a unit keeps clang's object when the service's fails object_trust.py's checks (the log's
+# `kept_clang_because` starts so; its `untrusted` is true then).
+UNTRUSTED = "the service's object failed optcc's checks"
 
 
 class ServiceFailure(Exception):
@@ -111,6 +114,8 @@ def compile_unit(
             choice = _clang_kept(clang_code, answer)
         else:
             choice = _choose(clang_code, answer.object_code, _all_passes(answer.best))
+            if choice.winner == "service":  # checked before it is linked or cached (object_trust.py)
+                choice = _checked(settings, job, choice, clang_code, scratch / "unit.bc")
         write_atomically(Path(job.output), choice.object_code)
         record = _report(settings, job, level, answer, choice, time.monotonic() - started, timing)
         if slot is not None:
@@ -475,7 +480,7 @@ def _ask_service(
         baseline["client_compares"] = True
     import grpc
 
-    from optserve.clients import service_call
+    from optserve.clients import channel_policy, service_call
     from optserve.serve.client_requests import DEADLINE_MARGIN_S, CallError
 
     started = time.monotonic()
@@ -501,6 +506,8 @@ def _ask_service(
         budget_cut = err.code is grpc.StatusCode.DEADLINE_EXCEEDED and not timed_out
         reason = f"optserve at {settings.server} answered {err}"
         raise ServiceFailure(reason, unreachable, budget_cut) from None
+    except channel_policy.Refused as err:  # plaintext beyond loopback: later units of the build skip it too
+        raise ServiceFailure(str(err), unreachable=True) from None
     except Exception as err:  # never break a build over a client-side surprise
         raise ServiceFailure(f"calling optserve at {settings.server} failed: {err!r}") from None
     if not response.object_code and not clang_is_best(response):
@@ -547,6 +554,20 @@ def _choose(clang_code: bytes, service_code: bytes, passes=()) -> Choice:
     return Choice("service", service_code, clang_text, service_text, "")
 
 
+def _checked(settings: OptccSettings, job: CompileJob, choice: Choice, clang_code: bytes, bitcode: Path):
+    """The service's chosen object if it passes object_trust's checks against clang's object of the unit and
+    the bitcode sent; else clang's object, the reason said on stderr and logged (`--stats`: untrusted)."""
+    from optserve.clients import object_trust
+
+    refusal = object_trust.refusal(choice.object_code, clang_code, bitcode, settings.clang)
+    if not refusal:
+        return choice
+    reason = f"{UNTRUSTED}: {refusal}"
+    if not settings.verbose:  # the verbose line of the unit says it
+        print(f"optcc: {job.source}: clang's object kept: {reason}", file=sys.stderr)
+    return Choice("clang", clang_code, choice.clang_text, choice.service_text, reason)
+
+
 def _source_name(source: int) -> str:
     from optserve.v1 import optserve_pb2 as pb
 
@@ -582,6 +603,7 @@ def _report(
         "service_text": choice.service_text,
         "saved_bytes": choice.clang_text - chosen_text,
         "kept_clang_because": choice.reason or None,
+        "untrusted": choice.reason.startswith(UNTRUSTED),
         "objective": settings.objective,
         "ir_mode": settings.ir_mode,
         "strategy": settings.for_unit(timing.get("bitcode_bytes", 0))[0],

@@ -16,9 +16,10 @@ GRPC_PORT = int(os.environ.get("OPTSERVE_TEST_GRPC_PORT", "19000")) + 10100
 
 
 @contextlib.contextmanager
-def fake_optimize_service(optimize, workers: int = 2):
+def fake_optimize_service(optimize, workers: int = 2, host: str = "127.0.0.1", model: str | None = None):
     """host:port of a gRPC server whose PassOrdering/Optimize is `optimize(request, context)` (a test's
-    stand-in service: a failure or a delay the real one does not give on demand)."""
+    stand-in service: a failure or a delay the real one does not give on demand), listening on `host`;
+    with `model`, GetModelMetadata names that model (ready, version "1"), as optcc's object cache asks."""
     from concurrent.futures import ThreadPoolExecutor
 
     import grpc
@@ -28,14 +29,20 @@ def fake_optimize_service(optimize, workers: int = 2):
     method = grpc.unary_unary_rpc_method_handler(
         optimize, pb.OptimizeRequest.FromString, pb.OptimizeResponse.SerializeToString
     )
+    methods = {"Optimize": method}
+    if model is not None:
+        methods["GetModelMetadata"] = grpc.unary_unary_rpc_method_handler(
+            lambda request, context: pb.ModelMetadata(name=model, version="1", ready=True),
+            pb.ModelMetadataRequest.FromString,
+            pb.ModelMetadata.SerializeToString,
+        )
     server = grpc.server(ThreadPoolExecutor(max_workers=workers))
-    server.add_generic_rpc_handlers(
-        [grpc.method_handlers_generic_handler("optserve.v1.PassOrdering", {"Optimize": method})]
-    )
-    port = server.add_insecure_port("127.0.0.1:0")
+    handlers = grpc.method_handlers_generic_handler("optserve.v1.PassOrdering", methods)
+    server.add_generic_rpc_handlers([handlers])
+    port = server.add_insecure_port(f"{host}:0")
     server.start()
     try:
-        yield f"127.0.0.1:{port}"
+        yield f"{host}:{port}"
     finally:
         server.stop(None)
 
