@@ -257,6 +257,21 @@ class TuningSettings(_Section):
     )
 
 
+class ObservabilitySettings(_Section):
+    """OpenTelemetry traces of the service (serve/tracing.py): off unless an OTLP endpoint is given."""
+
+    otlp_endpoint: str | None = Field(
+        None,
+        description="OTLP collector to send traces to (grpc: http://HOST:4317, http/protobuf: "
+        "http://HOST:4318/v1/traces); None: no traces, no OpenTelemetry SDK loaded",
+    )
+    otlp_protocol: Literal["grpc", "http/protobuf"] = Field("grpc", description="the OTLP transport")
+    service_name: str = Field("optserve", min_length=1, description="the traces' `service.name` resource")
+    trace_sample_ratio: float = Field(
+        1.0, ge=0.0, le=1.0, description="share of requests traced (a caller's sampled traceparent wins)"
+    )
+
+
 class Settings(BaseSettings):
     """Every section. `Settings()` is the defaults overridden by the environment; `load_settings` puts a
     YAML file between them. Values passed in (`Settings.model_validate(d)`, as the service's replicas do
@@ -276,6 +291,7 @@ class Settings(BaseSettings):
     serve: ServeSettings = ServeSettings()
     corpus: CorpusSettings = CorpusSettings()
     tuning: TuningSettings = TuningSettings()
+    observability: ObservabilitySettings = ObservabilitySettings()
 
     @classmethod
     def settings_customise_sources(

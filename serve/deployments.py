@@ -19,7 +19,7 @@ from ray import serve
 
 from optserve.config import Settings
 from optserve.engine.interface import Generation, PromptTooLongError, SamplingOptions
-from optserve.serve import metrics, schemas
+from optserve.serve import metrics, schemas, tracing
 from optserve.serve.deadlines import as_monotonic
 from optserve.serve.engine_host import EngineHost
 from optserve.serve.errors import ErrorKind, ServiceError, unavailable
@@ -35,17 +35,22 @@ class PassOrderingEngine:
     def __init__(self, settings: dict):
         configure_replica_logging()
         config = Settings.model_validate(settings)
+        tracing.configure(config.observability, "engine")
         self.host = EngineHost(config.engine, config.compiler)
         self.pending = 0  # calls in this replica now: the engine's queue, as a gauge
         metrics.recorder(*metrics.ENGINE).set(metrics.ENGINE_PENDING, 0)
 
-    async def generate(self, ir: str, options: SamplingOptions, feedback: str | None) -> Generation:
+    async def generate(
+        self, ir: str, options: SamplingOptions, feedback: str | None, trace: dict | None = None
+    ) -> Generation:
+        """The model's candidates; `trace`: the caller's span (serve/tracing.py carrier)."""
         recorder = metrics.recorder(*metrics.ENGINE)
         outcome = "error"
         self.pending += 1
         recorder.set(metrics.ENGINE_PENDING, self.pending)
         try:
-            generation = await self.host.generate(ir, options, feedback)
+            with tracing.span("engine.generate", trace, strategy=options.strategy.value):
+                generation = await self.host.generate(ir, options, feedback)
             outcome = "deadline" if generation.deadline_hit else "ok"
             recorder.count(metrics.ENGINE_TOKENS, generation.tokens_computed)
             return generation
@@ -77,7 +82,9 @@ class CompilerWorkers:
         from optserve.compiler.workers import CompilerPool
 
         configure_replica_logging()
-        compiler = Settings.model_validate(settings).compiler
+        config = Settings.model_validate(settings)
+        tracing.configure(config.observability, "compiler")
+        compiler = config.compiler
         self.pool = CompilerPool(
             processes=compiler.workers,
             timeout_s=compiler.candidate_timeout_s,
@@ -93,16 +100,19 @@ class CompilerWorkers:
         want_ir: bool,
         want_object: bool,
         wall_deadline: float | None = None,
+        trace: dict | None = None,
     ) -> list[Evaluation]:
         """The pool's evaluations; at the request's deadline (wall-clock: serve/deadlines.py) its compiles
-        stop, running or queued, here or in this replica's queue."""
+        stop, running or queued, here or in this replica's queue. `trace`: the caller's span (one span per
+        batch: serve/tracing.py)."""
         from optserve.compiler.workers import PoolBrokenError, evaluation_outcome
 
         deadline = as_monotonic(wall_deadline)
         try:
-            evaluations = await self.pool.evaluate_async(
-                ir, pass_lists, objective, want_ir, want_object, deadline
-            )
+            with tracing.span("compiler.evaluate", trace, candidates=len(pass_lists)):
+                evaluations = await self.pool.evaluate_async(
+                    ir, pass_lists, objective, want_ir, want_object, deadline
+                )
         except PoolBrokenError as err:
             raise unavailable(f"the compiler pool cannot compile ({err}); it is being restarted") from None
         recorder = metrics.recorder(*metrics.COMPILER)
@@ -123,11 +133,13 @@ class LoopTuneScheduler:
     def __init__(self, settings: dict):
         configure_replica_logging()
         self.settings = Settings.model_validate(settings)
+        tracing.configure(self.settings.observability, "looptune")
 
     async def schedule(
-        self, request: schemas.ScheduleRequest, wall_deadline: float | None = None
+        self, request: schemas.ScheduleRequest, wall_deadline: float | None = None, trace: dict | None = None
     ) -> schemas.ScheduleResponse:
         """`wall_deadline`: when the answer must be ready, wall-clock time (serve/deadlines.py); time the
-        request waited in this replica's queue counts against it."""
+        request waited in this replica's queue counts against it. `trace`: the caller's span."""
         deadline = as_monotonic(wall_deadline)
-        return await asyncio.to_thread(schedule, request, self.settings, deadline)
+        with tracing.span("looptune.schedule", trace):
+            return await asyncio.to_thread(schedule, request, self.settings, deadline)

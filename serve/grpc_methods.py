@@ -28,6 +28,7 @@ from optserve.serve.errors import ErrorKind, ServiceError, retry_after_s
 from optserve.serve.grpc_services import parse_request
 from optserve.serve.operations import Operations
 from optserve.serve.readiness import READY
+from optserve.serve.tracing import caller_trace
 from optserve.v1 import optserve_pb2 as pb
 
 PASS_ORDERING_SERVICE = "optserve.v1.PassOrdering"
@@ -80,13 +81,16 @@ class GrpcMethods:
     ) -> M:
         """Check the caller and run `work(remaining_s)` (None: the call has no deadline) within the call."""
         try:
-            remaining_s = None
+            remaining_s = trace_parent = None
             if context is not None:
                 check_peer(context.peer(), plaintext_grpc_host(self.settings.serve))
                 metadata = context.invocation_metadata()
                 check_token(dict(metadata).get(TOKEN_HEADER), self.settings.serve.auth_token)
                 remaining_s = call_time_remaining(metadata)
-            return await self.operations.record(operation, "grpc", lambda: _within(remaining_s, work))
+                trace_parent = caller_trace(metadata)
+            return await self.operations.record(
+                operation, "grpc", lambda: _within(remaining_s, work), trace_parent
+            )
         except ServiceError as err:
             if context is None:
                 raise

@@ -4,7 +4,8 @@
 - `CompilerClient`: the CompilerWorkers deployment as an `optserve.compiler.workers.CandidateCompiler`;
 - `LoopTuneClient`: the LoopTuneScheduler deployment.
 
-Every call goes through `ray_errors.call`, so a deployment's own error arrives as itself.
+Every call goes through `ray_errors.call`, so a deployment's own error arrives as itself; the engine, compiler
+and LoopTune calls carry the caller's trace context as their last argument (serve/tracing.py).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from optserve.compiler.cost import Objective
 from optserve.compiler.function_lists import FunctionLists
 from optserve.compiler.pipeline import Evaluation
 from optserve.engine.interface import Generation, PromptTooLongError, SamplingOptions
-from optserve.serve import schemas
+from optserve.serve import schemas, tracing
 from optserve.serve.deadlines import as_wall_time
 from optserve.serve.errors import unavailable
 from optserve.serve.ray_errors import call
@@ -44,7 +45,7 @@ class EngineClient:
 
     async def generate(self, ir: str, options: SamplingOptions, feedback: str | None = None) -> Generation:
         try:
-            return await call(self.handle, "generate", ir, options, feedback)
+            return await call(self.handle, "generate", ir, options, feedback, tracing.carrier())
         except (PromptTooLongError, BackPressureError):  # the input's fault; a busy engine
             raise
         except Exception:
@@ -90,7 +91,10 @@ class CompilerClient:
     ) -> list[Evaluation]:
         lists = [p if isinstance(p, FunctionLists) else tuple(p) for p in pass_lists]  # a unit: one job
         wall_deadline = as_wall_time(deadline)  # the replica may be another process on another host
-        return await call(self.handle, "evaluate", ir, lists, objective, want_ir, want_object, wall_deadline)
+        trace = tracing.carrier()  # the compile batch's span is a child of the caller's
+        return await call(
+            self.handle, "evaluate", ir, lists, objective, want_ir, want_object, wall_deadline, trace
+        )
 
 
 class LoopTuneClient:
@@ -104,4 +108,4 @@ class LoopTuneClient:
     ) -> schemas.ScheduleResponse:
         """`deadline` (time.monotonic(); None: none): when the answer must be ready; sent as wall-clock time,
         so the time the request waits in the replica's queue counts against it."""
-        return await call(self.handle, "schedule", request, as_wall_time(deadline))
+        return await call(self.handle, "schedule", request, as_wall_time(deadline), tracing.carrier())

@@ -15,7 +15,7 @@ from ray import serve
 from ray.serve.handle import DeploymentHandle
 
 from optserve.config import Settings
-from optserve.serve import metrics, schemas
+from optserve.serve import metrics, schemas, tracing
 from optserve.serve.access import check_token
 from optserve.serve.grpc_methods import GrpcMethods
 from optserve.serve.handles import CompilerClient, EngineClient, LoopTuneClient
@@ -50,6 +50,7 @@ class Ingress:
     ):
         configure_replica_logging()
         self.settings = Settings.model_validate(settings)
+        tracing.configure(self.settings.observability, "ingress")
         self.app_name = serve.get_replica_context().app_name
         self.operations = Operations(
             self.settings,

@@ -8,6 +8,12 @@ stay available from Ray's agents. Label values are bounded: operation names, sta
 
 Replicas report every `metrics_report_interval_ms` of Ray (serve/server.py sets 2 s on the Ray it starts), so
 a count shows at `/metrics` that long after the event.
+
+The sums never go back (`CounterMemory`): Ray's agent keeps a dead replica's counters (Ray 2.60 never evicts
+them; tests/observability/test_observability_metrics.py kills replicas mid-scrape), but an agent that does not
+answer one scrape (a timeout, a cut answer, its node gone) would take its replicas' counts out of that
+scrape's sums, which Prometheus's `rate()` reads as a counter reset: a false spike of the whole remaining
+total on the next scrape.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 _SCRAPE_TIMEOUT_S = 5.0
 _RAY_PREFIX = "ray_"  # Ray's agent names every application metric so
+Sample = tuple[str, dict[str, str], float]  # name, labels, value
 
 
 @dataclass(frozen=True)
@@ -148,7 +155,7 @@ def parse_exposition(text: str):
             yield sample.name, dict(sample.labels), float(sample.value)
 
 
-def _parsed(text: str) -> list[tuple[str, dict[str, str], float]] | None:
+def _parsed(text: str) -> list[Sample] | None:
     """The samples of one agent's exposition; None if it does not parse (a cut answer), which is then
     skipped as an unreachable node is."""
     try:
@@ -161,19 +168,63 @@ def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
+class CounterMemory:
+    """Every cumulative series (a counter; a histogram's buckets, sum and count) scraped so far, one per
+    replica (its labels name it), so that sums of them never go back.
+
+    A series absent from a scrape (its agent did not answer) counts at its last value; one that comes back
+    lower than it was (its agent restarted and counts again from zero) is a reset of that series alone:
+    what it had counted stays as its offset, as Prometheus's `rate()` would read a reset of it. The memory
+    grows with the replicas that ever ran, as Ray's agents' own series do."""
+
+    def __init__(self):
+        self._last: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+        self._offset: dict[tuple[str, tuple[tuple[str, str], ...]], float] = defaultdict(float)
+
+    def carried(self, samples: Iterable[Sample], cumulative: set[str]) -> list[Sample]:
+        """`samples` with each series named in `cumulative` at its offset plus its value, and those of
+        earlier scrapes that this one lacks at their last value."""
+        answered, other = {}, []
+        for name, labels, value in samples:
+            if name in cumulative:
+                answered[(name, tuple(sorted(labels.items())))] = value
+            else:
+                other.append((name, labels, value))
+        for key, value in answered.items():
+            if value < self._last.get(key, 0.0):
+                self._offset[key] += self._last[key]
+            self._last[key] = value
+        carried = [(name, dict(labels), self._offset[(name, labels)] + last)
+                   for (name, labels), last in self._last.items()]  # fmt: skip
+        return other + carried
+
+
+_memories: dict[str | None, CounterMemory] = defaultdict(CounterMemory)  # this process's, per application
+
+
 def sum_over_replicas(
-    expositions: Iterable[str], application: str | None = None, specs: Iterable[MetricSpec] = SPECS
+    expositions: Iterable[str],
+    application: str | None = None,
+    specs: Iterable[MetricSpec] = SPECS,
+    memory: CounterMemory | None = None,
 ) -> str:
     """The `specs` metrics of Ray agents' expositions (of one Serve `application`, or all), summed over
-    every label but their own."""
+    every label but their own; with `memory`, cumulative series of earlier scrapes that these lack too."""
     specs = list(specs)
     kept = {_RAY_PREFIX + sample: labels for spec in specs for sample, labels in spec.samples().items()}
+    samples = [
+        (name, labels, value)
+        for text in expositions
+        for name, labels, value in _parsed(text) or ()
+        if name in kept and application in (None, labels.get("application"))
+    ]
+    if memory is not None:
+        cumulative = {_RAY_PREFIX + s for spec in specs if spec.kind != "gauge" for s in spec.samples()}
+        samples = memory.carried(samples, cumulative)
     totals: dict[str, dict[tuple[tuple[str, str], ...], float]] = defaultdict(lambda: defaultdict(float))
-    for text in expositions:
-        for name, labels, value in _parsed(text) or ():
-            if name in kept and application in (None, labels.get("application")):
-                key = tuple((label, labels.get(label, "")) for label in kept[name])
-                totals[name.removeprefix(_RAY_PREFIX)][key] += value
+    for name, labels, value in samples:
+        key = tuple((label, labels.get(label, "")) for label in kept[name])
+        totals[name.removeprefix(_RAY_PREFIX)][key] += value
     lines = []
     for spec in specs:
         lines += [f"# HELP {spec.name} {spec.description}", f"# TYPE {spec.name} {spec.kind}"]
@@ -198,7 +249,7 @@ def _read(url: str) -> str:
 
 async def cluster_metrics(application: str | None = None) -> str:
     """The optserve metrics of every live node's Ray metrics agent, summed (unreachable nodes, and answers
-    that do not parse, skipped)."""
+    that do not parse, skipped: their counters count at what this process last read from them)."""
     import ray
 
     urls = [
@@ -207,4 +258,5 @@ async def cluster_metrics(application: str | None = None) -> str:
         if node.get("Alive") and node.get("MetricsExportPort")
     ]
     texts = await asyncio.gather(*(asyncio.to_thread(_read, url) for url in urls), return_exceptions=True)
-    return sum_over_replicas((text for text in texts if isinstance(text, str)), application)
+    answered = (text for text in texts if isinstance(text, str))
+    return sum_over_replicas(answered, application, memory=_memories[application])

@@ -1,18 +1,19 @@
 """The service's operations, shared by gRPC (serve/grpc_methods.py) and HTTP (serve/http_app.py routes).
 
 Each request runs through `record`: counted and timed (serve/metrics.py), its access line written with the
-request id (serve/logs.py), and any failure turned into the `ServiceError` the caller sees.
+request id (serve/logs.py), traced as the root span of its trace (serve/tracing.py), and any failure turned
+into the `ServiceError` the caller sees.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from optserve.compiler.cache import ResultCache
 from optserve.config import Settings
-from optserve.serve import metrics, schemas
+from optserve.serve import metrics, schemas, tracing
 from optserve.serve.handles import CompilerClient, EngineClient, LoopTuneClient
 from optserve.serve.logs import access_fields, log_access, start_access
 from optserve.serve.optimize import Optimizer
@@ -76,20 +77,30 @@ class Operations:
         """Per part (model, compiler, looptune): "ready", or why not (serve/readiness.py)."""
         return await readiness(await deployment_statuses(self.app_name), self.engine)
 
-    async def record(self, operation: str, protocol: str, work: Callable[[], Awaitable[T]]) -> T:
-        """Run one request's work: count it, time it and write its access line (with the request id)."""
+    async def record(
+        self,
+        operation: str,
+        protocol: str,
+        work: Callable[[], Awaitable[T]],
+        trace_parent: Mapping[str, str] | None = None,
+    ) -> T:
+        """Run one request's work: count it, time it, trace it (a child of the caller's `trace_parent`
+        headers, if any) and write its access line (with the request id)."""
         started = time.monotonic()
         code = "OK"
         fields: dict[str, Any] = start_access(operation=operation, protocol=protocol)
-        try:
-            return await work()
-        except Exception as err:
-            error = as_service_error(err)
-            code = error.kind.grpc_code.name
-            fields["error"] = error.message
-            raise error from None
-        finally:
-            elapsed_s = time.monotonic() - started
-            self.metrics.count(metrics.REQUESTS, operation=operation, protocol=protocol, code=code)
-            self.metrics.observe(metrics.LATENCY, elapsed_s, operation=operation)
-            log_access(code, elapsed_s)
+        with tracing.span(f"optserve.{operation}", trace_parent, protocol=protocol) as span:
+            try:
+                return await work()
+            except Exception as err:
+                error = as_service_error(err)
+                code = error.kind.grpc_code.name
+                fields["error"] = error.message
+                raise error from None
+            finally:
+                elapsed_s = time.monotonic() - started
+                self.metrics.count(metrics.REQUESTS, operation=operation, protocol=protocol, code=code)
+                self.metrics.observe(metrics.LATENCY, elapsed_s, operation=operation)
+                log_access(code, elapsed_s)
+                if span is not None:
+                    span.set_attribute("optserve.code", code)

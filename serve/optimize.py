@@ -43,7 +43,7 @@ from optserve.config import Settings
 from optserve.engine.coreset import Coreset
 from optserve.engine.feedback import generate_with_feedback
 from optserve.engine.interface import Engine, Generation, SamplingOptions, Strategy
-from optserve.serve import schemas
+from optserve.serve import schemas, tracing
 from optserve.serve.errors import ErrorKind, ServiceError, invalid, unavailable
 from optserve.serve.result_cache import answer_key
 from optserve.serve.schemas import CandidateSource, ServedStrategy
@@ -266,7 +266,8 @@ class Optimizer:
             return stored_answer(store, ir, objective, max_functions, stop)
 
         try:
-            return await _until(in_thread(look_up, deadline=deadline), deadline, "the tuning store")
+            with tracing.span("tuning_store.lookup"):
+                return await _until(in_thread(look_up, deadline=deadline), deadline, "the tuning store")
         except (TuningStoreError, StoppedError, ServiceError) as err:
             logger.warning("tuning store lookup skipped: %s", err)
             return None
@@ -282,7 +283,8 @@ class Optimizer:
         from optserve.tuning.store import TuningStoreError
 
         try:
-            return await asyncio.to_thread(self.store.record_unit, stored.keys.unit_hash, ir, name)
+            with tracing.span("tuning_store.record"):
+                return await asyncio.to_thread(self.store.record_unit, stored.keys.unit_hash, ir, name)
         except TuningStoreError as err:
             logger.warning("tuning store: the unit was not recorded: %s", err)
             return False

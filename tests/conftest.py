@@ -18,9 +18,12 @@ def pytest_configure(config) -> None:
 # The `service` marker: a test that needs a live Ray Serve app is marked from the fixtures that start one,
 # so `make test-fast` (`-m "not service"`) leaves those tests out without marking each by hand. The
 # fixtures: tests/serve (`service`; `default_service`, a whole `optserve serve` / `serve run` process),
-# tests/reliability (`rel_service`), tests/clients (`optserve_target`). A test requesting any of them,
-# directly or through another fixture (`client`, `http`, `grpc_client`, ...), is a service test.
-SERVICE_FIXTURES = frozenset({"service", "default_service", "rel_service", "optserve_target"})
+# tests/reliability (`rel_service`), tests/clients (`optserve_target`), tests/observability
+# (`traced_service`). A test requesting any of them, directly or through another fixture (`client`, `http`,
+# `grpc_client`, ...), is a service test.
+SERVICE_FIXTURES = frozenset(
+    {"service", "default_service", "rel_service", "optserve_target", "traced_service"}
+)
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker

@@ -282,8 +282,9 @@ def test_the_compiler_client_sends_the_deadline_as_wall_clock_time_and_the_repli
     deadline = time.monotonic() + 7.0
     asyncio.run(CompilerClient(handle).evaluate_async("ir", [("-Oz",)], "text_size", deadline=deadline))
     asyncio.run(CompilerClient(handle).evaluate_async("ir", [("-Oz",)], "text_size"))
-    (*_, wall_deadline), (*_, no_deadline) = handle.evaluate.sent
+    (*_, wall_deadline, trace), (*_, no_deadline, _) = handle.evaluate.sent  # trace: serve/tracing.py
     assert wall_deadline == pytest.approx(time.time() + 7.0, abs=0.5) and no_deadline is None
+    assert trace is None  # traces off: no trace context is sent
     assert as_monotonic(wall_deadline) == pytest.approx(deadline, abs=0.01)
 
 
@@ -308,7 +309,7 @@ def test_the_looptune_client_sends_the_deadline_as_wall_clock_time():
     request = schemas.ScheduleRequest(einsum="C[m,n] += A[m,k] * B[k,n]", sizes={"m": 8, "k": 8, "n": 8})
     asyncio.run(LoopTuneClient(handle).schedule(request, deadline=time.monotonic() + 7.0))
     asyncio.run(LoopTuneClient(handle).schedule(request))
-    (_, wall_deadline), (_, no_deadline) = handle.schedule.sent
+    (_, wall_deadline, _), (_, no_deadline, _) = handle.schedule.sent  # then the trace context
     assert wall_deadline == pytest.approx(time.time() + 7.0, abs=0.5) and no_deadline is None
 
 
