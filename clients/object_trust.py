@@ -71,16 +71,10 @@ _SECTION_KIND_NAMES = """
     SHT_INIT_ARRAY SHT_FINI_ARRAY SHT_PREINIT_ARRAY SHT_SYMTAB_SHNDX SHT_X86_64_UNWIND SHT_ARM_EXIDX
     SHT_ARM_ATTRIBUTES SHT_RISCV_ATTRIBUTES SHT_LLVM_ADDRSIG SHT_GNU_ATTRIBUTES SHT_AMD64_UNWIND
 """
-SECTION_KINDS = frozenset(
-    _SECTION_KIND_NAMES.split()
-) | {  # and the SHT_LLVM_* kinds pyelftools leaves unnamed
-    0x6FFF4C00,
-    0x6FFF4C02,
-    0x6FFF4C03,
-    0x6FFF4C05,
-    0x6FFF4C09,
-    0x6FFF4C0C,
-}
+SECTION_KINDS = frozenset(_SECTION_KIND_NAMES.split())
+# LLVM's own kinds (SHT_LLVM_ADDRSIG, call-graph profile, ...: 0x6fff4c00-0x6fff4cff), which pyelftools
+# leaves unnamed: metadata for the linker, never loaded as code.
+LLVM_KINDS = range(0x6FFF4C00, 0x6FFF4D00)
 SHF_WRITE, SHF_EXECINSTR = 0x1, 0x4
 
 
@@ -191,7 +185,8 @@ def _group_members(section) -> list[int]:
 
 def _check_sections(service: ObjectShape, reference: ObjectShape) -> None:
     for name, (kind, flags) in service.sections.items():
-        if kind not in SECTION_KINDS and kind not in {k for k, _ in reference.sections.values()}:
+        known = kind in SECTION_KINDS or (isinstance(kind, int) and kind in LLVM_KINDS)
+        if not known and kind not in {k for k, _ in reference.sections.values()}:
             raise Untrusted(f"section {name!r} is of kind {kind}, which an object file does not carry")
         if flags & SHF_WRITE and flags & SHF_EXECINSTR:
             raise Untrusted(f"section {name!r} is both writable and executable")
