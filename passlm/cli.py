@@ -31,6 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--methods", default=DEFAULT_METHODS, help="comma-separated; nucleus-T = temperature T"
     )
     parser.add_argument("--backend", choices=("torch", "vllm"), help="default: the configured one")
+    parser.add_argument("--device", default="cpu", help="torch backend: the model's device, e.g. cuda")
     parser.add_argument(
         "--objective", default="instruction_count", choices=("instruction_count", "text_size")
     )
@@ -72,6 +73,7 @@ def _eval_passes(args: argparse.Namespace) -> int:
             samples=parse_samples(args.samples),
             methods=parse_methods(args.methods),
             backend=args.backend or settings.engine.backend,
+            device=args.device,
             objective=args.objective,
             workers=args.workers,
             candidate_timeout_s=settings.compiler.candidate_timeout_s,
@@ -101,6 +103,7 @@ def _eval_passes(args: argparse.Namespace) -> int:
             "model_id": model_id(model_dir) if uses_model else None,
             "model_fingerprint": model_fingerprint(model_dir) if uses_model else None,
             "backend": config.backend,
+            "device": config.device,
             "corpus_dir": str(config.corpus_dir),
             "split": config.split,
             "objective": config.objective,

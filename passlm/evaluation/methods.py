@@ -95,6 +95,7 @@ class EvalConfig:
     samples: tuple[int, ...] = DEFAULT_SAMPLES
     methods: tuple[Method, ...] = field(default_factory=lambda: parse_methods(DEFAULT_METHODS))
     backend: str = "torch"
+    device: str = "cpu"  # the torch backend's device (cuda on the lent GPU); results do not depend on it
     objective: str = "instruction_count"
     workers: int = 2  # compiler processes
     candidate_timeout_s: float = 20.0

@@ -109,7 +109,8 @@ async def _run(config, functions, todo, fingerprints, journal, engine_needed, pr
     if engine_needed:
         from optserve.engine.engine import ModelEngine
 
-        engine = ModelEngine.load(config.model_dir, config.backend)
+        options = {"device": config.device} if config.backend == "torch" else {}
+        engine = ModelEngine.load(config.model_dir, config.backend, **options)
     pool = CompilerPool(config.workers, timeout_s=config.candidate_timeout_s)
     deadline = time.monotonic() + config.time_limit_s if config.time_limit_s else None
     bar = tqdm(total=len(functions), unit="fn", disable=not progress, smoothing=0.1, desc="eval passes")
