@@ -11,7 +11,9 @@
 #     STEPS   eval,tune (default both): which of the two measurements to run
 # Environment: LIMIT (functions, default 500 = all), BUDGET (search compiles, 1000), SAMPLES (1,10,30),
 # DEVICE (cuda where nvidia-smi sees a GPU, else cpu), WORKERS (compiler processes, default every core),
-# TIME_LIMIT (eval passes stops starting functions after it, s; default 300), PYTHON (python3), WHEELS (the
+# TIME_LIMIT (seconds per step, default 240, so both fit a 600 s call: eval passes stops starting functions and
+# resumes from its journal in a later call; tuner_seeds reports the functions searched by then, the longest
+# first: for all of them run the steps in two calls with TIME_LIMIT=480), PYTHON (python3), WHEELS (the
 # wheelhouse, default .carry/wheels312; a local check under another Python names its own).
 # Needs, carried in .carry/ (git-ignored; how they are made: docs/bench/passlm_pretraining.md):
 #   .carry/eval/heldout_functions.tar.xz    the test split of the real functions with their labels
@@ -25,14 +27,14 @@
 set -euo pipefail
 
 if [ $# -lt 1 ]; then
-  sed -n '2,24p' "$0" >&2
+  sed -n '2,27p' "$0" >&2
   exit 2
 fi
 model=$1 steps=${2:-eval,tune}
 repo=$PWD
 out=${OUT:-/tmp/eval-out}
 python=${PYTHON:-python3}
-limit=${LIMIT:-500} budget=${BUDGET:-1000} samples=${SAMPLES:-1,10,30} time_limit=${TIME_LIMIT:-300}
+limit=${LIMIT:-500} budget=${BUDGET:-1000} samples=${SAMPLES:-1,10,30} time_limit=${TIME_LIMIT:-240}
 workers=${WORKERS:-$(nproc)}
 if [ -z "${DEVICE:-}" ]; then
   DEVICE=cpu
@@ -106,7 +108,8 @@ fi
 if [[ ",$steps," == *",tune,"* ]]; then
   "$python" -m optserve.passlm.evaluation.tuner_seeds --model-dir "$model" --corpus "$corpus" --split test \
     --limit "$limit" --objective text_size --budget "$budget" --samples 10 --top-k 5 --workers "$workers" \
-    --device "$DEVICE" --json-out "$out/tuner_seeds.json" --report "$out/tuner_seeds.md" 2>> "$out/eval.log" \
+    --device "$DEVICE" --time-limit "$time_limit" --json-out "$out/tuner_seeds.json" --report "$out/tuner_seeds.md" \
+    2>> "$out/eval.log" \
     || status=$?
   tail -n 5 "$out/eval.log"
 fi

@@ -169,8 +169,8 @@ def _search(function_id: str, variant: str, ir: str, plan) -> tuple[str, str, di
 # --- the model's samples ----------------------------------------------------------------------------------
 
 
-async def _model_lists(config, functions, log) -> dict[str, dict[str, Any]]:
-    """PS@n of every function, the engine as `optserve eval passes` runs it."""
+async def _model_lists(config, functions, log, deadline: float) -> dict[str, dict[str, Any]]:
+    """PS@n of each function (the engine as `optserve eval passes` runs it) until `deadline`."""
     from optserve.engine.engine import ModelEngine
     from optserve.passlm.evaluation.candidates import generate
     from optserve.passlm.evaluation.methods import Method
@@ -181,6 +181,9 @@ async def _model_lists(config, functions, log) -> dict[str, dict[str, Any]]:
     out = {}
     try:
         for index, function in enumerate(functions):
+            if time.monotonic() >= deadline:
+                log(f"time limit: model samples of {index} of {len(functions)} functions")
+                break
             generated = await generate(engine, function["ir"], method, config, config.max_samples)
             out[function["id"]] = {
                 "lists": [list(p) for p in generated.pass_lists],
@@ -200,13 +203,18 @@ def run(
     budget: int,
     workers: int,
     log=print,
+    time_limit_s: float | None = None,
 ) -> list[dict[str, Any]]:
+    """Both searches of every function; with `time_limit_s`, only the functions whose samples and searches
+    finish within it (the searches running then finish; the rest are not started)."""
     from optserve.engine.coreset import Coreset
     from optserve.tuning.tune import search_plan
 
     coreset = list(Coreset.load(config.coreset_path).first(config.objective, 100))
+    deadline = time.monotonic() + time_limit_s if time_limit_s else float("inf")
     started = time.perf_counter()
-    samples = asyncio.run(_model_lists(config, functions, log))
+    samples = asyncio.run(_model_lists(config, functions, log, deadline))
+    functions = [f for f in functions if f["id"] in samples]
     log(f"model samples of {len(functions)} functions in {time.perf_counter() - started:.1f} s")
     records = {
         f["id"]: {
@@ -227,7 +235,6 @@ def run(
         ),
     }
     started = time.perf_counter()
-    done = 0
     # spawn: the engine has used the GPU in this process, and a forked child must not inherit that state.
     with ProcessPoolExecutor(
         workers,
@@ -241,16 +248,30 @@ def run(
             for f in longest_first
             for variant in VARIANTS
         ]
-        for future in as_completed(futures):
+        handled: set = set()
+
+        def collect(future) -> None:
+            handled.add(future)
             try:
                 function_id, variant, search = future.result()
             except Exception as err:  # a function that does not compile at -O0/-Oz: reported, not fatal
                 log(f"search failed: {type(err).__name__}: {str(err)[:200]}")
-                continue
+                return
             records[function_id]["searches"][variant] = search
-            done += 1
-            if done % 50 == 0:
-                log(f"searches: {done}/{len(futures)} in {time.perf_counter() - started:.0f} s")
+            if len(handled) % 50 == 0:
+                log(f"searches: {len(handled)}/{len(futures)} in {time.perf_counter() - started:.0f} s")
+
+        remaining = deadline - time.monotonic()
+        try:
+            for future in as_completed(futures, timeout=max(0.0, remaining) if remaining < 1e9 else None):
+                collect(future)
+        except TimeoutError:
+            log("time limit: the searches not started are cancelled, the running ones finish")
+            for future in futures:
+                future.cancel()
+            for future in as_completed([f for f in futures if f not in handled and not f.cancelled()]):
+                collect(future)
+    done = sum(len(r["searches"]) for r in records.values())
     log(f"{done} searches in {time.perf_counter() - started:.1f} s on {workers} processes")
     for record in records.values():
         measure(record)
@@ -297,7 +318,8 @@ def report(data: dict[str, Any]) -> str:
         f"- Model: `{meta['model_dir']}` ({meta['model_id']}, fingerprint {meta['model_fingerprint']}), "
         f"PS@{meta['samples']} (top-k {meta['top_k']}) on {meta['device']}",
         f"- Corpus: `{meta['corpus_dir']}`, split {meta['split']}, objective {meta['objective']}; "
-        f"{summary['functions']} functions searched, {summary['with_model_seeds']} with model samples",
+        f"{summary['functions']} of {meta['functions_selected']} functions searched (time limit "
+        f"{meta['time_limit_s']} s; the longest go first), {summary['with_model_seeds']} with model samples",
         f"- Searches: `tuning.tune.search_task` at budget {meta['budget']}, {meta['workers']} processes, "
         f"{meta['seconds']:.0f} s",
         "",
@@ -362,6 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--coreset", type=Path, help="default: the bundled coreset")
     parser.add_argument("--json-out", type=Path, default=Path("runs/tuner_seeds.json"))
     parser.add_argument("--report", type=Path)
+    parser.add_argument("--time-limit", type=float, help="seconds: only the functions searched within it")
     args = parser.parse_args(argv)
     if not (args.model_dir / "profile.json").exists():
         print(f"error: {args.model_dir} is not a model directory (no profile.json)", file=sys.stderr)
@@ -387,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
     started = time.perf_counter()
-    records = run(config, functions, args.budget, args.workers, log)
+    records = run(config, functions, args.budget, args.workers, log, args.time_limit)
     data = {
         "meta": {
             "command": " ".join([COMMAND, *(argv or sys.argv[1:])]),
@@ -404,6 +427,8 @@ def main(argv: list[str] | None = None) -> int:
             "samples": args.samples,
             "top_k": args.top_k,
             "workers": args.workers,
+            "functions_selected": len(functions),
+            "time_limit_s": args.time_limit,
             "coreset": str(coreset),
             "seconds": round(time.perf_counter() - started, 1),
         },

@@ -78,3 +78,13 @@ def test_command_end_to_end(tiny_model_dir, labelled_corpus, tmp_path, capsys): 
         assert 1 <= len(record["model_lists"]) <= 3
     assert "| -Oz + coreset@10 (today) |" in (tmp_path / "seeds.md").read_text()
     assert "median compiles" in capsys.readouterr().out
+
+
+def test_a_time_limit_reports_what_finished_within_it(tiny_model_dir, labelled_corpus, tmp_path):  # noqa: F811
+    out = tmp_path / "seeds.json"
+    args = ["--model-dir", str(tiny_model_dir), "--corpus", str(labelled_corpus), "--objective",
+            "instruction_count", "--budget", "30", "--workers", "1", "--json-out", str(out)]  # fmt: skip
+    assert main([*args, "--time-limit", "0.001"]) == 0  # over before the first sample: nothing searched
+    data = json.loads(out.read_text())
+    assert (data["meta"]["functions_selected"], data["summary"]["functions"]) == (3, 0)
+    assert data["summary"]["variants"]["model"]["final_saved"] is None
