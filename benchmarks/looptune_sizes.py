@@ -36,7 +36,7 @@ from looptune_suite import (  # noqa: E402
 )
 
 METHODS = ("policy", "search", "numpy", NAIVE)
-CUBES = (16, 48, 100, 256, 384, 512)  # largest: 2 * 512^3 flops, the default limit
+CUBES = (16, 48, 100, 256, 384, 512)  # largest: 2 * 512^3 flops, the largest timed whole (timed_flops)
 SQUARES = (128, 300, 512, 1000, 2048)
 IMAGES = (7, 14, 28, 56, 112)  # 32 -> 32 channels, 3x3 window
 
