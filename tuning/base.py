@@ -32,6 +32,10 @@ class TuningStore(Protocol):
         """The stored whole-unit entry of `ir_hash` under `toolchain`, or None."""
         ...
 
+    def has_function_entries(self, toolchain: Toolchain) -> bool:
+        """Whether any function entry is stored under `toolchain` (none: no unit can have function hits)."""
+        ...
+
     def offer(self, entries: Sequence[TunedList]) -> int:
         """Store each entry whose key holds none or a costlier one, in one transaction; return how many the
         store now holds (an entry identical to the stored one counts). On equal cost the stored entry stays,

@@ -371,6 +371,16 @@ class SqlTuningStore:
             ).fetchone()
         return row_entry(row) if row else None
 
+    @guarded_read
+    def has_function_entries(self, toolchain: Toolchain) -> bool:
+        with self.read() as cursor:
+            row = self.execute(
+                cursor,
+                f"SELECT 1 FROM tuned WHERE kind = 'function' AND {_TOOLCHAIN_WHERE} LIMIT 1",
+                _toolchain_fields(toolchain),
+            ).fetchone()
+        return row is not None
+
     @guarded
     def offer(self, entries: Sequence[TunedList]) -> int:
         self._check_writable()

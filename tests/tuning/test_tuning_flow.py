@@ -76,7 +76,15 @@ def test_a_unit_is_recorded_once_and_an_empty_store_answers_minus_oz_with_no_mod
     assert [c.source for c in first.candidates] == ["oz"] and generator.calls == []
     (recorded,) = list(store.recorded_units())
     assert recorded.name == "calc.c" and recorded.times_seen == 2
-    assert first.tuning.functions == len(split_unit(unit_ir).functions) and first.tuning.function_hits == 0
+    assert first.tuning.functions == 0 and first.tuning.function_hits == 0  # no function entries: no split
+
+
+def test_a_unit_is_split_for_its_functions_keys_once_the_store_holds_function_entries(pool, store, unit_ir):
+    other = compile_to_ir("int other(int x) { return x * 3 + 1; }\nint more(int y) { return other(y) - 2; }")
+    store.offer(function_entries(other))  # entries of another unit's functions: none of this unit's
+    response = run(pool, store, stored_request(unit_ir))
+    assert response.tuning.functions == len(split_unit(unit_ir).functions)
+    assert response.tuning.function_hits == 0
 
 
 def test_stored_function_lists_make_one_candidate_compiled_against_minus_oz(pool, store, unit_ir):
