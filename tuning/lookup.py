@@ -59,11 +59,13 @@ def stored_answer(
 ) -> StoredAnswer:
     """The store's candidate for `ir` (a parsed, verified unit) under `objective`. The unit's own key is
     looked up first: a whole-unit entry names its functions, so the unit is split (for its functions' keys)
-    only when it has none, and only when the store holds any function entry under this toolchain (a first
-    build into an empty store splits nothing: the split is most of the lookup's time)."""
+    only when it has none, was not tuned itself (a tuned unit without an entry gets -Oz), and the store holds
+    any function entry under this toolchain (a first build into an empty store splits nothing: the split is
+    most of the lookup's time)."""
     toolchain = toolchain_of(ir, objective)
     whole = unit_hash(ir)
-    settled = store.read_only or store.tuned_budget(whole, toolchain) > 0
+    tuned = store.tuned_budget(whole, toolchain) > 0
+    settled = store.read_only or tuned
     unit = store.lookup_unit(whole, toolchain)
     if unit is not None:
         keys = UnitKeys(whole, {}, None)
@@ -74,7 +76,9 @@ def stored_answer(
         )
         digest = f"u:{unit.cost}:{unit.ir_hash}"
         return StoredAnswer(job, keys, toolchain, True, settled, oz_cost=unit.oz_cost, entries_digest=digest)
-    if not store.has_function_entries(toolchain):  # e.g. a first build: the split could find nothing
+    # tuning measured this very unit and kept no entry (nothing beat its -Oz), or the store holds no function
+    # entry (a first build): the split could find nothing to answer with
+    if tuned or not store.has_function_entries(toolchain):
         return StoredAnswer(None, UnitKeys(whole, {}, None), toolchain, settled=settled)
     keys = unit_keys(ir, max_functions, stop)
     if not keys.function_hashes:

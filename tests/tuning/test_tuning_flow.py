@@ -300,3 +300,12 @@ def test_a_client_that_compares_keeps_its_own_object_when_the_tuned_lists_fail(p
     response = run(_FailingCompiler(pool), store, as_optcc_asks)
     assert [c.source for c in response.candidates] == ["client_baseline", "tuned"]
     assert response.best.source == "client_baseline" and response.object_code is None
+
+
+def test_a_unit_tuned_without_an_entry_of_its_own_is_answered_without_a_split(pool, store, unit_ir):
+    store.offer(function_entries(unit_ir))  # its functions have lists; the unit did not beat -Oz with them
+    store.set_tuned_budget(unit_keys(unit_ir, 200).unit_hash, toolchain_of(unit_ir, "text_size"), 300)
+    compiler = _CountingCompiler(pool)
+    as_optcc_asks = stored_request(unit_ir, return_object=True, skip_input_cost=True, client_compares=True)
+    response = run(compiler, store, as_optcc_asks)
+    assert compiler.jobs == [] and response.tuning.functions == 0 and response.tuning.settled
