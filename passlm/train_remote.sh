@@ -37,7 +37,13 @@ train_one() {  # train_one N: run N's flags; on GPU N when every run has a GPU o
   # shellcheck disable=SC2086  # each run's flags are one string on purpose
   PYTHONUNBUFFERED=1 python3 passlm/train.py --data "$data" --tokenizer models/passformer \
     --out "$work/passlm-run$i" --time-limit "$seconds" ${runs[$i]} || echo "run$i failed"
-  tar cJf "$out/run$i.tar.xz" -C "$work/passlm-run$i" final log.jsonl || true
+  # TRAIN_FINAL_STAYS=1: only the log comes back (a 27M model's final/ is over the 16 MiB a file may be; it stays
+  # in $TRAIN_WORK for the next call on the warm machine, e.g. passlm/eval_remote.sh)
+  if [ "${TRAIN_FINAL_STAYS:-0}" = 1 ]; then
+    tar cJf "$out/run$i.tar.xz" -C "$work/passlm-run$i" log.jsonl || true
+  else
+    tar cJf "$out/run$i.tar.xz" -C "$work/passlm-run$i" final log.jsonl || true
+  fi
 }
 # A several-GPU machine (the 4-GPU host lent as nvidia-h100-x4) trains the runs at once, one per GPU, so a
 # call's time limit covers them all; else they go one after the other on the one GPU.
