@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException
 
 import optserve
 from optserve.config import Settings
-from optserve.serve import metrics, schemas
+from optserve.serve import metrics, schemas, tracing
 from optserve.serve.errors import RETRY_AFTER_S, RETRY_AFTER_STATUSES, ErrorKind, ServiceError
 from optserve.serve.readiness import READY
 
@@ -123,6 +123,7 @@ class _LimitBodySize:
 
 
 api.add_middleware(_LimitBodySize)
+api.add_middleware(tracing.HttpCallerTrace)  # a caller's traceparent header, for the request's span
 
 
 @api.exception_handler(ServiceError)

@@ -81,7 +81,7 @@ class Ingress:
 
     async def _http(self, operation: str, authorization: str | None, work):
         check_token(authorization, self.settings.serve.auth_token)
-        return await self.operations.record(operation, "http", work)
+        return await self.operations.record(operation, "http", work, tracing.http_caller_trace())
 
     @api.post("/v1/optimize", response_model_exclude_none=True, responses=WORK_ERRORS)
     async def http_optimize(

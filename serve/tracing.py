@@ -9,7 +9,7 @@ sets an SDK tracer provider that batches its spans to the OTLP endpoint (grpc or
 
 The spans (serve/README.md, "Traces"):
 - `optserve.<operation>` in the ingress, for gRPC and HTTP alike (serve/operations.py `record`): the root
-  of a request's trace, or a child of the caller's own `traceparent` (gRPC metadata);
+  of a request's trace, or a child of the caller's own `traceparent` (gRPC metadata, HTTP header);
 - `engine.generate` in an engine replica (one per model call);
 - `compiler.evaluate` in a compiler replica (one per batch of candidates compiled together);
 - `tuning_store.lookup` and `tuning_store.record` in the ingress.
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -33,6 +34,9 @@ if TYPE_CHECKING:
 # The tracer of this process once `configure` turned traces on; None: off, every call below is a no-op.
 _tracer: Tracer | None = None
 _NO_SPAN = contextlib.nullcontext()  # reusable: `with` it any number of times, nested or not
+_TRACE_HEADERS = ("traceparent", "tracestate")
+# An HTTP caller's trace-context headers, for its request's span (set by `HttpCallerTrace`).
+_http_caller: ContextVar[dict[str, str] | None] = ContextVar("optserve_http_caller_trace", default=None)
 
 
 def enabled() -> bool:
@@ -91,8 +95,35 @@ def caller_trace(metadata) -> dict[str, str] | None:
     caller sent none), for `span(parent=...)`."""
     if _tracer is None:
         return None
-    headers = {key: value for key, value in metadata if key in ("traceparent", "tracestate")}
+    headers = {key: value for key, value in metadata if key in _TRACE_HEADERS}
     return headers if "traceparent" in headers else None
+
+
+def http_caller_trace() -> dict[str, str] | None:
+    """The W3C trace-context headers of the HTTP request being answered (None: none, or traces off)."""
+    return _http_caller.get()
+
+
+class HttpCallerTrace:
+    """ASGI middleware: keeps an HTTP caller's `traceparent`/`tracestate` headers for the request's span
+    (`http_caller_trace`), so it continues the caller's trace. Traces off, it looks at nothing."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if _tracer is None or scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = {
+            key.decode("latin-1"): value.decode("latin-1")
+            for key, value in scope["headers"]
+            if key.decode("latin-1") in _TRACE_HEADERS
+        }
+        token = _http_caller.set(headers if "traceparent" in headers else None)
+        try:
+            return await self.app(scope, receive, send)
+        finally:
+            _http_caller.reset(token)
 
 
 def carrier() -> dict[str, str] | None:

@@ -1,6 +1,7 @@
 """OpenTelemetry traces (serve/tracing.py): one Optimize through the real service is one trace, with spans
 from the ingress, the tuning store lookup, the engine and the compiler replicas, received by a real OTLP
-receiver; traces off load nothing of OpenTelemetry."""
+receiver; a caller's W3C traceparent (gRPC metadata, HTTP header) is continued; traces off load nothing of
+OpenTelemetry."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import sys
 import grpc
 
 from optserve.serve.app import APP_NAME
+from optserve.serve.client import OptserveClient
 from optserve.serve.client_requests import optimize_request
 from optserve.v1 import optserve_pb2_grpc
 from tests.serve.serve_helpers import DATA, TOKEN
@@ -58,25 +60,30 @@ def test_one_grpc_optimize_is_one_trace_across_ingress_store_engine_and_compiler
     assert all(span.parent_span_id in ids for span in below)
 
 
-def test_an_http_optimize_is_its_own_trace_rooted_at_the_ingress(traced_service, receiver, http):
-    before = {span.trace_id for span in receiver.spans()}
+def test_an_http_optimize_continues_the_caller_s_traceparent_header(traced_service, receiver, http):
+    caller_trace, caller_span = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
     ir = (DATA / "sum.ll").read_text()
-    response = http.post("/v1/optimize", json={"ir": ir, "strategy": "greedy", "bypass_cache": True})
+    headers = {"traceparent": f"00-{caller_trace}-{caller_span}-01"}
+    body = {"ir": ir, "strategy": "greedy", "bypass_cache": True}
+    response = http.post("/v1/optimize", json=body, headers=headers)
     assert response.status_code == 200, response.text
+    stages = _stages(receiver.wait_for(_has_every_stage(caller_trace)), caller_trace)
+    (ingress,) = stages["optserve.optimize"]
+    assert ingress.parent_span_id == caller_span and ingress.attributes["protocol"] == "http"
 
-    def http_root(spans):
-        return [
-            s
-            for s in spans
-            if s.name == "optserve.optimize"
-            and s.attributes.get("protocol") == "http"
-            and s.trace_id not in before
-        ]
 
-    roots = http_root(receiver.wait_for(lambda spans: bool(http_root(spans))))
-    assert len(roots) == 1 and roots[0].parent_span_id == ""
-    trace_id = roots[0].trace_id
-    stages = _stages(receiver.wait_for(_has_every_stage(trace_id)), trace_id)
+def test_a_call_without_a_traceparent_is_a_trace_of_its_own_rooted_at_the_ingress(traced_service, receiver):
+    endpoints, _ = traced_service
+    before = {span.trace_id for span in receiver.spans()}
+    with OptserveClient(endpoints.grpc_target, token=TOKEN, application=APP_NAME) as client:
+        assert client.optimize((DATA / "add.ll").read_text(), bypass_cache=True).candidates
+
+    def new_roots(spans):
+        return [s for s in spans if s.name == "optserve.optimize" and s.trace_id not in before]
+
+    (root,) = new_roots(receiver.wait_for(lambda spans: bool(new_roots(spans))))
+    assert root.parent_span_id == ""
+    stages = _stages(receiver.wait_for(_has_every_stage(root.trace_id)), root.trace_id)
     assert {"engine.generate", "compiler.evaluate", "tuning_store.lookup"} <= set(stages)
 
 
