@@ -77,7 +77,7 @@ def parse_ir(data: str | bytes, max_bytes: int) -> str:
         raise IRError(f"IR is {size} bytes, more than the limit of {max_bytes} bytes")
     if isinstance(data, bytes | bytearray):
         if data.startswith(_BITCODE_MAGICS):
-            return str(_parse_bitcode(bytes(data)))
+            return _text_that_parses(_module_text(_parse_bitcode(bytes(data))))
         try:
             data = data.decode("utf-8")
         except UnicodeDecodeError as err:
@@ -86,7 +86,7 @@ def parse_ir(data: str | bytes, max_bytes: int) -> str:
             ) from None
     if "\0" in data:
         raise IRError(f"IR text contains a NUL character at offset {data.index(chr(0))}")
-    return str(parse_module(data))
+    return _module_text(parse_module(data))
 
 
 def _parse_bitcode(data: bytes) -> llvm.ModuleRef:
@@ -94,8 +94,38 @@ def _parse_bitcode(data: bytes) -> llvm.ModuleRef:
         module = llvm.parse_bitcode(data, context=llvm.create_context())
     except RuntimeError as err:
         raise IRError(f"invalid bitcode: {' '.join(str(err).split())}") from None
+    except UnicodeDecodeError:  # LLVM's refusal quotes bytes of the input, which llvmlite decodes as UTF-8
+        raise IRError("invalid bitcode: LLVM's reader refused it (its message is not UTF-8)") from None
     _verify_or_dispose(module)
     return module
+
+
+def _module_text(module: llvm.ModuleRef) -> str:
+    """The module as IR text; an IRError where that text is none this service can take (both found by
+    fuzzing, benchmarks/reliability_fuzz_bitcode.py): LLVM prints some strings of a module as they are
+    (attribute keys and values among them, given in bitcode or as `\\E1` escapes in text), so a module
+    with bytes there that are not UTF-8 has no text; and bitcode without its module's contents reads as an
+    empty module, whose text is empty (refused as empty text is)."""
+    try:
+        text = str(module)
+    except UnicodeDecodeError as err:
+        byte = err.object[err.start]
+        raise IRError(f"invalid IR: its text is not UTF-8 (a string has byte {byte:#04x})") from None
+    if not text.strip():
+        raise IRError("invalid bitcode: it holds an empty module")
+    return text
+
+
+def _text_that_parses(text: str) -> str:
+    """Bitcode's text, once it is known to parse as text: every later step (the engine, the compiler's
+    workers) takes the module as text, and LLVM's reader accepts bitcode whose printed text its parser
+    refuses (found by fuzzing: text that ends inside a string constant). Refused here, with the text
+    parser's reason, rather than accepted here and refused later."""
+    try:
+        parse_module(text).close()
+    except IRError as err:
+        raise IRError(f"invalid bitcode: its IR text does not parse: {err}") from None
+    return text
 
 
 def _verify_or_dispose(module: llvm.ModuleRef) -> None:

@@ -157,6 +157,27 @@ ir_inputs = st.one_of(
 )
 
 
+def bitcode_inputs():
+    """Real bitcode with structure-aware mutations (bitcode_mutations.py), drawn through hypothesis."""
+    from tests.reliability import bitcode_mutations
+
+    return st.randoms(use_true_random=False).map(bitcode_mutations.mutated_bitcode)
+
+
+def check_bitcode(data: bytes) -> str:
+    """parse_ir accepts bitcode (and its text is IR text that parses to itself) or raises IRError with a
+    message. Bitcode's text differs from its own text's only by the `; ModuleID` line the text parse adds,
+    so the round trip is checked from the first text on."""
+    try:
+        text = parse_ir(data, MAX_IR_BYTES * 64)
+    except IRError as err:
+        assert str(err), "IRError without a message"
+        return "rejected"
+    again = parse_ir(text, MAX_IR_BYTES * 128)
+    assert parse_ir(again, MAX_IR_BYTES * 128) == again, "parse_ir output of bitcode does not round-trip"
+    return "accepted"
+
+
 def check_ir(data: str | bytes) -> str:
     """parse_ir accepts (and its output parses again to itself) or raises IRError with a message."""
     try:
