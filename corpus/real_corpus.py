@@ -112,7 +112,7 @@ def process_package(layout: RealCorpusLayout, package: str, runner) -> dict[str,
     if target.exists():
         return json.loads(target.with_suffix(".summary.json").read_text())
     capture = CaptureLayout(layout.root)
-    source_root = capture.sources / package
+    source_root = (capture.sources / package).resolve()  # captured paths are absolute: compare alike
     seen: dict[str, tuple[str, str, str, str]] = {}
     probes = 0
     for line in (capture.capture_dir(package) / "captured.jsonl").read_text().splitlines():

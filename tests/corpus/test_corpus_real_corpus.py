@@ -274,3 +274,13 @@ def test_two_labellers_of_one_bundle_merge_home_in_either_order(real_root, tmp_p
     broken.write_bytes(archives["text_size"].read_bytes()[:200])
     assert dataset_main(["merge", "--corpus", str(corpus.root), str(broken)]) == 2
     assert "is not a labeller's archive" in capsys.readouterr().err
+
+
+def test_a_capture_root_given_as_a_relative_path_keeps_the_packages_units(real_root, monkeypatch):
+    """Captured source paths are absolute; a relative root (pretrain_data's `--real-root data/real`) must
+    not make every unit look foreign to its package (and be dropped as a probe)."""
+    monkeypatch.chdir(real_root.parent)
+    relative = RealCorpusLayout(Path(real_root.name))
+    relative.processed(TRAIN_PACKAGE).unlink()  # written again below, the same
+    counts = process_package(relative, TRAIN_PACKAGE, ProcessRunner(1))
+    assert counts["units"] == 2 and counts["probes"] == 0
