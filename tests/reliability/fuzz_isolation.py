@@ -12,14 +12,20 @@ from __future__ import annotations
 import faulthandler
 import json
 import os
+import resource
 import signal
 import tempfile
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 HANG_S = 30  # default seconds before a child still checking one input is a hang
+# A child's address space beyond the parent's: an input that makes LLVM allocate without bound ("LLVM ERROR:
+# out of memory") fails in the child at this much more, instead of swapping the machine (and the test run
+# beside it) into the OOM killer.
+CHILD_MEMORY_BYTES = 2 << 30
 _EXIT = {0: "accepted", 1: "rejected", 2: "failed"}
 
 
@@ -63,6 +69,8 @@ class Isolated:
             try:
                 faulthandler.disable()  # LLVM's own message is the one wanted (pytest enables it)
                 os.dup2(descriptor, 2)
+                mapped = int(Path("/proc/self/statm").read_text().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+                resource.setrlimit(resource.RLIMIT_AS, (mapped + CHILD_MEMORY_BYTES,) * 2)
                 signal.alarm(self.hang_s)
                 code = 0 if self.check(data) == "accepted" else 1
             except BaseException:  # noqa: BLE001 - reported to the parent as a failure
