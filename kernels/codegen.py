@@ -31,8 +31,9 @@ from optserve.kernels.packing import (
     packed_layout,
     panel_function_ir,
     panel_of,
+    panel_row,
 )
-from optserve.kernels.schedule import Schedule, covered_extents, iteration_extents
+from optserve.kernels.schedule import Schedule, covered_extents, iteration_extents, whole_panels
 from optserve.kernels.spec import LoopNestSpec, SpecError
 
 KERNEL_NAME = "kernel"
@@ -406,7 +407,10 @@ class _Emitter:
         self.tile = outer
 
     def _load_input(self, t: int, width: int) -> str:
-        contiguous = width > 1 and self.strides[t][self.inner] == 1
+        panel = self.panels[t]
+        # a column panel (kernels/packing.py) is contiguous along its row index inside a panel
+        along_panel = panel is not None and panel.row == self.inner
+        contiguous = width > 1 and (self.strides[t][self.inner] == 1 or along_panel)
         key = (t, self.pointers[t], self.consts[t], width, contiguous)
         if key in self.loads:
             return self.loads[key]
@@ -508,13 +512,9 @@ def schedule_panels(spec: LoopNestSpec, schedule: Schedule) -> tuple[Panel | Non
     for position, tensor in enumerate(spec.inputs):
         if tensor.name not in schedule.pack:
             continue
-        row = tensor.dims[-1][0]
-        extents = iteration_extents(schedule.compute)
-        rows = [(lp, e) for lp, e in zip(schedule.compute, extents, strict=True) if lp.index == row]
-        if not rows or rows[-1][0].tail:
-            continue
-        width = rows[-1][0].size
-        if all(extent % width == 0 for _, extent in rows[:-1]):
+        row = panel_row(spec, tensor)
+        if whole_panels(schedule.compute, row):
+            width = next(lp.size for lp in reversed(schedule.compute) if lp.index == row)
             panels[position] = panel_of(spec, tensor, width)
     return panels[0], panels[1]
 

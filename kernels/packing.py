@@ -11,8 +11,9 @@ Two cases pack, both along the output's contiguous (last) index:
   vectorized, A broadcast). Tile templates choose it (kernels/tiling.py: `pack`), so the search measures
   both layouts and keeps the faster. matvec is never packed: its matrix is read once.
 
-A third case packs the other operand, chosen by the schedule's `pack` line (kernels/schedule.py), which
-tile templates write (kernels/tiling.py: `pack`): an input constant along the output's contiguous index
+Three more cases are chosen by the schedule's `pack` line (kernels/schedule.py), which tile templates
+write. The third packs the other operand (kernels/tiling.py: `pack`): an input constant along the
+output's contiguous index
 (broadcast into the register tile, A) whose last dimension is an output index (a row, m) rather than the
 reduction (`A[k,m]`: A^T·B, A^T·B^T). The register tile reads it mr floats at a time at a stride of a
 whole row per step of k (2 KB at 512^3: every step a new cache line, in the same few cache sets). Packed
@@ -21,6 +22,18 @@ tile reads one contiguous stream; the copy moves runs of mr floats, no transposi
 row loops do not keep to whole panels (a hand-written schedule), A is transposed instead (`A'[m,k]`, its
 largest reduction dimension moved last: read as in an ordinary matmul, one stream per row). The schedule
 must say so in its `pack` line: the loop nest is the same either way.
+
+The fourth packs B as BLIS and GotoBLAS do: an input read contiguously along the output's contiguous index
+(the vectorized one, n), its last dimension, with the reduction (k) second last (`B[k,n]`; a convolution's
+`W[r,s,c,f]`). Unpacked, the register tile reads one row of it per step of k, a whole row (8 KiB at 2048)
+apart: every step a new cache line and a new page, in the same L1 sets, so a large matmul is bound by the
+TLB and the aliasing, not by the FMAs. Packed in column panels (`Panel` with the tile's nr floats as its
+width: per nr columns, k x nr floats, the nr of one step of k side by side) the tile streams one panel.
+Only schedules whose loops over n keep to whole panels may pack it (Schedule.check), and tile templates
+ask for it only where B is large (kernels/tiling.py `large_panels`): the copy is paid per call. The fifth
+packs an input read with the reduction last and an output index second last (A[m,k] as BLIS packs A;
+B[n,k]) in the same panels, copied from its rows (`Panel.transposed`). Panels of 4 KiB or more start a
+cache line apart (`panel_pad`), so the panels a tile walks through do not share their L1 sets.
 
 The kernel copies each packed input into a buffer of its own at every call (counted in the kernel's time)
 with a blocked transpose: width x width tiles (width at most COPY_WIDTH), loaded as `width` vectors along
@@ -41,6 +54,7 @@ SCALAR_BLOCK = 16  # tile edge of the copy where no vectors are used
 # widest copy tile: 8 x 8 takes 24 shuffles, 16 x 16 takes 64 and twice the JIT time (~16 vs ~7 ms for a
 # 256 x 256 copy), with the same kernel GFLOPS (A·B^T at 256^3 and 512^3 on this AVX-512 host)
 COPY_WIDTH = 8
+PANEL_PAD = 16  # floats (a cache line) between panels of 4 KiB or more (panel_pad)
 
 
 @dataclass(frozen=True)
@@ -67,6 +81,53 @@ def row_packable(spec: LoopNestSpec) -> tuple[str, ...]:
         if spec.strides(tensor)[vector] == 0 and _row_pack_order(spec, tensor) is not None:
             names.append(tensor.name)
     return tuple(names)
+
+
+def column_packable(spec: LoopNestSpec) -> tuple[str, ...]:
+    """Inputs a schedule may pack in column panels (the module docstring's fourth case, BLIS's packed B),
+    by name: read contiguously along the output's contiguous index, which is their last dimension, with a
+    reduction index of its own (more than one element) second last and single indices everywhere."""
+    vector = spec.output.dims[-1][0]
+    size = spec.size_of
+    names = []
+    for tensor in spec.inputs:
+        dims = tensor.dims
+        if len(dims) < 2 or any(len(dim) != 1 for dim in dims) or dims[-1] != (vector,):
+            continue
+        reduction = dims[-2][0]
+        if reduction not in spec.output_indices and size[reduction] > 1:
+            names.append(tensor.name)
+    return tuple(names)
+
+
+def transposed_panel_packable(spec: LoopNestSpec) -> tuple[str, ...]:
+    """Inputs a schedule may pack in panels copied from rows (the module docstring's fifth case, BLIS's
+    packed A), by name: single indices everywhere, the reduction (more than one element) last and an
+    output index second last (A[m,k]; B[n,k], strided along the vectorized n)."""
+    size = spec.size_of
+    names = []
+    for tensor in spec.inputs:
+        dims = tensor.dims
+        if len(dims) < 2 or any(len(dim) != 1 for dim in dims):
+            continue
+        reduction, row = dims[-1][0], dims[-2][0]
+        if reduction not in spec.output_indices and size[reduction] > 1 and row in spec.output_indices:
+            names.append(tensor.name)
+    return tuple(names)
+
+
+def panel_packable(spec: LoopNestSpec) -> tuple[str, ...]:
+    """Every input a schedule's `pack` line may name: row-, column- or transposed-panel packable."""
+    kinds = row_packable(spec) + column_packable(spec) + transposed_panel_packable(spec)
+    return tuple(t.name for t in spec.inputs if t.name in kinds)
+
+
+def panel_row(spec: LoopNestSpec, tensor: TensorRef) -> str:
+    """The index a panel of `tensor` packs `width` elements of side by side: the source's last dimension,
+    or its second last where the reduction is last (a transposed panel)."""
+    if tensor.name in transposed_panel_packable(spec) and tensor.name not in column_packable(spec):
+        return tensor.dims[-2][0]
+    return tensor.dims[-1][0]
 
 
 def _row_pack_order(spec: LoopNestSpec, tensor: TensorRef) -> tuple[int, ...] | None:
@@ -100,7 +161,9 @@ def packed_layout(
         rows = ()  # the register tile broadcasts a row operand only when it vectorizes the output's index
         if not required:
             return None
-    unknown = set(rows) - set(row_packable(spec))
+    columns = column_packable(spec)
+    transposed = transposed_panel_packable(spec)
+    unknown = set(rows) - set(panel_packable(spec))
     if unknown:
         raise ValueError(f"cannot pack {sorted(unknown)} along the reduction in {spec.text()}")
     output_indices = spec.output_indices
@@ -108,7 +171,12 @@ def packed_layout(
     orders: list[tuple[int, ...] | None] = []
     for tensor in spec.inputs:
         strides = spec.strides(tensor)
-        if tensor.name in rows:
+        in_place = tensor.name in columns or (tensor.name in transposed and strides[vector] == 0)
+        if tensor.name in rows and in_place:  # panels read as the source's dimensions (A[m,k], B[k,n])
+            inputs.append(TensorRef(f"{tensor.name}_packed", tensor.dims))
+            orders.append(tuple(range(len(tensor.dims))))
+            continue
+        if tensor.name in rows and tensor.name not in transposed:
             order = _row_pack_order(spec, tensor)
             assert order is not None  # row_packable checked it
             inputs.append(TensorRef(f"{tensor.name}_packed", tuple(tensor.dims[j] for j in order)))
@@ -122,7 +190,7 @@ def packed_layout(
         if len(where) != 1 or len(tensor.dims[where[0]]) != 1:
             return None  # the index is part of a summed dimension (p+r): no plain transpose makes it last
         reused = any(strides[i] == 0 for i in output_indices if i != vector)
-        if not required and not reused:
+        if not required and not reused and tensor.name not in rows:
             return None  # read once (matvec): the copy would cost as much as the contraction reads
         order = tuple(j for j in range(len(tensor.dims)) if j != where[0]) + (where[0],)
         inputs.append(TensorRef(f"{tensor.name}_packed", tuple(tensor.dims[j] for j in order)))
@@ -152,6 +220,10 @@ class Panel:
     batch: int  # product of the leading dimensions
     strides: dict[str, int]  # floats per step of each index; the row index's for whole panels only
     source_rows: int = 0  # rows of the source in memory (0: `rows`; more where it is a block's)
+    # the source is [batch.., rows, depth] (a transposed panel: A[m,k], B[n,k]), not [batch.., depth, rows]
+    transposed: bool = False
+    source_depth: int = 0  # floats per source row of a transposed panel (its layout's last dimension)
+    pad: int = 0  # floats between one panel's end and the next one's start (panel_pad)
 
     @property
     def padded(self) -> int:
@@ -159,14 +231,26 @@ class Panel:
         return -(-self.rows // self.width) * self.width
 
     @property
+    def panel_floats(self) -> int:
+        """Floats from one panel's start to the next one's."""
+        return self.width * self.depth + self.pad
+
+    @property
+    def batch_floats(self) -> int:
+        """Floats of the panels of one value of the leading dimensions."""
+        return self.padded // self.width * self.panel_floats
+
+    @property
     def size(self) -> int:
         """Floats in the buffer."""
-        return self.batch * self.padded * self.depth
+        return self.batch * self.batch_floats
 
     def offset(self, index: str, amount: int) -> int:
         """Floats between two elements `amount` apart along `index`: a move of the row index is either a
         whole number of panels or stays inside one (the tiled schedule's row loops guarantee it)."""
-        if index != self.row or amount % self.width == 0:
+        if index == self.row and amount % self.width == 0:
+            return amount // self.width * self.panel_floats
+        if index != self.row:
             return amount * self.strides[index]
         if not 0 < amount < self.width:
             raise ValueError(f"a move of {amount} rows crosses a panel of {self.width}")
@@ -174,33 +258,53 @@ class Panel:
 
 
 def panel_of(spec: LoopNestSpec, tensor: TensorRef, width: int) -> Panel | None:
-    """The panel layout of a row-packable input for register tiles of `width` rows; None unless its last
-    two dimensions are (reduction, row) and every dimension is a single index (else it is transposed)."""
+    """The panel layout of a row-packable input for register tiles of `width` rows, or of a
+    column-packable one for register tiles `width` floats wide; None unless its last two dimensions are
+    (reduction, row) and every dimension is a single index (a row-packable one is transposed then)."""
     if len(tensor.dims) < 2 or any(len(dim) != 1 for dim in tensor.dims) or width < 1:
         return None
-    order = _row_pack_order(spec, tensor)
-    if order is None or order[-1] != len(tensor.dims) - 2:
-        return None
+    transposed = panel_row(spec, tensor) != tensor.dims[-1][0]
+    if tensor.name not in column_packable(spec) and not transposed:
+        order = _row_pack_order(spec, tensor)
+        if order is None or order[-1] != len(tensor.dims) - 2:
+            return None
     shape = spec.shape(tensor)
-    row, reduction = tensor.dims[-1][0], tensor.dims[-2][0]
-    rows, depth = shape[-1], shape[-2]
+    if transposed:
+        row, reduction = tensor.dims[-2][0], tensor.dims[-1][0]
+        rows, depth = shape[-2], shape[-1]
+    else:
+        row, reduction = tensor.dims[-1][0], tensor.dims[-2][0]
+        rows, depth = shape[-1], shape[-2]
     strides = dict.fromkeys(spec.indices, 0)
-    step = -(-rows // width) * width * depth
+    pad = panel_pad(width, depth)
+    step = -(-rows // width) * (width * depth + pad)
     for dim, extent in zip(reversed(tensor.dims[:-2]), reversed(shape[:-2]), strict=True):
         strides[dim[0]] = step
         step *= extent
-    strides[row], strides[reduction] = depth, width
-    source_rows = spec.layout_shape(tensor)[-1]
-    return Panel(row, reduction, width, rows, depth, math.prod(shape[:-2]), strides, source_rows)
+    strides[row], strides[reduction] = depth, width  # the row's: within a panel, see Panel.offset
+    layout = spec.layout_shape(tensor)
+    batch = math.prod(shape[:-2])
+    if transposed:
+        return Panel(row, reduction, width, rows, depth, batch, strides, layout[-2], True, layout[-1], pad)
+    return Panel(row, reduction, width, rows, depth, batch, strides, layout[-1], pad=pad)
+
+
+def panel_pad(width: int, depth: int) -> int:
+    """Floats left free after each panel: a cache line where a panel is 4 KiB or more, so the panels a
+    register tile walks through (one per tile, a whole panel apart: 128 KiB for 16 x 2048) do not all
+    start in the same L1 sets (with every panel a multiple of 4 KiB they would, as unpacked rows do)."""
+    return PANEL_PAD if width * depth >= 1024 else 0
 
 
 def panel_function_ir(name: str, panel: Panel, block: int = 16) -> str:
     """IR of `name(src, dst)`: dst = src (row-major [batch.., depth, rows]) in `panel`'s layout. Copied in
     blocks of `block` reduction steps, panel after panel inside a block: the block's source rows stay in
     the L1 cache while every panel takes its part, and each panel's part is written as one stream."""
+    if panel.transposed:
+        return _transposed_panel_function_ir(name, panel)
     out = _Writer()
     full, last = divmod(panel.rows, panel.width)
-    panel_floats = panel.width * panel.depth
+    panel_floats = panel.panel_floats
     source_rows = panel.source_rows or panel.rows
 
     def copy(src: str, dst: str, count: int) -> None:
@@ -236,7 +340,7 @@ def panel_function_ir(name: str, panel: Panel, block: int = 16) -> str:
     def batch(b: str) -> None:
         src, dst = (
             out.offset("0", b, panel.depth * source_rows),
-            out.offset("0", b, panel.padded * panel.depth),
+            out.offset("0", b, panel.batch_floats),
         )
         blocks, rest = divmod(panel.depth, block)
         src_block, dst_block = block * source_rows, block * panel.width
@@ -246,6 +350,44 @@ def panel_function_ir(name: str, panel: Panel, block: int = 16) -> str:
         if rest:
             at_src, at_dst = str(blocks * src_block), str(blocks * dst_block)
             panels(out.offset(src, at_src, 1), out.offset(dst, at_dst, 1), rest)
+
+    out.loop(panel.batch, batch)
+    return _copy_function(name, out.lines)
+
+
+def _transposed_panel_function_ir(name: str, panel: Panel) -> str:
+    """IR of `name(src, dst)` for a transposed panel: src row-major [batch.., rows, depth] (rows of
+    `source_depth` floats, `source_rows` of them per batch), dst in `panel`'s layout. Each source row is
+    read as one stream and its floats written `width` apart inside its panel (which stays in the L2)."""
+    out = _Writer()
+    full, last = divmod(panel.rows, panel.width)
+    panel_floats = panel.panel_floats
+    row_stride = panel.source_depth or panel.depth
+    batch_stride = row_stride * (panel.source_rows or panel.rows)
+
+    def row(src: str, dst: str) -> None:
+        def element(k: str) -> None:
+            at = out.op(f"getelementptr inbounds float, ptr %src, i64 {out.offset(src, k, 1)}")
+            value = out.op(f"load float, ptr {at}, align 4")
+            to = out.op(f"getelementptr inbounds float, ptr %dst, i64 {out.offset(dst, k, panel.width)}")
+            out.lines.append(f"  store float {value}, ptr {to}, align 4")
+
+        out.loop(panel.depth, element)
+
+    def rows_of(src: str, dst: str, count: int) -> None:
+        out.loop(count, lambda r: row(out.offset(src, r, row_stride), out.offset(dst, r, 1)))
+
+    def batch(b: str) -> None:
+        src, dst = out.offset("0", b, batch_stride), out.offset("0", b, panel.batch_floats)
+        out.loop(
+            full,
+            lambda q: rows_of(
+                out.offset(src, q, panel.width * row_stride), out.offset(dst, q, panel_floats), panel.width
+            ),
+        )
+        if last:
+            start_src, start_dst = str(full * panel.width * row_stride), str(full * panel_floats)
+            rows_of(out.offset(src, start_src, 1), out.offset(dst, start_dst, 1), last)
 
     out.loop(panel.batch, batch)
     return _copy_function(name, out.lines)

@@ -21,7 +21,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from optserve.kernels.packing import row_packable
+from optserve.kernels.packing import panel_packable, panel_row, row_packable
 from optserve.kernels.spec import LoopNestSpec, SpecError
 
 _PACK = re.compile(r"^\s*pack\s+([A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*)\s*$")
@@ -41,7 +41,8 @@ class Schedule:
 
     compute: tuple[Loop, ...]
     writeback: tuple[Loop, ...]
-    pack: tuple[str, ...] = ()  # inputs packed along the reduction (kernels/packing.py: row_packable)
+    # inputs packed in panels (kernels/packing.py: row_packable along the reduction, column_packable)
+    pack: tuple[str, ...] = ()
 
     @classmethod
     def base(cls, spec: LoopNestSpec) -> Schedule:
@@ -111,7 +112,7 @@ class Schedule:
         _check_nest(self.compute, spec.size_of, set(spec.indices), "compute")
         _check_nest(self.writeback, spec.size_of, set(spec.output_indices), "write-back")
         if self.pack:
-            allowed = row_packable(spec)
+            allowed = panel_packable(spec)
             wrong = [name for name in self.pack if name not in allowed]
             if wrong or len(set(self.pack)) != len(self.pack):
                 raise SpecError(
@@ -123,6 +124,25 @@ class Schedule:
                     f"pack needs the innermost loop over {spec.output.dims[-1][0]}, the output's contiguous"
                     " index (the register tile broadcasts the packed input along it)"
                 )
+            rows = row_packable(spec)  # the others have no fallback: their panels must stay whole
+            for tensor in (t for t in spec.inputs if t.name in self.pack and t.name not in rows):
+                row = panel_row(spec, tensor)
+                if not whole_panels(self.compute, row):
+                    raise SpecError(
+                        f"pack {tensor.name} in panels needs the innermost loop over {row} without a tail"
+                        " and every outer loop over it a whole number of its iterations"
+                    )
+
+
+def whole_panels(nest: tuple[Loop, ...], index: str | None = None) -> bool:
+    """Every loop over `index` (None: the innermost loop's) steps by whole multiples of the innermost
+    loop over it, which has no tail: a panel of that many elements is never split (kernels/packing.py)."""
+    index = index or nest[-1].index
+    loops = [(lp, e) for lp, e in zip(nest, iteration_extents(nest), strict=True) if lp.index == index]
+    if not loops or loops[-1][0].tail:
+        return False
+    width = loops[-1][0].size
+    return all(extent % width == 0 for _, extent in loops[:-1])
 
 
 def split_loop(nest: tuple[Loop, ...], pos: int, factor: int) -> tuple[Loop, ...]:

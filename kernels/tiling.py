@@ -20,6 +20,8 @@ pack (kernels/packing.py): for `A·B^T` the vector index is then n on a packed B
 without it k (partial sums); the schedule's innermost loop tells the code generator which one it got. For
 `A^T·B` and `A^T·B^T` it also packs A (read `A[k,m]`) in panels of the register tile's rows, so the tile
 reads A as one contiguous stream; the loop nest is the same, so the schedule says so in its `pack` line.
+Above PANEL_FLOATS it also packs B (and A[m,k] under a tall register tile) in panels (`large_panels`), as
+BLIS does: a 2048^3 matmul read unpacked is bound by B's 8 KiB row stride, not by the FMAs.
 """
 
 from __future__ import annotations
@@ -27,9 +29,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from optserve.kernels.packing import packed_layout, packing_required, row_packable
-from optserve.kernels.schedule import Loop, Schedule
+from optserve.kernels.packing import (
+    column_packable,
+    packed_layout,
+    packing_required,
+    panel_row,
+    row_packable,
+    transposed_panel_packable,
+)
+from optserve.kernels.schedule import Loop, Schedule, whole_panels
 from optserve.kernels.spec import LoopNestSpec
+
+PANEL_FLOATS = 2**18  # inputs larger than this (1 MiB: 512 x 512) are packed in panels (large_panels)
+PANEL_REUSE = 32  # reads of each element from which packing it pays (as policies/tiles.py PACK_REUSE)
+PANEL_ROWS = 8  # register tile rows from which the broadcast operand's panels pay
 
 
 @dataclass(frozen=True)
@@ -150,7 +163,35 @@ def tiled_schedule(spec: LoopNestSpec, template: TileTemplate, width: int) -> Sc
     compute += [Loop(i, size[i]) for i in role.reductions] + k_levels[-1:]
     compute += [row_levels[i][-1] for i in role.rows] + [v_levels[-1]]
     packed = row_packable(spec) if template.pack and role.vector == spec.output.dims[-1][0] else ()
-    return Schedule(tuple(lp for lp in compute if lp is not None), Schedule.base(spec).writeback, packed)
+    nest = tuple(lp for lp in compute if lp is not None)
+    if packed or (template.pack and role.vector == spec.output.dims[-1][0]):
+        packed = tuple(t.name for t in spec.inputs if t.name in packed + large_panels(spec, nest, template))
+    return Schedule(nest, Schedule.base(spec).writeback, packed)
+
+
+def large_panels(spec: LoopNestSpec, nest: tuple[Loop, ...], template: TileTemplate) -> tuple[str, ...]:
+    """The inputs a tiled schedule packs in panels for their size, as BLIS and GotoBLAS pack B and A
+    (kernels/packing.py, the fourth and fifth cases): an input of more than PANEL_FLOATS floats read at a
+    whole row's stride per step of the reduction, reused across another output index (the copy is paid
+    per call); the vectorized operand (B) then, and the broadcast one (A[m,k]) where the register tile
+    has PANEL_ROWS rows or more (its rows, a whole row apart, then exceed the L1's ways). Only where the
+    nest's loops keep those panels whole."""
+    vector = spec.output.dims[-1][0]
+    size = spec.size_of
+    names = []
+    for tensor in spec.inputs:
+        if tensor.name not in column_packable(spec) + transposed_panel_packable(spec):
+            continue
+        if math.prod(spec.shape(tensor)) <= PANEL_FLOATS:
+            continue
+        strides = spec.strides(tensor)
+        reuse = math.prod(size[i] for i in spec.output_indices if strides[i] == 0)
+        broadcast = strides[vector] == 0
+        if reuse < PANEL_REUSE or (broadcast and template.rows < PANEL_ROWS):
+            continue
+        if whole_panels(nest, panel_row(spec, tensor)):
+            names.append(tensor.name)
+    return tuple(names)
 
 
 def _row_tiles(rows: tuple[str, ...], size: dict[str, int], mr: int) -> dict[str, int]:

@@ -6,20 +6,23 @@ contraction either runs past its deadline or has to refuse the size. Instead, a 
 `timed_flops` is decided on a representative sub-problem (`timed_spec`: the largest sizes halved, one at a
 time, until it has at most `timed_flops`; the same indices, tensors and kinds of reuse), and the
 decision's actions are replayed on the whole contraction (`replay`): a tile action builds its template
-there (tile blocks are clamped to the sizes, so the same register tile and cache blocks), and the
+there (the same register tile, its cache blocks at most the sub-problem's sizes: the whole runs as
+blocks of what was timed), and the
 environment's moves and splits apply to the whole contraction's base schedule as they did to the
 sub-problem's (every split legal there is legal on the larger sizes).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from optserve.kernels.codegen import Target
 from optserve.kernels.schedule import Schedule
 from optserve.kernels.spec import LoopNestSpec
+from optserve.kernels.tiling import TileTemplate, roles, tiled_schedule
 from optserve.policies.env import AgentState, apply_action
-from optserve.policies.tile_actions import TILE_ACTION, apply_tile
+from optserve.policies.tile_actions import TILE_ACTION, apply_tile, template_of
 
 ALIGN = 16  # halved sizes above 2 * ALIGN are rounded up to a multiple of this (the widest vector)
 
@@ -39,13 +42,43 @@ def timed_spec(spec: LoopNestSpec, max_flops: int) -> LoopNestSpec:
     return LoopNestSpec(output=spec.output, inputs=spec.inputs, sizes=tuple(sizes.items()))
 
 
-def replay(spec: LoopNestSpec, actions: tuple[str, ...] | list[str], target: Target) -> Schedule:
-    """The schedule `actions` (a decision on another size of the same contraction) build on `spec`: a tile
-    action's template, or the environment's actions from the base schedule (an action that cannot apply
-    to these sizes is skipped)."""
+def replay(
+    spec: LoopNestSpec,
+    actions: tuple[str, ...] | list[str],
+    target: Target,
+    timed: LoopNestSpec | None = None,
+) -> Schedule:
+    """The schedule `actions` (a decision on another size of the same contraction, `timed`) build on `spec`:
+    a tile action's template with its cache blocks at most the timed sizes (`blocks_within`), or the
+    environment's actions from the base schedule (an action that cannot apply to these sizes is skipped)."""
     if actions and actions[0].startswith(TILE_ACTION):
-        return apply_tile(spec, actions[0], target)
+        if timed is None or timed == spec:
+            return apply_tile(spec, actions[0], target)
+        width = target.vector_widths[0] if target.vector_widths else 1
+        return tiled_schedule(spec, blocks_within(template_of(actions[0]), timed), width)
     state = AgentState(Schedule.base(spec))
     for action in actions:
         state = apply_action(state, action) or state
     return state.schedule
+
+
+def blocks_within(template: TileTemplate, timed: LoopNestSpec) -> TileTemplate:
+    """`template` with every cache block no larger than what the timed sub-problem had of its index: a
+    template without blocks won on a sub-problem that fits the caches, and on the whole contraction it runs
+    as blocks of that size, the timed kernel's working set (unblocked, a 2048^3 matmul streams the whole of
+    B per register tile row: 0.7x what it does blocked)."""
+    role = roles(timed, template.pack)
+    size = timed.size_of
+
+    def within(block: int | None, index: str | None) -> int | None:
+        if index is None:
+            return block
+        return size[index] if block is None or block > size[index] else block
+
+    rows = role.rows[0] if role.rows else None
+    return dataclasses.replace(
+        template,
+        k_block=within(template.k_block, role.reduction),
+        v_block=within(template.v_block, role.vector),
+        r_block=within(template.r_block, rows),
+    )

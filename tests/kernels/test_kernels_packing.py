@@ -186,15 +186,18 @@ def test_a_schedule_packs_only_what_may_be_packed_and_round_trips_its_pack_line(
     schedule.check(atb)
     k_innermost = (Loop("m", 37), Loop("n", 53), Loop("k", 29))
     for wrong, message in [
-        (Schedule(schedule.compute, schedule.writeback, ("B",)), "cannot pack B"),
+        (Schedule(schedule.compute, schedule.writeback, ("C",)), "cannot pack C"),
         (Schedule(schedule.compute, schedule.writeback, ("A", "A")), "each once"),
         (Schedule(k_innermost, schedule.writeback, ("A",)), "innermost loop over n"),
     ]:
         with pytest.raises(SpecError, match=message):
             wrong.check(atb)
+    conv = LoopNestSpec.parse(
+        "O[n,f,y,x] += W[f,c,r,s] * I[n,c,y+r,x+s]", {"n": 1, "f": 4, "c": 3, "y": 5, "x": 6, "r": 3, "s": 3}
+    )
+    with pytest.raises(SpecError, match="cannot pack W"):
+        Schedule(Schedule.base(conv).compute, Schedule.base(conv).writeback, ("W",)).check(conv)
     matmul = LoopNestSpec.parse(LAYOUTS["A·B"], {"m": 37, "k": 29, "n": 53})
-    with pytest.raises(SpecError, match="cannot pack A"):
-        Schedule.from_text(schedule.text()).check(matmul)
     assert tiled_schedule(matmul, TileTemplate(4, 2), 16).pack == ()  # nothing to pack: the twin's nest
     with pytest.raises(SpecError, match="bad schedule line"):
         Schedule.from_text("pack A\n" + schedule.text())  # only after the write-back nest

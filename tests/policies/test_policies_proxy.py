@@ -8,7 +8,8 @@ from optserve.config import LoopTuneSettings
 from optserve.kernels.jit import host_target
 from optserve.kernels.schedule import Schedule
 from optserve.kernels.spec import LoopNestSpec
-from optserve.policies.proxy import replay, timed_spec
+from optserve.kernels.tiling import TileTemplate
+from optserve.policies.proxy import blocks_within, replay, timed_spec
 from optserve.policies.scheduler import schedule_nest
 
 MATMUL = "C[m,n] += A[m,k] * B[k,n]"
@@ -55,3 +56,17 @@ def test_a_2048_cube_is_decided_within_a_second_of_budget():
     assert result.gflops and result.evaluations >= 1 and result.compile_ms
     Schedule.from_text(result.schedule).check(spec)
     assert seconds < 5  # 0.5 s budget + a timing that may run past it + the whole's compile, on busy cores
+
+
+def test_a_template_replayed_on_a_larger_whole_keeps_blocks_of_the_timed_size_and_packs_b():
+    spec = LoopNestSpec.parse(MATMUL, {"m": 2048, "k": 2048, "n": 2048})
+    timed = timed_spec(spec, 2 * 512**3)
+    within = blocks_within(TileTemplate.from_name("12x1rv"), timed)
+    assert (within.k_block, within.v_block, within.r_block) == (512, 512, 512)
+    kept = blocks_within(TileTemplate.from_name("4x4rv-k64-r64"), timed)
+    assert (kept.k_block, kept.v_block, kept.r_block) == (64, 512, 64)  # smaller blocks stay as they are
+    replayed = replay(spec, ["tile:12x1rv"], host_target(), timed)
+    replayed.check(spec)
+    assert replayed.pack == ("A", "B")  # 16 MiB operands: both in panels (kernels/tiling.py large_panels)
+    assert [lp.size for lp in replayed.compute if lp.index == "k"] == [4, 512]  # k in blocks of 512
+    assert replay(spec, ["tile:12x1rv"], host_target()) != replayed  # without the timed spec: unblocked
