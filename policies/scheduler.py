@@ -18,6 +18,7 @@ from optserve.kernels.parallel import compile_parallel, default_threads, plan_bl
 from optserve.kernels.schedule import Schedule
 from optserve.kernels.spec import LoopNestSpec, SpecError
 from optserve.policies import clock
+from optserve.policies.decision_cache import CachedDecision, DecisionCache, decision_key
 from optserve.policies.env import Evaluator
 from optserve.policies.methods import QUICK_METHODS, SearchMethod
 from optserve.policies.proxy import replay, timed_spec
@@ -50,6 +51,7 @@ class ScheduleResult:
     llvm_ir: str | None = None
     timed_sizes: dict[str, int] | None = None  # sizes the candidates were timed on (a sub-problem's)
     threads: int = 1  # threads the chosen kernel runs on (kernels/parallel.py)
+    cached: bool = False  # answered from the decision cache (policies/decision_cache.py): nothing searched
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -128,6 +130,7 @@ def schedule_nest(
     emit_ir: bool = False,
     settings: LoopTuneSettings | None = None,
     threads: int | None = None,
+    cache: DecisionCache | None = None,
 ) -> ScheduleResult:
     """Search a schedule for `spec` with `method` within `time_limit_s` seconds, for a kernel on up to
     `threads` threads (None: `settings.threads`, else the CPUs this process may run on): candidates are
@@ -144,13 +147,88 @@ def schedule_nest(
 
     The budget is counted on `settings.budget_clock` (policies/clock.py: wall time, or the deciding thread's
     CPU time); `seconds` and `search_seconds` are wall time either way.
+
+    With a `cache` (policies/decision_cache.py), a decision already made for the same contraction, sizes,
+    method, threads and CPU model is answered from it without search (`cached`, no evaluations; its GFLOPS
+    are the ones measured when it was decided; the kernel is compiled only for `emit_ir`), and a new
+    decision is stored there (a search's only where its time limit did not cut it; the quick decisions
+    always spend their polish budget).
     """
     settings = settings or LoopTuneSettings()
     threads = threads or settings.threads or default_threads()
     if not 1 <= threads <= settings.max_threads:
         raise SpecError(f"threads must be in 1..{settings.max_threads}, got {threads}")
+    if method not in SEARCHES:
+        raise SpecError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
+    key = decision_key(spec, method, threads) if cache is not None else None
+    if cache is not None and key is not None:
+        hit = cache.get(key)
+        answer = _cached_result(spec, method, hit, emit_ir, settings, threads) if hit else None
+        if answer is not None:
+            return answer
     with clock.budget_clock(settings.budget_clock):
-        return _schedule_nest(spec, method, time_limit_s, measure, emit_ir, settings, threads)
+        result = _schedule_nest(spec, method, time_limit_s, measure, emit_ir, settings, threads)
+    # a quick decision always spends its polish budget (timed out by design); a search cut short is not kept
+    if cache is not None and key is not None and (method in QUICK_METHODS or not result.timed_out):
+        decision = CachedDecision(
+            schedule=result.schedule,
+            actions=tuple(result.actions),
+            gflops=result.gflops,
+            base_gflops=result.base_gflops,
+            timed_sizes=result.timed_sizes,
+            threads=result.threads,
+        )
+        cache.put(key, decision)
+    return result
+
+
+def _cached_result(
+    spec: LoopNestSpec,
+    method: str,
+    hit: CachedDecision,
+    emit_ir: bool,
+    settings: LoopTuneSettings,
+    threads: int,
+) -> ScheduleResult | None:
+    """The answer a cached decision gives, or None where its schedule no longer checks (a cache written by
+    another version of the backend: decide again)."""
+    start = time.perf_counter()
+    try:
+        schedule = Schedule.from_text(hit.schedule)
+        schedule.check(spec)
+    except SpecError:
+        return None
+    compile_ms, ir_text = None, None
+    if emit_ir:
+        target = host_target(settings.max_kernel_statements)
+        kernel = compile_parallel(spec, schedule, threads, target=target, keep_ir=True)
+        compile_ms, ir_text = kernel.compile_seconds * 1e3, kernel.llvm_ir
+        kernel.close()
+    gflops, base = hit.gflops, hit.base_gflops
+    return ScheduleResult(
+        einsum=spec.text(),
+        sizes=spec.size_of,
+        method=method,
+        schedule=schedule.text(),
+        loop_order=[lp.index for lp in schedule.compute],
+        loops=[asdict(lp) for lp in schedule.compute],
+        writeback_loops=[asdict(lp) for lp in schedule.writeback],
+        actions=list(hit.actions),
+        gflops=gflops,
+        base_gflops=base,
+        speedup=gflops / base if gflops and base else None,
+        seconds=time.perf_counter() - start,
+        search_seconds=0.0,
+        evaluations=0,
+        compile_ms=compile_ms,
+        mean_compile_ms=None,
+        peak_gflops=None,
+        timed_out=False,
+        llvm_ir=ir_text,
+        timed_sizes=hit.timed_sizes,
+        threads=hit.threads,
+        cached=True,
+    )
 
 
 def _schedule_nest(
@@ -199,7 +277,7 @@ def _schedule_nest(
         if measure and gflops is None:
             gflops = evaluator.gflops(outcome_schedule)
         if timed is not spec:
-            outcome_schedule = replay(spec, actions, host_target(settings.max_kernel_statements))
+            outcome_schedule = replay(spec, actions, host_target(settings.max_kernel_statements), timed)
     search_seconds = time.perf_counter() - start
     base_gflops = evaluator.cache.get(base.compute_key())
     if measure and base_gflops is None and not quick:
