@@ -16,11 +16,14 @@ from pathlib import Path
 
 STALE_S = 3600.0
 UNREACHABLE = "unreachable"
+# The build's process group when it is not this process's own: a resident server's child
+# (resident_server.py) runs in a group of its own and sets its client's here.
+GROUP: int | None = None
 
 
 def _build_id() -> str:
     """This process group's id and its leader's start time (clock ticks since boot), or the id alone."""
-    group = os.getpgrp()
+    group = os.getpgrp() if GROUP is None else GROUP
     try:
         # Fields after the command name (which may hold spaces) start at field 3; starttime is field 22.
         start = Path(f"/proc/{group}/stat").read_text().rsplit(")", 1)[1].split()[19]

@@ -104,6 +104,12 @@ Environment (all optional):
                    optcc would send it (at -Oz unless the unit asks -Os), whatever the command's -O level,
                    then compile the command unchanged with clang; no service call
   OPTCC_CAPTURE_TAG  a label stored with each captured unit (e.g. the Debian package being built)
+  OPTCC_RESIDENT   0: run each command in its own Python process, no resident server (default 1: a per-user
+                   server that has imported optcc once forks a child per command; docs/clients.md)
+  OPTCC_RESIDENT_IDLE  seconds the resident server waits for a command before it exits (default 600)
+  OPTCC_RESIDENT_DIR   its private folder: socket, lock and log (default $XDG_RUNTIME_DIR/optserve, else
+                   ~/.cache/optserve/run)
+`optcc --start-server` starts the resident server (and says where), `optcc --stop-server` stops it.
 """
 
 from __future__ import annotations
@@ -117,6 +123,10 @@ import sys  # noqa: E402
 
 from optserve.clients.command_line import CompileJob, decide  # noqa: E402
 from optserve.clients.settings import IR_MODES, ConfigError, OptccSettings, Policy  # noqa: E402
+
+# True in a resident server's child (resident_server.py), which must send the command's exit status back
+# to its client: a command handed over to clang is then run and waited for, not exec'd.
+RESIDENT = False
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -178,6 +188,22 @@ def _wrap(argv: list[str] | None, clang: str, cxx: bool) -> int:
         return _hand_over(takeover.fall_back(clang, args, job, level, f"optcc failed: {err!r}", settings))
 
 
+def takes_over(args: list[str], cxx: bool) -> bool:
+    """Whether optcc does this command's work itself (a unit it takes over, capture mode) rather than hand
+    it to clang unchanged, as `_wrap` decides. The thin client (resident_client.py) sends only such commands
+    to the resident server: a command handed over costs an exec of clang, which the server cannot make
+    cheaper (a fork of the server and a process more: slower, docs/clients.md)."""
+    if args in (["--stats"], ["--zero-stats"], ["--help"]):
+        return False
+    if os.environ.get("OPTCC_CAPTURE"):
+        return True
+    try:
+        policy = Policy.from_environment(dict(os.environ))
+    except ConfigError:
+        return False
+    return decide(args, policy.default_level, policy.force, cxx).level is not None
+
+
 def _statistics(flag: str) -> int:
     from optserve.clients import stats
     from optserve.clients.settings import _cache_dir
@@ -232,10 +258,21 @@ def _log_pass_through(clang: str, job: CompileJob, reason: str) -> None:
 
 
 def _hand_over(command: list[str]) -> int:
-    """Become `command` (same process, so clang's exit status and signals are the build's); 127 if missing."""
+    """Become `command` (same process, so clang's exit status and signals are the build's); 127 if missing.
+    In a resident server's child (RESIDENT): run it on this process's stdio and return its status (a
+    signal's as the shell gives it, 128 + the signal; the thin client exits with it)."""
     sys.stdout.flush()
     sys.stderr.flush()
     try:
+        if RESIDENT:
+            import signal
+
+            # Ctrl-C (forwarded to this child's group by its client) ends this process as it ends clang, as
+            # if it were clang; the client then dies of the signal too
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            _, status = os.waitpid(os.posix_spawnp(command[0], command, os.environ), 0)
+            code = os.waitstatus_to_exitcode(status)
+            return 128 - code if code < 0 else code
         os.execvp(command[0], command)
     except OSError as err:
         print(f"optcc: cannot run {command[0]}: {err} (set OPTCC_CLANG or OPTCC_CLANGXX)", file=sys.stderr)

@@ -148,6 +148,42 @@ class OptccSettings(_OptccSettings):
         )
 
 
+class ResidentSettings(namedtuple("ResidentSettings", "enabled folder idle_s")):
+    """optcc's resident process (resident_client.py, resident_server.py): whether a command goes to it
+    (OPTCC_RESIDENT, default on), the private folder of its socket, lock and log (OPTCC_RESIDENT_DIR, default
+    $XDG_RUNTIME_DIR/optserve, else ~/.cache/optserve/run) and how long it waits for a request before it
+    exits (OPTCC_RESIDENT_IDLE seconds, default 600). Read by the thin client on every command: standard
+    library only.
+
+    Under pytest (PYTEST_CURRENT_TEST set) the default is off: a test suite's many optcc commands must not
+    leave a server behind; a test that wants one sets OPTCC_RESIDENT=1 and a folder of its own."""
+
+    __slots__ = ()
+
+    @classmethod
+    def from_environment(cls, env) -> ResidentSettings:
+        default = "0" if env.get("PYTEST_CURRENT_TEST") else "1"
+        enabled = env.get("OPTCC_RESIDENT", default).strip().lower() not in _OFF
+        try:
+            idle_s = float(env.get("OPTCC_RESIDENT_IDLE", "600"))
+        except ValueError:
+            raise ConfigError(f"OPTCC_RESIDENT_IDLE={env['OPTCC_RESIDENT_IDLE']!r} is not a number") from None
+        if not idle_s > 0:
+            raise ConfigError(f"OPTCC_RESIDENT_IDLE={idle_s} must be positive")
+        return cls(enabled, _resident_folder(env), idle_s)
+
+
+def _resident_folder(env) -> str | None:
+    """OPTCC_RESIDENT_DIR, else $XDG_RUNTIME_DIR/optserve (per user, on tmpfs, removed at logout), else
+    ~/.cache/optserve/run; None when there is no home either."""
+    if env.get("OPTCC_RESIDENT_DIR"):
+        return env["OPTCC_RESIDENT_DIR"]
+    if env.get("XDG_RUNTIME_DIR"):
+        return os.path.join(env["XDG_RUNTIME_DIR"], "optserve")
+    home = env.get("HOME")
+    return os.path.join(home, ".cache", "optserve", "run") if home else None
+
+
 _OFF = ("0", "false", "no", "off")
 _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 

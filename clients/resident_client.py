@@ -1,0 +1,60 @@
+"""optcc and optcc++ as installed (`[project.scripts]`): a thin client that hands the command to optcc's
+resident server (resident_server.py) and exits with its status, or runs optcc in this process as before.
+
+Only a command optcc does work for (a unit it takes over, capture mode: `optcc.takes_over`) goes to the
+server; one it hands to clang unchanged (configure's probes, -E, linking, other -O levels) is exec'd here,
+as before, which no server can make cheaper. A unit then costs a bare Python start, the light modules that
+decide (optcc.py, command_line.py, settings.py), resident_link.py's few (socket, struct, signal; zlib for
+the install's key: `python -X importtime` shows no grpc, protobuf, pydantic, nor optcc's compile path) and
+a fork in the server, not ~0.15 s of imports per unit (docs/clients.md).
+
+The client sends its argv, working folder, environment, umask, niceness, process group and its descriptors
+0, 1 and 2 (resident_wire.py); the server's child runs optcc's own main on them and sends back the exit
+status. Signals the client gets (Ctrl-C, a build's SIGTERM) are passed to the child's process group. No
+server listening: the client starts one (detached, in its own session; a lock so that a `make -j` starts
+one) and waits for it a few seconds at most (resident_link.START_WAIT_S). Anything else (OPTCC_RESIDENT=0,
+no private folder, a server that cannot start, a server or child that dies before sending a status) and
+optcc runs here, in-process, exactly as without a server: a build never fails because of the server. A
+unit its child had begun is then compiled again here; optcc writes its outputs atomically, so the rerun
+is safe.
+
+`optcc --start-server` starts the server and says where it listens; `optcc --stop-server` stops it (and any
+other optcc server in the folder: those of code since changed, which no client uses any more).
+"""
+
+from __future__ import annotations
+
+import time
+
+STARTED = time.monotonic()  # the unit's `before_s` counts from here, served or not
+
+import os  # noqa: E402
+import sys  # noqa: E402
+
+from optserve.clients import optcc  # noqa: E402  (command_line and settings: what any command needs)
+
+
+def main() -> int:
+    """optcc."""
+    return _command("c")
+
+
+def main_cxx() -> int:
+    """optcc++."""
+    return _command("c++")
+
+
+def _command(driver: str) -> int:
+    arguments = sys.argv[1:]
+    if arguments in (["--start-server"], ["--stop-server"]):
+        from optserve.clients import resident_link
+
+        return resident_link.control(arguments[0])
+    optcc.STARTED = STARTED
+    if optcc.takes_over(arguments, driver == "c++"):  # else: clang's exec, here (no server is quicker)
+        from optserve.clients import resident_link
+
+        status = resident_link.served(driver, arguments, STARTED)
+        if status is not None:
+            os._exit(status & 0xFF)  # as optcc's own exit: no interpreter teardown
+    return optcc.main_cxx() if driver == "c++" else optcc.main()  # exits, or becomes clang, itself
