@@ -11,12 +11,12 @@ a fork in the server, not ~0.15 s of imports per unit (docs/clients.md).
 The client sends its argv, working folder, environment, umask, niceness, process group and its descriptors
 0, 1 and 2 (resident_wire.py); the server's child runs optcc's own main on them and sends back the exit
 status. Signals the client gets (Ctrl-C, a build's SIGTERM) are passed to the child's process group. No
-server listening: the client starts one (detached, in its own session; a lock so that a `make -j` starts
-one) and waits for it a few seconds at most (resident_link.START_WAIT_S). Anything else (OPTCC_RESIDENT=0,
-no private folder, a server that cannot start, a server or child that dies before sending a status) and
-optcc runs here, in-process, exactly as without a server: a build never fails because of the server. A
-unit its child had begun is then compiled again here; optcc writes its outputs atomically, so the rerun
-is safe.
+server listening: the client starts one (detached, in a process group of its own; a lock so that a
+`make -j` starts one) and waits for it a few seconds at most (resident_link.START_WAIT_S). Anything else
+(OPTCC_RESIDENT=0, no private folder, a server that cannot start, a server or child that dies before sending
+a status) and optcc runs here, in-process, exactly as without a server: a build never fails because of the
+server. A unit its child had begun is then compiled again here; optcc writes its outputs atomically, so the
+rerun is safe.
 
 `optcc --start-server` starts the server and says where it listens; `optcc --stop-server` stops it (and any
 other optcc server in the folder: those of code since changed, which no client uses any more).

@@ -159,9 +159,12 @@ def _start(paths: wire.Paths, settings: ResidentSettings) -> socket.socket | Non
 
 
 def _spawn_server(paths: wire.Paths, settings: ResidentSettings) -> int:
-    """The server's pid: `python -P -m optserve.clients.resident_server` in a session of its own (a build's
-    Ctrl-C or the end of a terminal does not reach it), stdin from /dev/null, output to its log. -P: the
-    build's folder is not on its import path."""
+    """The server's pid: `python -P -m optserve.clients.resident_server` in a process group of its own (a
+    build's Ctrl-C, sent to the terminal's foreground group, does not reach it), stdin from /dev/null, output
+    to its log. -P: the build's folder is not on its import path. It stays in the build's session: with the
+    kernel's autogroups (one scheduling group per session), a server in a session of its own had its
+    children's clang get a share of their own, ~30% slower than the build's on the loaded 2-core machine
+    (docs/clients.md)."""
     try:
         truncate = os.stat(paths.log).st_size > LOG_LIMIT_BYTES
     except OSError:
@@ -186,7 +189,7 @@ def _spawn_server(paths: wire.Paths, settings: ResidentSettings) -> int:
         (os.POSIX_SPAWN_DUP2, log, 2),
     ]
     try:
-        return os.posix_spawn(sys.executable, command, os.environ, file_actions=actions, setsid=True)
+        return os.posix_spawn(sys.executable, command, os.environ, file_actions=actions, setpgroup=0)
     finally:
         os.close(log)
 
