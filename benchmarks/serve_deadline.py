@@ -141,22 +141,26 @@ def restart_seconds(times: int, workers: int, standby: int = 0) -> list[float]:
 
 
 def split_seconds(times: int, stop_after_s: float) -> tuple[list[float], list[float]]:
-    """The ingress's split of slow_module (split_unit, in a thread as the ingress runs it): seconds for the
-    whole split, and seconds past a deadline `stop_after_s` after its start until its thread ended."""
+    """The service's split of slow_module (split_unit, in a compiler worker as the service runs it): seconds
+    for the whole split, and seconds past a deadline `stop_after_s` after its start until the call ended
+    (its worker killed)."""
     from optserve.compiler.function_lists import split_unit
     from optserve.compiler.ir import StoppedError
-    from optserve.serve.stoppable import in_thread
+    from optserve.compiler.workers import CompilerPool
 
     ir = slow_module()
     whole, past = [], []
-    for _ in range(times):
-        started = time.monotonic()
-        split_unit(ir)
-        whole.append(time.monotonic() - started)
-        started = time.monotonic()
-        with contextlib.suppress(StoppedError):  # asyncio.run returns once the thread has ended
-            asyncio.run(in_thread(split_unit, ir, deadline=started + stop_after_s))
-        past.append(time.monotonic() - started - stop_after_s)
+    with CompilerPool(1, 60.0, standby=1) as pool:
+        for _ in range(times):
+            started = time.monotonic()
+            pool.run(split_unit, ir)
+            whole.append(time.monotonic() - started)
+            started = time.monotonic()
+            with contextlib.suppress(StoppedError):
+                pool.run(split_unit, ir, deadline=started + stop_after_s)
+            past.append(time.monotonic() - started - stop_after_s)
+            while pool.idle_workers() < 1:
+                time.sleep(0.01)  # the killed worker's successor
     return whole, past
 
 

@@ -14,6 +14,7 @@ The caller keeps the whole unit's -Oz when that is smaller (the floor).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -174,17 +175,33 @@ async def search_function_lists(
     want_object: bool = False,
     concurrency: int = 2,
     refine: bool = False,
-) -> tuple[FunctionLists, Evaluation]:
+    deadline: float | None = None,
+    parts: UnitParts | None = None,
+) -> tuple[FunctionLists, Evaluation] | None:
     """The per-function choice among `candidates` (and, with `refine`, one round of `refine_functions`)
-    and its Evaluation on the whole unit.
+    and its Evaluation on the whole unit; None for a unit of fewer than two function modules (its
+    whole-unit lists already cover it). The service's per-function candidate (serve/optimize.py).
 
-    Raises IRError when the unit cannot be split (then the unit has only whole-unit candidates).
+    `parts`: the unit already split (None: split here, as a job in a compiler worker, where LLVM may crash
+    or be killed at the deadline). Every compile carries `deadline` (time.monotonic()); with one, the
+    refining round runs only while twice the first round's time is left before it (a round costs about
+    what the first did), so a long unit keeps its candidate. Raises IRError when the unit cannot be split
+    (then it has only whole-unit candidates), DeadlinePassedError when the deadline cut a compile.
     """
-    parts = await asyncio.to_thread(split_unit, ir)
-    measured = await measure_functions(parts, candidates, objective, compiler, concurrency)
+    if parts is None:
+        parts = await compiler.run_async(split_unit, ir, deadline=deadline)
+    if len(parts.functions) < 2:
+        return None
+    started = time.monotonic()
+    measured = await measure_functions(parts, candidates, objective, compiler, concurrency, deadline)
     chosen = measured.choose()
-    if refine:
-        refined, _ = await refine_functions(parts, measured.best(), objective, compiler, concurrency)
-        chosen = FunctionLists.of({n: p for n, (p, _) in refined.items()}, default=measured.candidates[0])
-    (unit,) = await compiler.evaluate_async(ir, [chosen], objective, want_ir, want_object)
+    searched_s = time.monotonic() - started
+    if refine and (deadline is None or deadline - time.monotonic() > 2 * searched_s):
+        refined, _ = await refine_functions(
+            parts, measured.best(), objective, compiler, concurrency, deadline=deadline
+        )
+        chosen = FunctionLists.of({n: p for n, (p, _) in refined.items()}, default=chosen.default)
+    (unit,) = await compiler.evaluate_async(ir, [chosen], objective, want_ir, want_object, deadline=deadline)
+    if cut_by_deadline([unit]):
+        raise DeadlinePassedError("the deadline came while linking the per-function candidate")
     return chosen, unit

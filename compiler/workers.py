@@ -22,6 +22,11 @@ SIGKILLed), so an orphaned worker does not keep compiling. Every worker is start
 thread of the parent (`_Spawner`): the kernel sends that signal when the *thread* that started the child
 ends, and workers are replaced from short-lived threads.
 
+Jobs besides candidates (`run`, `run_async`): any function of the compiler that reads user input with LLVM
+(the service's intake: parse and verify, split, the tuning store's keys) runs in a worker too, with the same
+wall-clock limit, deadline and restart, so an input that crashes LLVM ends one worker, never the ingress or
+the engine that asked (`WorkerCrashedError`).
+
 Standby workers (`standby`, default none): processes started and ready but idle, outside the pool's
 `processes`. A worker stopped or lost (deadline, crash, overrun) is replaced by a standby one at once, and a
 new standby starts in the background, so the next call does not wait for a process start.
@@ -34,6 +39,7 @@ import concurrent.futures
 import contextlib
 import hashlib
 import os
+import pickle
 import queue
 import re
 import signal
@@ -44,15 +50,18 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 from optserve.compiler.cost import Objective
 from optserve.compiler.function_lists import FunctionLists, apply_function_lists
+from optserve.compiler.ir import StoppedError
 from optserve.compiler.pipeline import Evaluation, evaluate
 
 _START_TIMEOUT_S = 120.0
+T = TypeVar("T")
 
 
 # How the pool's own error Evaluations begin (`evaluation_outcome` tells them from compiler errors).
@@ -125,8 +134,44 @@ def _die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
+class WorkerCrashedError(RuntimeError):
+    """A worker died running a job (`CompilerPool.run`): LLVM aborted or crashed on its input, or the process
+    was killed from outside. `llvm_said`: LLVM's own last message, when it left one (then the input is at
+    fault); `signal_name`: the signal that ended it, if one did."""
+
+    def __init__(self, message: str, llvm_said: str = "", signal_name: str = ""):
+        super().__init__(message)
+        self.llvm_said = llvm_said
+        self.signal_name = signal_name
+
+    @property
+    def killed_from_outside(self) -> bool:
+        """SIGKILL with nothing said: the memory limit's enforcer, an operator, a replica going down."""
+        return self.signal_name == "SIGKILL" and not self.llvm_said
+
+
+@dataclass(frozen=True)
+class _Job:
+    """A task for a worker besides candidates: `function(*args)`, its value or exception sent back."""
+
+    function: Callable[..., Any]
+    args: tuple
+
+
+def _run_job(job: _Job) -> tuple[str, Any]:
+    try:
+        return "value", job.function(*job.args)
+    except Exception as err:  # the caller's to raise: the exception itself when it pickles
+        try:
+            pickle.dumps(err)
+        except Exception:
+            err = RuntimeError(f"{type(err).__name__}: {err}")
+        return "raised", err
+
+
 def _worker_main(connection: Connection, memory_limit_bytes: int | None, parent_pid: int) -> None:
-    """Worker loop: answer each task (ir_key, ir or None, pass list, objective, want_ir, want_object)."""
+    """Worker loop: answer each task, a `_Job` or a candidate (ir_key, ir or None, pass list, objective,
+    want_ir, want_object)."""
     import resource
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
@@ -143,6 +188,9 @@ def _worker_main(connection: Connection, memory_limit_bytes: int | None, parent_
             return
         if task is None:
             return
+        if isinstance(task, _Job):
+            connection.send(_run_job(task))
+            continue
         ir_key, ir, pass_list, objective, want_ir, want_object = task
         if ir is not None:
             current_key, current_ir = ir_key, ir
@@ -290,6 +338,12 @@ class CandidateCompiler(Protocol):
 
         `deadline` (a `time.monotonic()` instant of the caller's): candidates not finished by then are
         stopped or never started, and come back with an error `evaluation_outcome` calls "deadline"."""
+        ...
+
+    async def run_async(self, function: Callable[..., T], *args, deadline: float | None = None) -> T:
+        """`function(*args)` in a worker process (a module-level function of the project: it is pickled by
+        name): its value, or the exception it raised; `WorkerCrashedError` if the worker died,
+        `StoppedError` once `deadline` (or the pool's time limit) came first."""
         ...
 
 
@@ -504,6 +558,90 @@ class CompilerPool:
             given_up.set()
             raise
 
+    def run(
+        self,
+        function: Callable[..., T],
+        *args,
+        given_up: threading.Event | None = None,
+        deadline: float | None = None,
+    ) -> T:
+        """`function(*args)` in a worker (see `CandidateCompiler.run_async`), within the pool's `timeout_s`.
+        A worker still running it at the deadline, at the time limit or once `given_up` is set is killed and
+        restarted in the background (StoppedError); one that died is replaced (WorkerCrashedError)."""
+        if self._closed:
+            raise PoolBrokenError("the compiler pool is closed")
+        what = getattr(function, "__name__", "a job")
+        worker = None
+        while worker is None:
+            if given_up is not None and given_up.is_set():
+                raise StoppedError(f"{what}: the caller gave up before a compiler worker was free")
+            if deadline is not None and time.monotonic() >= deadline:
+                raise StoppedError(f"{DEADLINE_PASSED}: no compiler worker was free for {what}")
+            worker = self._take_idle(self._idle_wait({}, given_up, deadline))
+        if worker.process.poll() is not None:  # died while idle (e.g. killed from outside)
+            worker = self._replace(worker)
+        worker.busy = True
+        finished = False
+        try:
+            with contextlib.suppress(OSError):  # a dead worker's closed socket shows as a crash below
+                worker.connection.send(_Job(function, args))
+            if cut := self._wait_for_job(worker, given_up, deadline):
+                raise StoppedError(f"{DEADLINE_PASSED}: {what} was stopped at {cut}")
+            try:
+                kind, value = worker.connection.recv()
+            except (EOFError, OSError):
+                raise self._job_crash(worker, what) from None
+            finished = True
+        finally:
+            if finished:
+                worker.busy = False
+                self._idle.put(worker)
+            else:  # stopped, crashed or interrupted: the worker is replaced (a crashed one is dead already)
+                self._restart_in_background(worker)
+        if kind == "raised":
+            raise value
+        return value
+
+    def _wait_for_job(self, worker: _Worker, given_up: threading.Event | None, deadline: float | None):
+        """Wait until the worker answers (or dies): None; or what cut the job first ("the deadline", "its
+        time limit", "the caller's request")."""
+        due = time.monotonic() + self.timeout_s
+        while True:
+            wake = self._wake_by(given_up, deadline)
+            wait_until = due if wake is None else min(due, wake)
+            if worker.connection.poll(max(0.0, wait_until - time.monotonic())):
+                return None
+            now = time.monotonic()
+            if given_up is not None and given_up.is_set():
+                return "the caller's request"
+            if deadline is not None and now >= deadline:
+                return "the deadline"
+            if now >= due:
+                return f"its time limit ({self.timeout_s:g} s)"
+
+    @staticmethod
+    def _job_crash(worker: _Worker, what: str) -> WorkerCrashedError:
+        try:
+            code = worker.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
+        said = worker.last_words()
+        signal_name = signal.Signals(-code).name if code is not None and code < 0 else ""
+        ended = f"was killed by {signal_name}" if signal_name else f"exited with status {code}"
+        message = f"{CRASHED}: the process {ended} while running {what}"
+        if said:
+            message += f"; {LLVM_SAYS}{said}"
+        return WorkerCrashedError(message, said, signal_name)
+
+    async def run_async(self, function: Callable[..., T], *args, deadline: float | None = None) -> T:
+        """`run` without blocking the event loop; cancelling it stops the job (its worker restarts)."""
+        given_up = threading.Event()
+        try:
+            return await asyncio.to_thread(self.run, function, *args, given_up=given_up, deadline=deadline)
+        except asyncio.CancelledError:
+            given_up.set()
+            raise
+
     def idle_workers(self) -> int:
         """Workers ready for a call now (all `processes` of them once no call runs and restarts are done)."""
         return self._idle.qsize()
@@ -614,5 +752,8 @@ class CompilerPool:
 
 
 if __name__ == "__main__":
+    # the loop of the module under its own name: a `_Job` the parent pickled is optserve.compiler.workers'
+    from optserve.compiler import workers
+
     _fd, _memory_limit, _parent = (int(arg) for arg in sys.argv[1:4])
-    _worker_main(Connection(_fd), _memory_limit or None, _parent)
+    workers._worker_main(Connection(_fd), _memory_limit or None, _parent)

@@ -41,11 +41,13 @@ def _generate(args: argparse.Namespace) -> int:
     import asyncio
     import time
 
+    from optserve.compiler.ir import parse_ir
     from optserve.config import load_settings
     from optserve.engine.engine import ModelEngine
     from optserve.engine.interface import SamplingOptions
 
-    settings = load_settings().engine
+    all_settings = load_settings()
+    settings = all_settings.engine
     options = SamplingOptions(
         strategy=args.strategy,
         samples=args.samples,
@@ -63,7 +65,8 @@ def _generate(args: argparse.Namespace) -> int:
         engine = ModelEngine.load(args.model_dir or settings.model_dir, args.backend or settings.backend)
         try:
             started = time.perf_counter()
-            generation = await engine.generate(args.ir_file.read_text(), options)
+            ir = parse_ir(args.ir_file.read_bytes(), all_settings.compiler.max_ir_bytes)  # LLVM's text
+            generation = await engine.generate(ir, options)
             return generation, time.perf_counter() - started
         finally:
             await engine.close()

@@ -83,12 +83,15 @@ class ModelEngine:
     ) -> tuple[int, ...]:
         """The prompt's token ids; PromptTooLongError past the context (by the token bound, if it shows).
 
+        `ir` is IR as LLVM prints it (`compiler.ir.parse_ir`'s text, what the service's intake gives): its
+        normalization is then text work only (`normalized_lines`, the same text `normalize_ir` makes after
+        its parse), so the engine never parses a user's IR with LLVM in its own process.
         Seconds for a megabyte module: `generate` runs it in the prompt thread.
         """
         if self.profile.normalize_ir:
-            from optserve.compiler.ir import normalize_ir
+            from optserve.compiler.ir import normalized_lines
 
-            ir = normalize_ir(ir)
+            ir = normalized_lines(ir)
         prompt = self.profile.prompt(ir, feedback, objective)
         limit = self.profile.max_prompt_tokens or (
             self.context_length - self.profile.max_new_tokens if self.context_length else None

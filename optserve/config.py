@@ -72,6 +72,13 @@ class CompilerSettings(_Section):
         description="worker processes started and idle beside `workers`, each taking the place of a worker "
         "stopped at a deadline or lost at once (not reserved as a Ray CPU: idle until then)",
     )
+    intake_workers: int = Field(
+        1,
+        gt=0,
+        description="worker processes of one CompilerWorkers replica that read requests' IR (parse, verify, "
+        "split, the tuning store's keys), apart from the compiling ones so that reading a request never "
+        "waits behind compiles (not reserved as a Ray CPU: each read takes milliseconds)",
+    )
     cache_entries: int = Field(100_000, ge=0, description="content-addressed result cache size")
     worker_memory_mb: int | None = Field(
         4096, gt=0, description="address-space limit per worker (None: none)"

@@ -91,6 +91,12 @@ class CompilerWorkers:
             memory_limit_mb=compiler.worker_memory_mb,
             standby=compiler.standby_workers,
         )
+        # the intake's own processes: reading a request's IR never waits for a worker busy compiling
+        self.intake = CompilerPool(
+            processes=compiler.intake_workers,
+            timeout_s=compiler.candidate_timeout_s,
+            memory_limit_mb=compiler.worker_memory_mb,
+        )
 
     async def evaluate(
         self,
@@ -120,12 +126,35 @@ class CompilerWorkers:
             recorder.count(metrics.COMPILER_EVALUATIONS, count, outcome=outcome)
         return evaluations
 
+    async def run(
+        self, function, args: tuple, wall_deadline: float | None = None, trace: dict | None = None
+    ) -> tuple[str, object]:
+        """`function(*args)` in one of the intake's worker processes (`CompilerPool.run`, a pool of
+        `compiler.intake_workers` apart from the compiling one): the service's IR intake, so an input that
+        crashes LLVM ends a worker, never the ingress or the engine. ("value", its value) or
+        ("raised", the error: the job's own, StoppedError at the deadline, WorkerCrashedError if the worker
+        died), returned rather than raised: a caller's bad IR is an answer here, not a replica error for
+        Ray Serve to log with its traceback (handles.CompilerClient raises it in the caller)."""
+        from optserve.compiler.workers import PoolBrokenError
+
+        name = getattr(function, "__name__", "job")
+        deadline = as_monotonic(wall_deadline)
+        try:
+            with tracing.span(f"compiler.{name}", trace):
+                return "value", await self.intake.run_async(function, *args, deadline=deadline)
+        except PoolBrokenError as err:
+            raise unavailable(f"the compiler pool cannot run {name} ({err}); it is being restarted") from None
+        except Exception as err:  # every error of the job is the caller's to handle
+            return "raised", err
+
     def check_health(self) -> None:
         """Ray Serve calls this periodically: raising makes it replace this replica (a broken pool)."""
         self.pool.check_health()
+        self.intake.check_health()
 
     def __del__(self):
         self.pool.close()
+        self.intake.close()
 
 
 @serve.deployment(name="LoopTuneScheduler")

@@ -11,7 +11,8 @@ and LoopTune calls carry the caller's trace context as their last argument (serv
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from ray.serve.exceptions import BackPressureError
 from ray.serve.handle import DeploymentHandle
@@ -24,6 +25,8 @@ from optserve.serve import schemas, tracing
 from optserve.serve.deadlines import as_wall_time
 from optserve.serve.errors import unavailable
 from optserve.serve.ray_errors import call
+
+T = TypeVar("T")
 
 # How long the ingress waits for the engine's metadata: it answers at once unless no replica is running.
 ENGINE_ANSWER_TIMEOUT_S = 5.0
@@ -95,6 +98,15 @@ class CompilerClient:
         return await call(
             self.handle, "evaluate", ir, lists, objective, want_ir, want_object, wall_deadline, trace
         )
+
+    async def run_async(self, function: Callable[..., T], *args, deadline: float | None = None) -> T:
+        """`function(*args)` in a compiler worker of the deployment (`CompilerPool.run`): its value, or the
+        error it raised (the job's own, StoppedError, WorkerCrashedError) raised here."""
+        trace = tracing.carrier()
+        kind, value = await call(self.handle, "run", function, args, as_wall_time(deadline), trace)
+        if kind == "raised":
+            raise value
+        return value
 
 
 class LoopTuneClient:

@@ -33,12 +33,18 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from optserve.compiler.cache import ResultCache, ir_digest
-from optserve.compiler.function_lists import FunctionLists, UnitParts, defined_function_count, split_unit
-from optserve.compiler.ir import IRError, StoppedError, parse_ir
+from optserve.compiler.function_lists import FunctionLists, UnitParts, defined_function_count
+from optserve.compiler.ir import IRError, StoppedError, parse_ir, split_functions
 from optserve.compiler.passes import format_pass_list, to_opt_pipeline
 from optserve.compiler.pipeline import Evaluation
-from optserve.compiler.unit_search import DeadlinePassedError, measure_functions, refine_functions
-from optserve.compiler.workers import CandidateCompiler, cut_by_deadline, evaluation_outcome, llvm_failure
+from optserve.compiler.unit_search import DeadlinePassedError, search_function_lists
+from optserve.compiler.workers import (
+    CandidateCompiler,
+    WorkerCrashedError,
+    cut_by_deadline,
+    evaluation_outcome,
+    llvm_failure,
+)
 from optserve.config import Settings
 from optserve.engine.coreset import Coreset
 from optserve.engine.feedback import generate_with_feedback
@@ -47,7 +53,6 @@ from optserve.serve import schemas, tracing
 from optserve.serve.errors import ErrorKind, ServiceError, invalid, unavailable
 from optserve.serve.result_cache import answer_key
 from optserve.serve.schemas import CandidateSource, ServedStrategy
-from optserve.serve.stoppable import in_thread
 from optserve.serve.unit_lists import UnitLists, unit_lists
 
 if TYPE_CHECKING:  # the tuning store's modules load with the store (`Optimizer(store=...)`)
@@ -137,10 +142,7 @@ class Optimizer:
     async def optimize(self, request: schemas.OptimizeRequest) -> schemas.OptimizeResponse:
         started = time.monotonic()
         deadline = started + self.check_options(request)
-        try:
-            ir = await asyncio.to_thread(parse_ir, request.module_bytes, self.settings.compiler.max_ir_bytes)
-        except IRError as err:
-            raise invalid(str(err)) from None
+        ir = await self._take_in(request.module_bytes)
         validate_s = time.monotonic() - started
 
         model = await self.model_metadata()
@@ -252,23 +254,47 @@ class Optimizer:
             self.cache.put(key, response)
         return response
 
+    async def _take_in(self, module: str | bytes) -> str:
+        """The request's IR parsed and verified (`compiler.ir.parse_ir`) in a compiler worker: an input that
+        crashes LLVM's reader ends that worker, never this ingress and the calls in flight on it. The parse
+        (bounded by `compiler.max_ir_bytes` and the pool's time limit) runs to its end even past the
+        request's deadline: a client with its own baseline is answered with it then, but never for IR that
+        was not read."""
+        try:
+            return await self.compiler.run_async(parse_ir, module, self.settings.compiler.max_ir_bytes)
+        except IRError as err:
+            raise invalid(str(err)) from None
+        except StoppedError as err:  # the pool's time limit
+            raise invalid(f"reading the IR took too long: {err}") from None
+        except WorkerCrashedError as err:
+            raise _crash_error(err, "reading the IR") from None
+
     async def _stored_answer(self, ir: str, objective: str, deadline: float) -> StoredAnswer | None:
         """What the tuning store holds for the unit; None without a store, or when it fails (logged: a
-        store that fails costs the answer its stored lists, never the request) or the deadline comes first."""
+        store that fails costs the answer its stored lists, never the request) or the deadline comes first.
+        The unit's functions' keys, when the store needs them, come from a compiler worker (they split the
+        unit with LLVM)."""
         if self.store is None:
             return None
-        from optserve.tuning.lookup import stored_answer
+        from optserve.tuning.lookup import functions_answer, whole_unit_answer
         from optserve.tuning.store import TuningStoreError
+        from optserve.tuning.unit_keys import unit_keys
 
         store, max_functions = self.store, self.settings.engine.unit_function_lists_max_functions
-
-        def look_up(stop) -> StoredAnswer:
-            return stored_answer(store, ir, objective, max_functions, stop)
-
         try:
             with tracing.span("tuning_store.lookup"):
-                return await _until(in_thread(look_up, deadline=deadline), deadline, "the tuning store")
-        except (TuningStoreError, StoppedError, ServiceError) as err:
+                answer = await _until(
+                    asyncio.to_thread(whole_unit_answer, store, ir, objective), deadline, "the tuning store"
+                )
+                if answer is not None:
+                    return answer
+                keys = await self.compiler.run_async(unit_keys, ir, max_functions, deadline=deadline)
+                return await _until(
+                    asyncio.to_thread(functions_answer, store, ir, objective, keys),
+                    deadline,
+                    "the tuning store",
+                )
+        except (TuningStoreError, StoppedError, ServiceError, WorkerCrashedError) as err:
             logger.warning("tuning store lookup skipped: %s", err)
             return None
 
@@ -483,11 +509,12 @@ class Optimizer:
         """A unit of several functions: each function gets the best of -Oz and the coreset's first
         `engine.unit_function_lists` lists (then, with `engine.unit_function_refine`, one more pass where it
         helps), measured on its own module, and the lists are linked back into one candidate
-        (compiler/unit_search.py; the path benchmarks/function_lists_units.py and unit_gap.py measure).
+        (compiler/unit_search.py `search_function_lists`, the path benchmarks/function_lists_units.py and
+        unit_gap.py measure).
 
         Skipped for a unit of more than `engine.unit_function_lists_max_functions` functions (its compiles
-        grow with the count); every step, the split included (serve/stoppable.py), ends at the request's
-        deadline. `parts`: the unit as the tuning store's lookup already split it (None: split here)."""
+        grow with the count); every step, the split included (a job in a compiler worker), ends at the
+        request's deadline. `parts`: the unit as the tuning store's lookup already split it (None: split)."""
         engine = self.settings.engine
         count = engine.unit_function_lists
         if not count or request.strategy == ServedStrategy.RANKED_CORESET or sampled.deadline_hit:
@@ -496,53 +523,21 @@ class Optimizer:
             return
         started = time.monotonic()
         try:
-            if parts is None:
-                parts = await _until(
-                    in_thread(split_unit, ir, deadline=deadline),
-                    deadline + BACKEND_GRACE_S,
-                    "splitting the unit",
-                )
-            if len(parts.functions) < 2:  # one function: the whole-unit lists already cover it
-                return
-            candidates = [OZ_PASS_LIST, *self.coreset.first(request.objective, count)]
-            measured = await _until(
-                measure_functions(
-                    parts,
-                    candidates,
+            found = await _until(
+                search_function_lists(
+                    ir,
+                    [OZ_PASS_LIST, *self.coreset.first(request.objective, count)],
                     request.objective,
                     self.compiler,
-                    self.settings.compiler.workers,
+                    concurrency=self.settings.compiler.workers,
+                    refine=engine.unit_function_refine,
                     deadline=deadline,
+                    parts=parts,
                 ),
                 deadline + BACKEND_GRACE_S,
-                "compiling per-function candidates",
+                "the per-function search",
             )
-            chosen = measured.choose()
-            # A refining round costs about what the coreset lists cost (10 compiles per function): only
-            # when that and the link still fit before the deadline, so a long unit keeps its candidate.
-            searched_s = time.monotonic() - started
-            if self.settings.engine.unit_function_refine and deadline - time.monotonic() > 2 * searched_s:
-                refined, _ = await _until(
-                    refine_functions(
-                        parts,
-                        measured.best(),
-                        request.objective,
-                        self.compiler,
-                        self.settings.compiler.workers,
-                        deadline=deadline,
-                    ),
-                    deadline + BACKEND_GRACE_S,
-                    "refining the per-function lists",
-                )
-                chosen = FunctionLists.of({n: p for n, (p, _) in refined.items()}, default=chosen.default)
-            (linked,) = await _until(
-                self.compiler.evaluate_async(ir, [chosen], request.objective, deadline=deadline),
-                deadline + BACKEND_GRACE_S,
-                "linking the per-function candidate",
-            )
-            if cut_by_deadline([linked]):
-                raise DeadlinePassedError("the deadline came while linking the per-function candidate")
-        except IRError:  # aliases or ifuncs: whole-unit candidates only
+        except (IRError, WorkerCrashedError):  # aliases or ifuncs, or LLVM failed: whole-unit candidates only
             return
         except (DeadlinePassedError, StoppedError):
             sampled.deadline_hit = True
@@ -554,6 +549,9 @@ class Optimizer:
             return
         finally:
             sampled.compile_s += time.monotonic() - started
+        if found is None:  # one function: the whole-unit lists already cover it
+            return
+        chosen, linked = found
         sampled.measured.append(
             _Measured(
                 (), linked.cost, 0.0, CandidateSource.PER_FUNCTION, linked.error or "", function_lists=chosen
@@ -590,7 +588,9 @@ class Optimizer:
         elif engine.unit_function_prompts:
             try:
                 options = replace(_sampling_options(request, self.coreset), deadline_s=deadline - started)
-                found = await unit_lists(ir, generate, options, engine.unit_function_prompts, deadline)
+                found = await unit_lists(
+                    ir, generate, options, engine.unit_function_prompts, self._split_functions(deadline)
+                )
             except ServiceError as err:
                 if err.kind is not ErrorKind.DEADLINE_EXCEEDED:
                     raise
@@ -615,6 +615,14 @@ class Optimizer:
             await self._measure(
                 ir, request.objective, deadline, sampled, other_lists, CandidateSource.CORESET
             )
+
+    def _split_functions(self, deadline: float):
+        """The unit's functions as `unit_lists` asks for them: LLVM's split in a compiler worker."""
+
+        async def split(ir: str) -> list[tuple[str, str]]:
+            return await self.compiler.run_async(split_functions, ir, deadline=deadline)
+
+        return split
 
     async def _measure_coreset(
         self, ir: str, request: schemas.OptimizeRequest, deadline: float, count: int, sampled: _Sampled
@@ -684,6 +692,15 @@ async def _unless_failed_first(work: asyncio.Future, beside: asyncio.Future):
     if not work.done() and beside.exception() is not None:
         raise beside.exception()
     return await work
+
+
+def _crash_error(err: WorkerCrashedError, what: str) -> ServiceError:
+    """A worker that died on the request's own input: INVALID_ARGUMENT with what LLVM said (or the signal);
+    one killed from outside (nothing said, SIGKILL): INTERNAL, not the input's fault."""
+    if err.killed_from_outside:
+        return ServiceError(ErrorKind.INTERNAL, f"a compiler worker was killed while {what}; retry")
+    reason = err.llvm_said or f"the worker ended with {err.signal_name or 'an error'}"
+    return invalid(f"LLVM failed while {what}: {reason}")
 
 
 def _deadline_exceeded(what: str) -> ServiceError:

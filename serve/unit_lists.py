@@ -13,13 +13,16 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from optserve.compiler.ir import IRError, StoppedError, split_functions
+from optserve.compiler.ir import IRError, StoppedError
+from optserve.compiler.workers import WorkerCrashedError
 from optserve.engine.interface import Generation, PromptTooLongError, SamplingOptions
 from optserve.serve.errors import ErrorKind, ServiceError
-from optserve.serve.stoppable import in_thread
 
 # generate(function IR, options) -> Generation; raises PromptTooLongError for a function too long itself.
 Generate = Callable[[str, SamplingOptions], Awaitable[Generation]]
+# split(unit IR) -> [(function name, its IR)]: `compiler.ir.split_functions`, run where LLVM may crash (a
+# compiler worker); IRError for a unit it cannot split, StoppedError at the request's deadline.
+Split = Callable[[str], Awaitable[list[tuple[str, str]]]]
 
 
 @dataclass(frozen=True)
@@ -30,17 +33,17 @@ class UnitLists:
 
 
 async def unit_lists(
-    ir: str, generate: Generate, options: SamplingOptions, functions: int, deadline: float | None = None
+    ir: str, generate: Generate, options: SamplingOptions, functions: int, split: Split
 ) -> UnitLists:
     """Lists for the `functions` largest functions of `ir` the model can read (largest IR first).
 
     Functions are tried in batches of `functions`, largest first, until that many were read or three
     batches were tried: a unit whose largest functions are all too long still gets lists from smaller ones.
-    The split stops at the monotonic `deadline` (DEADLINE_EXCEEDED) or when this call is cancelled.
+    A split cut by the request's deadline is DEADLINE_EXCEEDED.
     """
     try:
-        parts = await in_thread(split_functions, ir, deadline=deadline)
-    except IRError:
+        parts = await split(ir)
+    except (IRError, WorkerCrashedError):  # a unit LLVM cannot split: lists from the coreset and -Oz only
         parts = []
     except StoppedError:
         raise ServiceError(

@@ -2,8 +2,11 @@
 
 A whole-unit entry wins (it was measured linked, as optcc links); else the entries of the unit's functions
 make one per-function candidate (functions without an entry keep -Oz); else there is nothing to compile.
-Runs in a thread of the service (the split parses IR); the store's own errors are the caller's to absorb:
-a store that fails never fails a request.
+In two steps, so that no LLVM parse runs where the lookup runs (a thread of the service's ingress): the
+unit's own key (`whole_unit_answer`, text only), then, when its functions decide, their keys
+(`tuning.unit_keys.unit_keys`, which splits the unit with LLVM: the service runs it in a compiler worker) and
+their entries (`functions_answer`). The store's own errors are the caller's to absorb: a store that fails
+never fails a request.
 """
 
 from __future__ import annotations
@@ -14,13 +17,12 @@ from dataclasses import dataclass
 
 from optserve.clients.command_line import is_build_probe  # noqa: F401 (re-exported: one rule)
 from optserve.compiler.function_lists import FunctionLists
-from optserve.compiler.ir import Stop
 from optserve.compiler.pipeline import OZ
 from optserve.config import TuningSettings
 from optserve.tuning.keys import current_toolchain
 from optserve.tuning.records import Toolchain
 from optserve.tuning.store import TuningStore
-from optserve.tuning.unit_keys import UnitKeys, unit_hash, unit_keys
+from optserve.tuning.unit_keys import UnitKeys, unit_hash
 
 logger = logging.getLogger(__name__)
 _TRIPLE = re.compile(r'^target triple = "([^"]*)"', re.MULTILINE)
@@ -54,14 +56,12 @@ def toolchain_of(ir: str, objective: str) -> Toolchain:
     return current_toolchain(objective, target_triple(ir))
 
 
-def stored_answer(
-    store: TuningStore, ir: str, objective: str, max_functions: int, stop: Stop | None = None
-) -> StoredAnswer:
-    """The store's candidate for `ir` (a parsed, verified unit) under `objective`. The unit's own key is
-    looked up first: a whole-unit entry names its functions, so the unit is split (for its functions' keys)
-    only when it has none, was not tuned itself (a tuned unit without an entry gets -Oz), and the store holds
-    any function entry under this toolchain (a first build into an empty store splits nothing: the split is
-    most of the lookup's time)."""
+def whole_unit_answer(store: TuningStore, ir: str, objective: str) -> StoredAnswer | None:
+    """The store's answer for `ir` (a parsed, verified unit: `compiler.ir.parse_ir`'s text) under
+    `objective` from the unit's own key; None when its functions' keys decide (`functions_answer`). A
+    whole-unit entry names its functions, so the unit needs splitting only when it has none, was not tuned
+    itself (a tuned unit without an entry gets -Oz), and the store holds any function entry under this
+    toolchain (a first build into an empty store splits nothing: the split is most of the lookup's time)."""
     toolchain = toolchain_of(ir, objective)
     whole = unit_hash(ir)
     tuned = store.tuned_budget(whole, toolchain) > 0
@@ -80,7 +80,14 @@ def stored_answer(
     # entry (a first build): the split could find nothing to answer with
     if tuned or not store.has_function_entries(toolchain):
         return StoredAnswer(None, UnitKeys(whole, {}, None), toolchain, settled=settled)
-    keys = unit_keys(ir, max_functions, stop)
+    return None
+
+
+def functions_answer(store: TuningStore, ir: str, objective: str, keys: UnitKeys) -> StoredAnswer:
+    """The per-function candidate the entries of the unit's functions make (`keys`: `unit_keys(ir)`), for
+    a unit `whole_unit_answer` left to them; functions without an entry keep -Oz."""
+    toolchain = toolchain_of(ir, objective)
+    settled = store.read_only  # a tuned unit was answered by whole_unit_answer
     if not keys.function_hashes:
         return StoredAnswer(None, keys, toolchain, settled=settled)
     found = store.lookup_functions(sorted(set(keys.function_hashes.values())), toolchain)

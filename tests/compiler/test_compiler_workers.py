@@ -404,3 +404,37 @@ def test_a_worker_killed_from_outside_is_no_llvm_failure(c_ir, heavy_ir):
         thread.join(timeout=120)
         (killed,) = outcome["results"]
         assert "was killed by SIGKILL" in killed.error and workers.llvm_failure(killed) is None
+
+
+def test_a_job_runs_in_a_worker_and_gives_back_its_value_or_its_error(pool, c_ir):
+    """The service's intake (`run`): the job's value as in process, an exception it raised as itself."""
+    from optserve.compiler.ir import IRError, parse_ir
+
+    assert pool.run(parse_ir, c_ir["structs"], 10**7) == parse_ir(c_ir["structs"], 10**7)
+    assert asyncio.run(pool.run_async(os.getpid)) in pool.worker_pids()  # not this process
+    with pytest.raises(IRError, match="does not parse"):
+        pool.run(parse_ir, "define i32 @f( {", 10**7)
+
+
+def test_a_job_that_crashes_its_worker_is_an_error_and_the_worker_is_replaced(c_ir):
+    """An input that aborts LLVM ends one worker: the caller gets WorkerCrashedError saying how, the pool
+    replaces the worker and keeps working."""
+    with CompilerPool(processes=1, timeout_s=30) as pool:
+        before = pool.worker_pids()
+        with pytest.raises(workers.WorkerCrashedError) as crashed:
+            pool.run(os.abort)
+        assert crashed.value.signal_name == "SIGABRT" and not crashed.value.killed_from_outside
+        assert "SIGABRT" in str(crashed.value)
+        assert pool.run(len, "abc") == 3
+        assert pool.worker_pids() != before
+
+
+def test_a_job_is_stopped_at_its_deadline_and_its_worker_restarted(c_ir):
+    from optserve.compiler.ir import StoppedError
+
+    with CompilerPool(processes=1, timeout_s=30) as pool:
+        started = time.monotonic()
+        with pytest.raises(StoppedError, match="deadline"):
+            pool.run(time.sleep, 20, deadline=started + 0.3)
+        assert time.monotonic() - started < 5
+        assert pool.run(len, "ab") == 2  # a fresh worker, not the one still sleeping

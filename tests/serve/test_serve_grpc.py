@@ -272,7 +272,8 @@ def test_the_deadline_stops_the_compiles_it_cuts(service, client, add_ir):
         small_s
     )  # a stopped worker's restart, on a loaded machine
     workers = _compiler_workers_settled(timeout_s=10.0)
-    processes = settings.compiler.workers + settings.compiler.standby_workers  # 2 + 1
+    compiler = settings.compiler  # 2 + 1 compiling, and the intake's 1
+    processes = compiler.workers + compiler.standby_workers + compiler.intake_workers
     assert workers == {pid: processes for pid in replica_pids("CompilerWorkers")}, workers
 
 

@@ -89,6 +89,9 @@ class OzUnavailable:
             raise ServiceError(ErrorKind.UNAVAILABLE, "a backend is unavailable, retry later")
         return await self.pool.evaluate_async(ir, pass_lists, objective, want_ir, want_object, deadline)
 
+    async def run_async(self, *args, **kwargs):  # the service's intake, as the pool runs it
+        return await self.pool.run_async(*args, **kwargs)
+
 
 def test_oz_failing_ends_the_request_at_once_not_after_the_other_candidates(pool, add_ir):
     """The caller learns at once that it may retry, with the rest of its deadline left for it."""

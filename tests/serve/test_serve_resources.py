@@ -18,7 +18,8 @@ def _alive_actors(class_name: str, state_name: str = "ALIVE") -> list[gcs_pb2.Ac
 
 def test_a_compiler_replica_reserves_one_cpu_per_worker_process(service):
     """Its standby workers (compiler.standby_workers) are processes too, idle until one takes a stopped
-    worker's place (its successor starts then, as a restart did before): they reserve no CPU."""
+    worker's place (its successor starts then, as a restart did before), and so is the intake's
+    (compiler.intake_workers): they reserve no CPU."""
     _, settings = service
     replicas = _alive_actors(f"ServeReplica:{APP_NAME}:CompilerWorkers")
     assert replicas
@@ -28,8 +29,10 @@ def test_a_compiler_replica_reserves_one_cpu_per_worker_process(service):
             for child in psutil.Process(replica.pid).children()
             if "optserve.compiler.workers" in child.cmdline()
         ]
-        assert len(workers) == settings.compiler.workers + settings.compiler.standby_workers == 2 + 1
-        assert replica.required_resources["CPU"] == settings.compiler.workers
+        compiler = settings.compiler  # the intake's processes read IR for milliseconds: no CPU reserved
+        processes = compiler.workers + compiler.standby_workers + compiler.intake_workers
+        assert len(workers) == processes == 2 + 1 + 1
+        assert replica.required_resources["CPU"] == compiler.workers
 
 
 def test_serve_s_controller_gives_a_starting_proxy_the_configured_time(service):

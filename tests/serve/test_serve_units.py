@@ -19,18 +19,21 @@ from optserve.config import Settings
 from optserve.engine.coreset import Coreset
 from optserve.serve import schemas
 from optserve.serve.errors import ErrorKind, ServiceError
-from optserve.serve.stoppable import in_thread
 from tests.serve.flow_helpers import ScriptedGenerator, optimize
 from tests.serve.serve_helpers import slow_module
 
 UNIT_PROGRAM = Path(__file__).resolve().parent.parent / "data" / "units" / "calc.c"
 
 
-@pytest.fixture(scope="module")
-def unit_ir() -> str:
+def unit_program_ir() -> str:
     """A whole C program of several functions, compiled to IR as optcc compiles a unit."""
     command = ["clang-19", "-Oz", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-S", "-w", "-o", "-"]
     return subprocess.run([*command, str(UNIT_PROGRAM)], check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture(scope="module")
+def unit_ir() -> str:
+    return unit_program_ir()
 
 
 def _run_object(object_code: bytes, directory: Path) -> str:
@@ -159,36 +162,43 @@ def test_a_split_asks_stop_before_each_function_and_ends_when_told(unit_ir):
 
 
 @pytest.mark.parametrize("split", [split_unit, split_functions])
-def test_the_ingress_split_of_a_long_unit_ends_at_the_deadline(split):
-    """A thread cannot be killed: the split of the 1,200-function slow_module (1.3 s here, seconds under
-    load) ran on after its request's deadline in the ingress. Now it ends then (serve/stoppable.py), within
-    one step of the split (the longest, one parse of the whole unit, is a fifth of it)."""
+def test_the_services_split_of_a_long_unit_ends_at_the_deadline(pool, split):
+    """The service splits in a compiler worker (`CompilerPool.run`), never in the ingress: at the request's
+    deadline the worker is killed, so the split of the 1,200-function slow_module (1.3 s here, seconds under
+    load) does not run on after its answer, and the call ends at once."""
     ir = slow_module()
     started = time.monotonic()
-    split(ir)
+    asyncio.run(pool.run_async(split, ir))
     whole_s = time.monotonic() - started
     started = time.monotonic()
     with pytest.raises(StoppedError):
-        asyncio.run(in_thread(split, ir, deadline=started + 0.1 * whole_s))  # returns once the thread ended
+        asyncio.run(pool.run_async(split, ir, deadline=started + 0.1 * whole_s))
     stopped_s = time.monotonic() - started
     assert stopped_s < 0.5 * whole_s, (stopped_s, whole_s)
+    assert asyncio.run(pool.run_async(split, unit_program_ir())) == split(unit_program_ir())  # pool recovered
 
 
-def test_the_ingress_split_of_a_request_given_up_ends_then():
-    """Cancelled (the answer went back without it: -Oz failed, the caller left), with no deadline."""
+def test_the_services_split_of_a_request_given_up_ends_then(pool):
+    """Cancelled (the answer went back without it: -Oz failed, the caller left), with no deadline: the
+    worker splitting is killed and replaced."""
     ir = slow_module()
     started = time.monotonic()
     split_unit(ir)
     whole_s = time.monotonic() - started
+    busy_before = pool.worker_pids()
 
     async def given_up_after(seconds: float) -> None:
-        split = asyncio.ensure_future(in_thread(split_unit, ir, deadline=None))
+        split = asyncio.ensure_future(pool.run_async(split_unit, ir))
         await asyncio.sleep(seconds)
         split.cancel()
         with pytest.raises(asyncio.CancelledError):
             await split
 
     started = time.monotonic()
-    asyncio.run(given_up_after(0.1 * whole_s))  # returns once the thread has ended
+    asyncio.run(given_up_after(0.1 * whole_s))
     stopped_s = time.monotonic() - started
     assert stopped_s < 0.5 * whole_s, (stopped_s, whole_s)
+    deadline = time.monotonic() + 30
+    while pool.idle_workers() < pool.processes and time.monotonic() < deadline:
+        time.sleep(0.01)  # the killed worker's successor starts in the background
+    assert pool.worker_pids() != busy_before  # the split's worker was killed, not left running
