@@ -144,7 +144,12 @@ def _verify(module: llvm.ModuleRef) -> None:
         module.verify()
     except RuntimeError as err:
         raise IRError(f"IR fails the LLVM verifier: {str(err).strip()}") from None
-    _check_target(module.triple)
+    try:
+        triple = module.triple
+    except UnicodeDecodeError as err:  # found by fuzzing: bitcode's triple record holds any bytes
+        byte = err.object[err.start]
+        raise IRError(f"invalid IR: its target triple is not UTF-8 (byte {byte:#04x})") from None
+    _check_target(triple)
 
 
 def _check_target(triple: str) -> None:
@@ -285,8 +290,11 @@ def _split_functions(module: llvm.ModuleRef, stop: Stop | None) -> list[tuple[st
     attribute_groups = [line for line in printed.splitlines() if line.startswith("attributes #")]
     metadata = [line for line in printed.splitlines() if line.startswith("!")]
 
-    functions = {function.name: function for function in module.functions}
-    global_variables = {variable.name: variable for variable in module.global_variables}
+    try:
+        functions = {function.name: function for function in module.functions}
+        global_variables = {variable.name: variable for variable in module.global_variables}
+    except UnicodeDecodeError:  # found by fuzzing: names hold any bytes (`@"\\FF"`), llvmlite decodes UTF-8
+        raise IRError("a function or global variable's name is not UTF-8: the unit cannot be split") from None
     definitions = _definitions_as_printed(printed, [f.name for f in module.functions if not f.is_declaration])
     variable_texts = {name: str(variable) for name, variable in global_variables.items()}
 

@@ -19,7 +19,6 @@ import functools
 import random
 import struct
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,20 +87,29 @@ def top_level_blocks(data: bytes) -> list[Block]:
     return blocks
 
 
+SEEDS = DATA / "reliability" / "bitcode_seeds"
+
+
 @functools.cache
 def seeds() -> tuple[bytes, ...]:
-    """Bitcode of every seed unit by clang-19 (each source at each of SEED_FLAGS), made once per process."""
-    made = []
-    with tempfile.TemporaryDirectory() as folder:
-        for source in SEED_SOURCES:
-            for index, flags in enumerate(SEED_FLAGS):
-                out = Path(folder) / f"{source.stem}-{index}.bc"
-                command = ["clang-19", *flags, "-emit-llvm", "-c", str(source), "-o", str(out)]
-                if subprocess.run(command, capture_output=True).returncode == 0:
-                    made.append(out.read_bytes())
+    """The seed modules: tests/data/reliability/bitcode_seeds/*.bc (each of SEED_SOURCES at each of
+    SEED_FLAGS, by `make_seeds`), so that hosts without clang-19 fuzz the same inputs."""
+    made = tuple(path.read_bytes() for path in sorted(SEEDS.glob("*.bc")))
     if not made:
-        raise RuntimeError("clang-19 made no seed bitcode")
-    return tuple(made)
+        raise RuntimeError(f"no seed bitcode in {SEEDS}: run bitcode_mutations.make_seeds() (clang-19)")
+    return made
+
+
+def make_seeds() -> None:
+    """Write the seed modules with clang-19, from the repository root (relative source paths, so the
+    modules do not name this checkout's folder)."""
+    SEEDS.mkdir(parents=True, exist_ok=True)
+    root = DATA.parent.parent
+    for source in SEED_SOURCES:
+        for index, flags in enumerate(SEED_FLAGS):
+            out = SEEDS / f"{source.stem}-{index}.bc"
+            command = ["clang-19", *flags, "-emit-llvm", "-c", str(source.relative_to(root)), "-o", str(out)]
+            subprocess.run(command, capture_output=True, check=True, cwd=root)
 
 
 def mutate(rng: random.Random, seed: bytes, other: bytes) -> bytes:

@@ -29,6 +29,15 @@ CHILD_MEMORY_BYTES = 2 << 30
 _EXIT = {0: "accepted", 1: "rejected", 2: "failed"}
 
 
+def _limit_memory() -> None:
+    """In a child: its address space may grow CHILD_MEMORY_BYTES beyond what it has mapped now, and
+    SIGALRM (the hang cut) kills it. pytest-timeout leaves a Python handler for SIGALRM, which would run
+    only once LLVM returns: a child looping inside LLVM then never ended, nor did the test waiting on it."""
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    mapped = int(Path("/proc/self/statm").read_text().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    resource.setrlimit(resource.RLIMIT_AS, (mapped + CHILD_MEMORY_BYTES,) * 2)
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What one input did: `kind` accepted | rejected | failed (another exception, or a broken round
@@ -69,8 +78,7 @@ class Isolated:
             try:
                 faulthandler.disable()  # LLVM's own message is the one wanted (pytest enables it)
                 os.dup2(descriptor, 2)
-                mapped = int(Path("/proc/self/statm").read_text().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-                resource.setrlimit(resource.RLIMIT_AS, (mapped + CHILD_MEMORY_BYTES,) * 2)
+                _limit_memory()
                 signal.alarm(self.hang_s)
                 code = 0 if self.check(data) == "accepted" else 1
             except BaseException:  # noqa: BLE001 - reported to the parent as a failure
@@ -105,6 +113,7 @@ class Isolated:
             try:
                 faulthandler.disable()
                 os.dup2(descriptor, 2)
+                _limit_memory()
                 for data in inputs:
                     signal.alarm(self.hang_s)
                     try:

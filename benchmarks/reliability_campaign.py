@@ -1,0 +1,328 @@
+"""A long fuzzing campaign of the IR intake (issue 38): a million inputs and more, over every core, resumable
+across calls on a lent host, its crashes deduplicated and minimized.
+
+Inputs are numbered: input `i` of seed `s` is a function of (s, i) alone (its own `random.Random`), so a
+campaign is split into chunks of consecutive indices that any process, in any call, on any host with the same
+seeds and llvmlite, checks the same way. Half are mutated bitcode (tests/data/reliability/bitcode_seeds):
+record fields rewritten in place (tests/reliability/bitcode_records.py), then or instead block drops,
+repeats, swaps, splices between two modules, length edits, truncations, bit flips
+(tests/reliability/bitcode_mutations.py); half are mutated IR text (tests/data/**/*.ll and the seeds' text):
+characters and bytes flipped, line spans and functions spliced between two modules, truncations, tokens
+edited (tests/reliability/ir_text_mutations.py).
+
+The target is the intake as the service runs it (tests/reliability/intake_target.py: parse_ir, then
+normalize_ir and split_functions). One worker process per core checks its chunks through a persistent child
+(tests/reliability/fuzz_isolation.py `run_many`: the child checks input after input and is replaced when one
+kills it, under an address-space limit; a hang is over HANG_S); each finished chunk is one JSON line in the
+output folder, with its counts and, for each crash or failure signature the worker has not reported yet, the
+input. A later call given those lines (`--done`) checks only the chunks not in them.
+
+    # on the lent host (benchmarks/reliability_campaign_lent.sh), or here:
+    python benchmarks/reliability_campaign.py run --seed 38 --total 1000000 --out runs/reliability_campaign/a
+    python benchmarks/reliability_campaign.py minimize runs/reliability_campaign/*/ --out DIR
+    python benchmarks/reliability_campaign.py record runs/reliability_campaign/*/ --command "..."
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import multiprocessing
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.append(str(REPO))  # after PYTHONPATH: the lent host maps `optserve` there
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from tests.reliability import bitcode_mutations  # noqa: E402
+from tests.reliability.fuzz_isolation import Isolated, Outcome  # noqa: E402
+from tests.reliability.intake_target import Corpus, check_intake  # noqa: E402
+
+CHUNK = 1000  # inputs per chunk (a few seconds of one worker)
+HANG_S = 5  # a child still checking one input after this long is a hang
+KINDS = ("accepted", "rejected", "failed", "crash", "hang")
+_CORPUS: Corpus | None = None  # the minimizer's, for inputs given by index
+CRASHERS = REPO / "tests" / "data" / "reliability" / "intake_crashers"
+KNOWN = REPO / "tests" / "data" / "reliability" / "bitcode_crashers" / "index.json"
+
+
+# --- signatures -------------------------------------------------------------------------------------------
+
+_NUMBER = re.compile(r"(?<![\w-])(?:0x[0-9a-fA-F]+|\d+)")
+
+
+def signature(kind: str, outcome: Outcome) -> str:
+    """What makes two outcomes the same bug, with the input's kind (bitcode and text go through different
+    readers): a crash's signal and LLVM's message; a failure's exception type and message with numbers
+    blanked (so that one bug at many offsets counts once); a hang."""
+    if outcome.kind == "failed":
+        lines = [line for line in outcome.detail.splitlines() if line.strip()]
+        last = _NUMBER.sub("N", lines[-1] if lines else "")[:200]
+        return canonical(f"{kind} | failed: {last}")
+    return canonical(f"{kind} | {outcome.signature}")
+
+
+def canonical(key: str) -> str:
+    """One name per bug where the last line varies with the input: LLVM's fatal error without whatever the
+    verifier printed just before it on the same line; a crash whose last output is a warning (or a dump of
+    the module) as one with no message; any UnicodeDecodeError as one (where in the string differs)."""
+    kind, _, rest = key.partition(" | ")
+    name, _, message = rest.partition(": ")
+    if "UnicodeDecodeError" in message:
+        message = "UnicodeDecodeError (a string LLVM gives back is not UTF-8)"
+    elif "LLVM ERROR:" in message:
+        message = message[message.index("LLVM ERROR:") :]
+    elif name.startswith("SIG") and "Assertion" not in message and "UNREACHABLE" not in message:
+        named = ("double free", "std::bad_alloc", "(no output)")
+        message = next((word for word in named if word in message), "(no message; it printed only warnings)")
+    return f"{kind} | {name}: {message}" if message else f"{kind} | {rest}"
+
+
+# --- run --------------------------------------------------------------------------------------------------
+
+
+def done_chunks(folders: list[Path], seed: int, chunk: int) -> set[int]:
+    done = set()
+    for folder in folders:
+        for line in _lines(folder):
+            if line["seed"] == seed and line["chunk_size"] == chunk:
+                done.add(line["chunk"])
+    return done
+
+
+def _lines(folder: Path) -> list[dict]:
+    return [json.loads(line) for path in sorted(folder.glob("chunks-*.jsonl")) for line in path.open()]
+
+
+def _worker(number: int, chunks: list[int], args, corpus: Corpus, deadline: float) -> None:
+    """Check `chunks` in order until done or `deadline` (monotonic); one JSON line per finished chunk."""
+    isolated = Isolated(check_intake, HANG_S)
+    reported: set[str] = set()
+    path = Path(args.out) / f"chunks-{os.getpid()}-{number}.jsonl"
+    with path.open("a") as out:
+        for chunk in chunks:
+            if time.monotonic() > deadline:
+                return
+            started = time.monotonic()
+            first = chunk * args.chunk
+            indices = range(first, min(first + args.chunk, args.total))
+            inputs = [corpus.make(args.seed, index) for index in indices]
+            made = time.monotonic() - started
+            outcomes = isolated.run_many([data for _, data in inputs])
+            counts = {kind: dict.fromkeys(KINDS, 0) for kind in ("bitcode", "text")}
+            found: dict[str, dict] = {}
+            for index, (kind, data), outcome in zip(indices, inputs, outcomes, strict=True):
+                counts[kind][outcome.kind] += 1
+                if outcome.kind in ("failed", "crash", "hang"):
+                    key = signature(kind, outcome)
+                    entry = found.setdefault(key, {"count": 0, "first": index, "kind": outcome.kind})
+                    entry["count"] += 1
+                    if key not in reported:
+                        reported.add(key)
+                        entry["input"] = base64.b64encode(data).decode()
+                        entry["detail"] = outcome.detail[-1500:]
+            record = {
+                "seed": args.seed,
+                "chunk_size": args.chunk,
+                "chunk": chunk,
+                "inputs": len(indices),
+                "seconds": round(time.monotonic() - started, 3),
+                "make_seconds": round(made, 3),
+                "counts": counts,
+                "found": found,
+            }
+            out.write(json.dumps(record) + "\n")
+            out.flush()
+
+
+def run(args) -> None:
+    """Check the chunks of [0, total) not done yet, one worker per core, until done or the time limit."""
+    started, wall = time.monotonic(), time.time()
+    corpus = Corpus()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    done = done_chunks([Path(folder) for folder in args.done] + [out], args.seed, args.chunk)
+    pending = [c for c in range(-(-args.total // args.chunk)) if c not in done]
+    workers = args.workers or os.cpu_count() or 1
+    deadline = started + args.time_limit
+    print(f"seeds {corpus.digest()}: {len(pending)} chunks to check, {len(done)} done, {workers} workers")
+    context = multiprocessing.get_context("fork")
+    processes = [
+        context.Process(target=_worker, args=(n, pending[n::workers], args, corpus, deadline))
+        for n in range(workers)
+    ]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join()
+    lines = _lines(out)
+    summary = {
+        "seed": args.seed,
+        "total": args.total,
+        "chunk_size": args.chunk,
+        "workers": workers,
+        "cpus": os.cpu_count(),
+        "seeds_digest": corpus.digest(),
+        "started_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(wall)),
+        "wall_seconds": round(time.monotonic() - started, 1),
+        "inputs_this_call": sum(line["inputs"] for line in lines),
+        "busy_seconds": round(sum(line["seconds"] for line in lines), 1),
+        "python": sys.version.split()[0],
+        "machine": _machine(),
+    }
+    (out / f"summary-{int(wall)}.json").write_text(json.dumps(summary, indent=1) + "\n")
+    remaining = len(pending) - len(lines)
+    print(json.dumps(summary), f"chunks left: {remaining}", sep="\n")
+
+
+def _machine() -> str:
+    try:
+        model = next(
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        )
+    except (OSError, StopIteration):
+        model = "unknown CPU"
+    return f"{model}, {os.cpu_count()} CPUs"
+
+
+# --- results ----------------------------------------------------------------------------------------------
+
+
+def collect(folders: list[Path]) -> dict:
+    """Every chunk of the given output folders (each chunk once): counts, and per signature its hits and
+    first input."""
+    chunks: dict[tuple, dict] = {}
+    summaries = []
+    for folder in folders:
+        for line in _lines(folder):
+            chunks.setdefault((line["seed"], line["chunk_size"], line["chunk"]), line)
+        summaries += [json.loads(path.read_text()) for path in sorted(folder.glob("summary-*.json"))]
+    counts = {kind: dict.fromkeys(KINDS, 0) for kind in ("bitcode", "text")}
+    found: dict[str, dict] = {}
+    for line in sorted(chunks.values(), key=lambda line: line["chunk"]):
+        for kind, numbers in line["counts"].items():
+            for outcome, number in numbers.items():
+                counts[kind][outcome] += number
+        for key, entry in line["found"].items():
+            key = canonical(key)  # noqa: PLW2901 - older lines may hold a finer name
+            known = found.setdefault(
+                key, {"count": 0, "first": entry["first"], "kind": entry["kind"], "seed": line["seed"]}
+            )
+            known["count"] += entry["count"]
+            if "input" in entry and ("input" not in known or entry["first"] < known["first"]):
+                known.update(first=entry["first"], input=entry["input"], detail=entry["detail"])
+    return {
+        "chunks": list(chunks.values()),
+        "counts": counts,
+        "found": found,
+        "summaries": summaries,
+        "inputs": sum(line["inputs"] for line in chunks.values()),
+        "busy_seconds": sum(line["seconds"] for line in chunks.values()),
+    }
+
+
+def _minimize_one(item: tuple[str, dict, float]) -> tuple[str, str]:
+    """(signature, the smallest input found within `seconds` that gives the same signature, base64)."""
+    key, entry, seconds = item
+    kind = key.split(" | ", 1)[0]
+    if "input" in entry:
+        data = base64.b64decode(entry["input"])
+    else:  # given by its index: made again
+        data = _CORPUS.make(entry["seed"], entry["first"])[1]
+    isolated = Isolated(check_intake, HANG_S)
+    ends = time.monotonic() + seconds
+
+    def same(candidate: bytes) -> bool:
+        return time.monotonic() < ends and signature(kind, isolated.run(candidate)) == key
+
+    if not same(data):  # not reproduced alone (it needed the child's state): kept as found
+        return key, base64.b64encode(data).decode()
+    keep = len(bitcode_mutations.MAGIC) if kind == "bitcode" else 0
+    if kind == "text":  # whole lines first: most of a module is not needed to reach a parser's bug
+        lines = data.splitlines(keepends=True)
+        step = max(len(lines) // 2, 1)
+        while step >= 1 and time.monotonic() < ends:
+            at, changed = 0, False
+            while at < len(lines) and time.monotonic() < ends:
+                candidate = lines[:at] + lines[at + step :]
+                if candidate and same(b"".join(candidate)):
+                    lines, changed = candidate, True
+                else:
+                    at += step
+            if not changed:
+                step //= 2
+        data = b"".join(lines)
+    cut = len(data) // 2  # then cuts off the end (a bitstream survives them better than deletions)
+    while cut >= 1 and time.monotonic() < ends:
+        if len(data) - cut > keep and same(data[:-cut]):
+            data = data[:-cut]
+        else:
+            cut //= 2
+    chunk = max(len(data) // 2, 1)  # then byte chunks, halving to single bytes
+    while chunk >= 1 and time.monotonic() < ends:
+        at, changed = keep, False
+        while at < len(data) and time.monotonic() < ends:
+            candidate = data[:at] + data[at + chunk :]
+            if len(candidate) > keep and same(candidate):
+                data, changed = candidate, True
+            else:
+                at += chunk
+        if not changed:
+            chunk //= 2
+    return key, base64.b64encode(data).decode()
+
+
+def minimize(args) -> None:
+    """Minimize each signature's first input (in parallel, `--seconds` each); writes minimized.json."""
+    global _CORPUS  # noqa: PLW0603 - made once, before the pool forks
+    _CORPUS = Corpus()
+    result = collect([Path(folder) for folder in args.folders])
+    items = [(key, entry, args.seconds) for key, entry in result["found"].items()]
+    with multiprocessing.get_context("fork").Pool(args.workers or os.cpu_count()) as pool:
+        small = dict(pool.imap_unordered(_minimize_one, items))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "minimized.json").write_text(json.dumps(small, indent=0) + "\n")
+    for key, _, _ in items:
+        print(f"{len(base64.b64decode(small[key])):>6} bytes  {key[:140]}")
+
+
+def _all(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    one = commands.add_parser("run", help="check chunks of the campaign")
+    one.add_argument("--seed", type=int, required=True)
+    one.add_argument("--total", type=int, default=1_000_000)
+    one.add_argument("--chunk", type=int, default=CHUNK)
+    one.add_argument("--workers", type=int, default=0, help="default: one per CPU")
+    one.add_argument("--time-limit", type=float, default=540, help="seconds; no chunk starts after it")
+    one.add_argument("--out", required=True, help="folder for this call's chunk lines")
+    one.add_argument("--done", nargs="*", default=[], help="earlier calls' folders: their chunks are skipped")
+    two = commands.add_parser("minimize", help="minimize the first input of each signature")
+    two.add_argument("folders", nargs="+")
+    two.add_argument("--seconds", type=float, default=30)
+    two.add_argument("--workers", type=int, default=0)
+    two.add_argument("--out", required=True)
+    three = commands.add_parser("record", help="keep minimized crashers, write the report section")
+    three.add_argument("folders", nargs="+", help="run folders, and the folder of minimized.json")
+    three.add_argument("--command", required=True, help="the command line(s) that ran, for the report")
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        run(args)
+    elif args.command == "minimize":
+        minimize(args)
+    else:
+        from reliability_campaign_report import record
+
+        record(collect([Path(folder) for folder in args.folders]), args.folders, args.command)
+
+
+if __name__ == "__main__":
+    _all(sys.argv[1:])

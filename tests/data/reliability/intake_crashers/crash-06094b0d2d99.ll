@@ -1,0 +1,1 @@
+define dso_local i32@o(i32noundef%0)local_unnamed_addr!d!0{%0=trunc nuw i3%9223372036854775807
