@@ -6,7 +6,9 @@
 set -e
 mkdir -p /tmp/site /tmp/ns/optserve /tmp/stub
 # corpus/label_remote.sh may have unpacked it into .lent/ in an earlier call on this warm machine
-if [ ! -d /tmp/site/llvmlite ]; then
+# LLVMLITE=host: the machine's own llvmlite (kernel timings only; never for pass-list costs, which differ
+# between LLVM versions), where the carried one does not fit the 64 MiB a call may carry
+if [ "${LLVMLITE:-}" != host ] && [ ! -d /tmp/site/llvmlite ]; then
   if [ -f .lent/llvmlite047/.unpacked ]; then ln -sfn "$PWD/.lent/llvmlite047/llvmlite" /tmp/site/llvmlite
   else tar xJf .carry/llvmlite047.tar.xz -C /tmp/site; fi
 fi
@@ -35,6 +37,29 @@ class BaseModel:
                     object.__setattr__(self, name, default)
         for name, value in values.items():
             object.__setattr__(self, name, value)
+
+
+SecretStr = str
+
+
+class ValidationError(ValueError):
+    pass
+PY
+cat > /tmp/stub/pydantic_settings.py <<'PY'
+from pydantic import BaseModel, ConfigDict
+
+
+class BaseSettings(BaseModel):
+    pass
+
+
+class PydanticBaseSettingsSource:
+    def __init__(self, *args, **kwargs):
+        pass
+
+
+EnvSettingsSource = PydanticBaseSettingsSource
+SettingsConfigDict = ConfigDict
 PY
 export PYTHONPATH=/tmp/site:/tmp/ns:/tmp/stub
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1

@@ -99,14 +99,20 @@ def time_one(group: str, case, layer: str | None, threads: int, rounds: int) -> 
     from optserve.kernels.parallel import ParallelKernel, compile_parallel
     from optserve.kernels.reference import numpy_program
     from optserve.kernels.schedule import Schedule
+    from optserve.policies.decision_cache import MemoryDecisionCache
     from optserve.policies.methods import SearchMethod
     from optserve.policies.scheduler import schedule_nest
 
     settings = LoopTuneSettings()
     spec = case.spec(settings)
+    cache = MemoryDecisionCache()
     start = time.perf_counter()
-    decision = schedule_nest(spec, SearchMethod.POLICY_TILES, time_limit_s=10.0, threads=threads)
+    decision = schedule_nest(spec, SearchMethod.POLICY_TILES, time_limit_s=10.0, threads=threads, cache=cache)
     decision_s = time.perf_counter() - start
+    start = time.perf_counter()  # the same request again: answered from the decision cache
+    repeated = schedule_nest(spec, SearchMethod.POLICY_TILES, time_limit_s=10.0, threads=threads, cache=cache)
+    repeated_s = time.perf_counter() - start
+    assert repeated.cached and repeated.schedule == decision.schedule
     kernel = compile_parallel(spec, Schedule.from_text(decision.schedule), threads)
     _, program = numpy_program(spec)
     rng = np.random.default_rng(0)
@@ -142,6 +148,7 @@ def time_one(group: str, case, layer: str | None, threads: int, rounds: int) -> 
         "kernel_threads": used,
         "gflops": best,
         "decision_s": decision_s,
+        "repeated_decision_s": repeated_s,
         "timed_sizes": decision.timed_sizes,
         "timed_whole": decision.timed_sizes == spec.size_of,
         "choice": decision.actions[0] if decision.actions else "(base)",
@@ -179,7 +186,8 @@ def report(data: dict) -> str:
         "- optserve: the default decision (`policy_tiles`, the request's `threads`), its kernel run on up to"
         " that many threads (kernels/parallel.py); numpy: kernels/reference.py's program with OpenBLAS on"
         " that many threads; torch: `torch.nn.functional.conv2d` (oneDNN) with `torch.set_num_threads`."
-        f" GFLOPS: best of {meta['rounds']} interleaved rounds. Decision: wall time of `schedule_nest`.",
+        f" GFLOPS: best of {meta['rounds']} interleaved rounds. Decision: wall time of `schedule_nest`;"
+        " repeated: the same request again, answered from the decision cache (policies/decision_cache.py).",
         "- Read the all-thread rows with the load averages: where the machine's cores are busy with other"
         " work, a library whose threads meet at spinning barriers (OpenBLAS, oneDNN's OpenMP) waits a"
         " scheduler time slice per call, so its GFLOPS there measure the load; a kernel of ours runs on one"
@@ -189,8 +197,8 @@ def report(data: dict) -> str:
         "## Summary",
         "",
         "| threads | group | shapes | geomean vs numpy | worst vs numpy (kind) | geomean vs torch | worst vs"
-        " torch | decision p50 | decision max |",
-        "| ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |",
+        " torch | decision p50 | decision max | repeated max |",
+        "| ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for run in runs:
         for group in GROUPS:
@@ -199,11 +207,12 @@ def report(data: dict) -> str:
             worst = min(zip(numpy, rows, strict=True), key=lambda p: p[0])
             torch = [r["gflops"]["optserve"] / r["gflops"]["torch"] for r in rows if "torch" in r["gflops"]]
             decisions = [r["decision_s"] for r in rows]
+            repeated = [r.get("repeated_decision_s", float("nan")) for r in rows]
             lines.append(
                 f"| {run['threads']} | {group} | {len(rows)} | {geomean(numpy):.2f}x | {worst[0]:.2f}x"
                 f" ({worst[1]['case']}) | {f'{geomean(torch):.2f}x' if torch else '-'} |"
                 f" {f'{min(torch):.2f}x' if torch else '-'} | {statistics.median(decisions):.2f} s |"
-                f" {max(decisions):.2f} s |"
+                f" {max(decisions):.2f} s | {max(repeated) * 1e3:.1f} ms |"
             )
         kinds: dict[str, list[float]] = {}
         for r in run["results"]:
@@ -211,7 +220,7 @@ def report(data: dict) -> str:
         lines.append(
             f"| {run['threads']} | per kind (all groups) | | "
             + ", ".join(f"{k} {geomean(v):.2f}" for k, v in kinds.items())
-            + " | | | | | |"
+            + " | | | | | | |"
         )
     lines += [
         "",

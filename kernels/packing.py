@@ -357,25 +357,64 @@ def panel_function_ir(name: str, panel: Panel, block: int = 16) -> str:
 
 def _transposed_panel_function_ir(name: str, panel: Panel) -> str:
     """IR of `name(src, dst)` for a transposed panel: src row-major [batch.., rows, depth] (rows of
-    `source_depth` floats, `source_rows` of them per batch), dst in `panel`'s layout. Each source row is
-    read as one stream and its floats written `width` apart inside its panel (which stays in the L2)."""
+    `source_depth` floats, `source_rows` of them per batch), dst in `panel`'s layout. Copied in
+    COPY_WIDTH x COPY_WIDTH tiles (COPY_WIDTH rows' vectors along the depth, transposed in registers,
+    stored as vectors of COPY_WIDTH rows at each step of the reduction); rows and steps left over one by
+    one."""
     out = _Writer()
+    edge = COPY_WIDTH
+    vty = f"<{edge} x float>"
     full, last = divmod(panel.rows, panel.width)
     panel_floats = panel.panel_floats
     row_stride = panel.source_depth or panel.depth
     batch_stride = row_stride * (panel.source_rows or panel.rows)
+    k_tiles, k_rest = divmod(panel.depth, edge)
 
-    def row(src: str, dst: str) -> None:
-        def element(k: str) -> None:
-            at = out.op(f"getelementptr inbounds float, ptr %src, i64 {out.offset(src, k, 1)}")
-            value = out.op(f"load float, ptr {at}, align 4")
-            to = out.op(f"getelementptr inbounds float, ptr %dst, i64 {out.offset(dst, k, panel.width)}")
-            out.lines.append(f"  store float {value}, ptr {to}, align 4")
+    def scalar(src: str, dst: str, rows: int, k_start: int, steps: int) -> None:
+        """rows x steps floats one at a time, from step k_start on."""
 
-        out.loop(panel.depth, element)
+        def row(r: str) -> None:
+            def element(k: str) -> None:
+                at_src = out.offset(out.offset(src, r, row_stride), k, 1)
+                at = out.op(
+                    f"getelementptr inbounds float, ptr %src, i64 {out.offset(at_src, str(k_start), 1)}"
+                )
+                value = out.op(f"load float, ptr {at}, align 4")
+                at_dst = out.offset(out.offset(dst, r, 1), k, panel.width)
+                to_dst = out.offset(at_dst, str(k_start), panel.width)
+                to = out.op(f"getelementptr inbounds float, ptr %dst, i64 {to_dst}")
+                out.lines.append(f"  store float {value}, ptr {to}, align 4")
+
+            out.loop(steps, element)
+
+        out.loop(rows, row)
+
+    def tile(src: str, dst: str) -> None:
+        values = []
+        for r in range(edge):
+            at = out.op(f"getelementptr inbounds float, ptr %src, i64 {out.offset(src, str(r), row_stride)}")
+            values.append(out.op(f"load {vty}, ptr {at}, align 4"))
+        for h, low, high in transpose_masks(edge):
+            for i in (i for i in range(edge) if i & h == 0):
+                a, b = values[i], values[i + h]
+                for target, mask in ((i, low), (i + h, high)):
+                    text = ", ".join(f"i32 {m}" for m in mask)
+                    values[target] = out.op(f"shufflevector {vty} {a}, {vty} {b}, <{edge} x i32> <{text}>")
+        for k in range(edge):  # values[k]: step k of the tile's rows, side by side
+            at = out.op(f"getelementptr inbounds float, ptr %dst, i64 {out.offset(dst, str(k), panel.width)}")
+            out.lines.append(f"  store {vty} {values[k]}, ptr {at}, align 4")
+
+    def row_group(src: str, dst: str) -> None:
+        out.loop(k_tiles, lambda kb: tile(out.offset(src, kb, edge), out.offset(dst, kb, edge * panel.width)))
+        if k_rest:
+            scalar(src, dst, edge, k_tiles * edge, k_rest)
 
     def rows_of(src: str, dst: str, count: int) -> None:
-        out.loop(count, lambda r: row(out.offset(src, r, row_stride), out.offset(dst, r, 1)))
+        groups, rest = divmod(count, edge)
+        out.loop(groups, lambda g: row_group(out.offset(src, g, edge * row_stride), out.offset(dst, g, edge)))
+        if rest:
+            at_src = out.offset(src, str(groups * edge), row_stride)
+            scalar(at_src, out.offset(dst, str(groups * edge), 1), rest, 0, panel.depth)
 
     def batch(b: str) -> None:
         src, dst = out.offset("0", b, batch_stride), out.offset("0", b, panel.batch_floats)
