@@ -4,9 +4,11 @@ workers, gRPC and HTTP on ports of their own (28100/29100), so they never meet t
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -49,8 +51,25 @@ def optserve_target(tmp_path_factory) -> str:
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def resident_folder():
+    """With OPTCC_TEST_RESIDENT=1 every test's optcc commands go through a resident server in a folder of
+    this session (the served path run by the whole suite), stopped at the end; else None (in-process, as
+    under pytest by default: clients/settings.py's ResidentSettings)."""
+    if os.environ.get("OPTCC_TEST_RESIDENT") != "1":
+        yield None
+        return
+    folder = Path(tempfile.mkdtemp(prefix="optcc-rs-", dir="/tmp"))
+    yield folder
+    optcc = Path(sys.executable).with_name("optcc")
+    subprocess.run(
+        [optcc, "--stop-server"], env=os.environ | {"OPTCC_RESIDENT_DIR": str(folder)}, check=False
+    )
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture(autouse=True)
-def empty_object_cache(tmp_path, monkeypatch) -> Path:
+def empty_object_cache(tmp_path, monkeypatch, resident_folder) -> Path:
     """Every test starts with an empty optcc object cache of its own (never the user's ~/.cache/optcc)."""
     cache = tmp_path / "optcc-cache"
     monkeypatch.setenv("OPTCC_CACHE_DIR", str(cache))
@@ -60,6 +79,9 @@ def empty_object_cache(tmp_path, monkeypatch) -> Path:
     # The model's strategies and their time budget are what these tests check; the default strategy
     # (`stored`, the tuning store's fast path) has its own tests (test_clients_stored.py).
     monkeypatch.setenv("OPTCC_STRATEGY", "greedy")
+    if resident_folder is not None:
+        monkeypatch.setenv("OPTCC_RESIDENT", "1")
+        monkeypatch.setenv("OPTCC_RESIDENT_DIR", str(resident_folder))
     return cache
 
 
