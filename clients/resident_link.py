@@ -18,6 +18,7 @@ from optserve.clients.settings import ConfigError, ResidentSettings
 START_WAIT_S = 5.0  # a server's start (its imports) takes ~0.5 s here; a loaded machine may take longer
 FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
 LOG_LIMIT_BYTES = 1 << 20  # the server's log is started afresh beyond this
+RETRY_START_S = 60.0  # after a server exited before it listened, clients run in-process this long
 
 
 def _verbose(message: str) -> None:
@@ -145,12 +146,19 @@ def _start(paths: wire.Paths, settings: ResidentSettings) -> socket.socket | Non
         connection = _connect(paths.socket)  # started while this client waited for the lock
         if connection is not None:
             return connection
+        try:
+            if time.time() - os.stat(paths.failed).st_mtime < RETRY_START_S:
+                return None  # it failed to start a moment ago: not every unit pays for trying again
+        except OSError:
+            pass
         server = _spawn_server(paths, settings)
         while time.monotonic() < deadline:
             connection = _connect(paths.socket)
             if connection is not None:
                 return connection
             if os.waitpid(server, os.WNOHANG)[0]:  # it exited: its log says why
+                with open(paths.failed, "w"):
+                    pass
                 return None
             time.sleep(0.005)
         return None

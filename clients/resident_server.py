@@ -75,10 +75,15 @@ LOOP_WAKE_S = 60.0  # idle, the parent still wakes this often to see whether its
 
 
 def preload() -> None:
+    """Import PRELOADED; one that fails (a module moved, an optional package missing) is said in the log
+    and left to the children, which import it as the in-process optcc would."""
     import importlib
 
     for name in PRELOADED:
-        importlib.import_module(name)
+        try:
+            importlib.import_module(name)
+        except Exception as err:
+            print(f"optcc server: {name} not preloaded: {err!r}", flush=True)
 
 
 def threads() -> int:

@@ -56,12 +56,14 @@ def install_key() -> str:
 
 
 class Paths:
-    """The socket, lock and log of the server for `key` in `folder`."""
+    """The socket, lock and log of the server for `key` in `folder`, and `failed`: a file touched when the
+    server exited before it listened (clients then run in-process for a while instead of each trying)."""
 
     def __init__(self, folder: str, key: str):
         stem = os.path.join(folder, f"optcc-{key}")
         self.folder, self.key = folder, key
         self.socket, self.lock, self.log = stem + ".sock", stem + ".lock", stem + ".log"
+        self.failed = stem + ".failed"
 
 
 def private_folder(folder: str) -> str:

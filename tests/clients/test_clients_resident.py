@@ -457,3 +457,19 @@ def test_stop_and_start_server(folder):
     assert not _servers_of(folder) and not list(folder.glob("*.sock"))
     again = subprocess.run([OPTCC, "--stop-server"], env=env, capture_output=True, text=True)
     assert again.returncode == 0 and "no resident server" in again.stdout
+
+
+def test_a_server_that_cannot_start_is_not_tried_by_every_unit(work, folder):
+    """A server that exits before it listens (here: a folder in the way of its socket) leaves its unit to
+    optcc in-process, and the units after it do not start another for a while (RETRY_START_S)."""
+    wire.private_folder(str(folder))
+    blocker = Path(wire.Paths(str(folder), wire.install_key()).socket)
+    blocker.mkdir()
+    (blocker / "keep").write_text("")
+    local, first, outputs = both(work, folder, *UNIT_COMMAND, output="unit.o")
+    _same(local, first, by_server=False)
+    assert outputs[0] == outputs[1]
+    second = optcc(work, folder, True, *UNIT_COMMAND)
+    assert second.returncode == 0 and not second.served
+    log = "".join(path.read_text() for path in folder.glob("*.log"))
+    assert log.count("exits (an error)") == 1 and not _servers_of(folder)
