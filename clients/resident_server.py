@@ -192,7 +192,10 @@ class Server:
                 raise ValueError(f"a request of {length} bytes")
             while len(data) < wire.FRAME.size + length:
                 data += connection.recv(1 << 20) or _closed()
-            return wire.fields_of(data[wire.FRAME.size :]), fds
+            fields = wire.fields_of(data[wire.FRAME.size :])
+            if len(fields) < 2:
+                raise ValueError("a request without its key and kind")
+            return fields, fds
         except BaseException:
             for fd in fds:
                 os.close(fd)
