@@ -1,8 +1,8 @@
 """Whole translation units of held-out real packages through the served Optimize flow, `.text` size.
 
 Each sampled test unit (data/real/units, test split: packages never trained on) is answered by the service's
-own `Optimizer` (serve/optimize.py, in-process: the real engine and the crash-isolated compiler pool, no Ray)
-for three requests, and compared with baselines at equal compile budgets:
+own `Optimizer` (serve/optimize/optimizer.py, in-process: the real engine and the crash-isolated compiler
+pool, no Ray) for three requests, and compared with baselines at equal compile budgets:
 
   greedy       the default request (a unit longer than the model's context: lists for its largest functions,
                the coreset's first `engine.coreset_fallback_lists` lists, -Oz)
@@ -48,8 +48,8 @@ from optserve.compiler.cost import text_size
 from optserve.compiler.workers import CompilerPool
 from optserve.config import load_settings
 from optserve.serve import schemas
-from optserve.serve.engine_host import EngineHost
-from optserve.serve.optimize import Optimizer
+from optserve.serve.optimize.optimizer import Optimizer
+from optserve.serve.replicas.engine_host import EngineHost
 
 REQUESTS = {
     "greedy": {},

@@ -133,12 +133,12 @@ quoting input bytes that are not UTF-8 raised UnicodeDecodeError (answered INTER
 reads as an empty module was accepted with empty text; bitcode whose printed text LLVM's own text parser
 refuses was accepted, then refused by every later step. All four are IRErrors (INVALID_ARGUMENT) now.
 Hangs are children still parsing one input after {HANG_S} s (the kept one is replayed with a shorter cut);
-the ingress parses in a thread that no deadline stops.
+in the service the intake's worker is stopped at the pool's time limit.
 
-A crash kills the process that parses: today that is the ingress replica (serve/optimize.py), with every
-call in flight on it. llvmlite's LLVM is built with assertions, so most of these are assertion aborts in
-LLVM's bitcode reader (a release build skips those checks; what it does then is not measured here). That is
-why issue 38 moves IR intake into the compiler's worker processes.
+A crash kills the process that parses: in the service that is one of the compiler replica's intake workers
+(serve/replicas/deployments.py `CompilerWorkers.run`), which is replaced, the call answered INVALID_ARGUMENT
+with LLVM's message. llvmlite's LLVM is built with assertions, so most of these are assertion aborts in
+LLVM's bitcode reader (a release build skips those checks; what it does then is not measured here).
 """,
     )
 

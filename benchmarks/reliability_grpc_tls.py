@@ -1,4 +1,5 @@
-"""gRPC over TLS (issue 10): the TLS front's (serve/grpc_tls.py) cost per call, and its answer to garbage.
+"""gRPC over TLS (issue 10): the TLS front's (serve/edges/grpc_tls.py) cost per call, and its answer to
+garbage.
 
 Starts its own service (local Ray, tiny stand-in model, the serve tests' settings) with a self-signed
 certificate on ports 48100 / 49100 (plaintext gRPC) / 49543 (gRPC over TLS), then, one call at a time:
@@ -154,9 +155,8 @@ each port, counted by the status answered:
 
 Byte strings that happen to be valid protobuf (unknown fields are legal) pass the front's parse and reach the
 service, which refuses them for what they say (e.g. no IR: INVALID_ARGUMENT from the ingress). On the
-plaintext port the proxy passes the raw bytes on and the ingress parses them (serve/grpc_services.py). The
-service answered health and a valid Optimize afterwards on both ports.
-""",
+plaintext port the proxy passes the raw bytes on and the ingress parses them (serve/edges/grpc_services.py).
+The service answered health and a valid Optimize afterwards on both ports. """,
     )
 
 

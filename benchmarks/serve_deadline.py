@@ -7,7 +7,7 @@ The request (`--module`), strategy coreset with `--samples` whole-unit lists:
                 deadline by 6 s
   one_function  tests/serve's slow_candidates_module (one function of 600 loops, 1.3 MB), with
                 `baseline_cost`: -Oz ~15 s, so each compile cut has seconds left
-It runs through the Optimize flow (serve/optimize.py) over a real
+It runs through the Optimize flow (serve/optimize/optimizer.py) over a real
 CompilerPool of `--workers` processes, in one process as the ingress runs it, without Ray. Per trial:
 
   answer    answer time minus the deadline
@@ -83,7 +83,7 @@ def trial(module: str, deadline_s: float, samples: int, workers: int, standby: i
     from optserve.config import Settings
     from optserve.serve import schemas
     from optserve.serve.errors import ServiceError
-    from optserve.serve.optimize import Optimizer
+    from optserve.serve.optimize.optimizer import Optimizer
 
     settings = Settings.model_validate(
         {"engine": {"unit_function_lists": 10, "unit_function_lists_max_functions": 5000}}

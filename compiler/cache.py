@@ -4,7 +4,7 @@
 bytes (an Optimize answer may hold the optimized IR and the object code: entries alone do not bound
 memory). `evaluation_key` is the key of one candidate's evaluation: a SHA-256 digest of (IR digest,
 canonical pass list, objective, namespace), the namespace naming whatever else the value depends on. The
-service's Optimize answers are keyed by `optserve.serve.result_cache.answer_key` (the IR digest, the
+service's Optimize answers are keyed by `optserve.serve.optimize.answer_key.answer_key` (the IR digest, the
 request's options and the model version).
 """
 

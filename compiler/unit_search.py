@@ -180,7 +180,7 @@ async def search_function_lists(
 ) -> tuple[FunctionLists, Evaluation] | None:
     """The per-function choice among `candidates` (and, with `refine`, one round of `refine_functions`)
     and its Evaluation on the whole unit; None for a unit of fewer than two function modules (its
-    whole-unit lists already cover it). The service's per-function candidate (serve/optimize.py).
+    whole-unit lists already cover it). The service's per-function candidate (serve/optimize/optimizer.py).
 
     `parts`: the unit already split (None: split here, as a job in a compiler worker, where LLVM may crash
     or be killed at the deadline). Every compile carries `deadline` (time.monotonic()); with one, the

@@ -109,6 +109,13 @@ def llvm_failure(evaluation: Evaluation) -> str | None:
     return None
 
 
+def killed_from_outside(evaluation: Evaluation) -> bool:
+    """Whether this candidate's worker was SIGKILLed with nothing said by LLVM: an operator, the memory
+    limit's enforcer, a replica going down; not the input's fault, and a retry may well succeed."""
+    error = evaluation.error or ""
+    return evaluation_outcome(evaluation) == "crash" and "SIGKILL" in error and LLVM_SAYS not in error
+
+
 def cut_by_deadline(evaluations: Sequence[Evaluation]) -> bool:
     """Whether the call's deadline left any of these candidates unmeasured."""
     return any(evaluation_outcome(e) == "deadline" for e in evaluations)
@@ -323,7 +330,7 @@ class _Worker:
 
 class CandidateCompiler(Protocol):
     """What compiles and measures candidates for the feedback loop and the service: a `CompilerPool`, or the
-    service's handle to its CompilerWorkers deployment (serve/handles.py)."""
+    service's handle to its CompilerWorkers deployment (serve/replicas/handles.py)."""
 
     async def evaluate_async(
         self,

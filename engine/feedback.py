@@ -119,13 +119,13 @@ async def generate_with_feedback(
 ) -> FeedbackResult:
     """Up to 1 + `rounds` generations, each round's new candidates compiled and fed back to the next.
 
-    This is the loop the service runs (serve/optimize.py). A round's new candidates are those no earlier
-    round compiled and not in `exclude` (the service's -Oz, compiled beside). The rounds stop after `rounds`
-    retries, at a round that adds nothing, at `deadline` (time.monotonic(): each generation is told the time
-    left, the compiler stops the round's compiles at it and the candidates it cut are left out, and a
-    backend gets `grace_s` more to answer before it is cancelled), or when the prompt no longer fits the
-    model (`PromptTooLongError`: recorded, not raised). A benchmark may ask the feedback rounds for other
-    options than the first (`feedback_options`) and compile only a round's first `per_round` new lists.
+    This is the loop the service runs (serve/optimize/optimizer.py). A round's new candidates are those no
+    earlier round compiled and not in `exclude` (the service's -Oz, compiled beside). The rounds stop after
+    `rounds` retries, at a round that adds nothing, at `deadline` (time.monotonic(): each generation is told
+    the time left, the compiler stops the round's compiles at it and the candidates it cut are left out, and a
+    backend gets `grace_s` more to answer before it is cancelled), or when the prompt no longer fits the model
+    (`PromptTooLongError`: recorded, not raised). A benchmark may ask the feedback rounds for other options
+    than the first (`feedback_options`) and compile only a round's first `per_round` new lists.
     """
     result = FeedbackResult()
     seen: set[tuple[str, ...]] = set(exclude)

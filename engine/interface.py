@@ -1,7 +1,7 @@
 """The one seam between the service and a pass-ordering model: `Engine.generate`.
 
 `ModelEngine` (engine/engine.py) implements it over either backend (vLLM, torch/transformers); the service
-reaches it through a Ray deployment handle with the same method (serve/handles.py). The service, the
+reaches it through a Ray deployment handle with the same method (serve/replicas/handles.py). The service, the
 evaluation harness and the feedback loop never learn which backend is behind it.
 """
 

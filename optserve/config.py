@@ -265,7 +265,8 @@ class TuningSettings(_Section):
 
 
 class ObservabilitySettings(_Section):
-    """OpenTelemetry traces of the service (serve/tracing.py): off unless an OTLP endpoint is given."""
+    """OpenTelemetry traces of the service (serve/observability/tracing.py): off unless an OTLP endpoint is
+    given."""
 
     otlp_endpoint: str | None = Field(
         None,
@@ -371,9 +372,9 @@ def settings_fields() -> list[str]:
 
 
 def replica_config(settings: Settings) -> dict[str, Any]:
-    """`settings` as the plain JSON-typed dict each deployment of the service validates again
-    (serve/app.py -> serve/deployments.py), with the auth token's value, which a JSON dump masks: Ray hands
-    it to the replicas; it is for them only, never printed."""
+    """`settings` as the plain JSON-typed dict each deployment of the service validates again (serve/app.py ->
+    serve/replicas/deployments.py), with the auth token's value, which a JSON dump masks: Ray hands it to the
+    replicas; it is for them only, never printed."""
     config = settings.model_dump(mode="json")
     if settings.serve.auth_token is not None:
         config["serve"]["auth_token"] = settings.serve.auth_token.get_secret_value()

@@ -163,6 +163,8 @@ def schedule_nest(
     key = decision_key(spec, method, threads) if cache is not None else None
     if cache is not None and key is not None:
         hit = cache.get(key)
+        if hit is not None and measure and hit.gflops is None:  # decided unmeasured: decide again, timed
+            hit = None
         answer = _cached_result(spec, method, hit, emit_ir, settings, threads) if hit else None
         if answer is not None:
             return answer

@@ -1,14 +1,16 @@
 """serve: the Ray Serve application, its gRPC and HTTP/JSON APIs, and the Python client.
 
-A request flows one way: the ingress (`ingress`, the Ray class: a face) -> `grpc_methods` or the HTTP routes
-on `http_app` -> `operations` (counting, timing, access lines) -> the Optimize flow (`optimize`, plain async
-code over the engine and compiler seams) or the Schedule flow (`schedule_flow`) -> the back-end deployments
-(`deployments`, reached through `handles`; `ray_errors` says what a failure there means) -> response.
+A request flows one way: `ingress` (the Ray class every call enters) -> `edges` (the wire: gRPC methods and
+HTTP routes, the call's deadline, the token, protobuf <-> schemas, the operation's counting and access line)
+-> a use case: `optimize` (the Optimize flow, plain async code over the engine and compiler seams) ->
+`replicas` (the Ray Serve deployments and the handles through which the ingress reaches them; the LoopTune
+replica runs the Schedule flow) -> response.
 
 - `app`: the application (deployments, resources, queue limits); `server`: `optserve serve`;
-- `schemas`: request and response models; `codec`: protobuf <-> schemas; `errors`: `ServiceError` kinds;
-- `readiness`: per-part readiness (HTTP `/v2/health/ready`, gRPC health); `openapi`: the exact contract;
-- `engine_host`: one model behind the engine deployment; `unit_lists`, `result_cache`: Optimize's helpers;
-- `access`, `grpc_tls`, `loopback`: who may call; `logs`, `metrics`: what is recorded;
+- `ingress`: the deployment every call enters, holding the edges and the Optimize flow;
+- `schemas`: request and response models; `errors`: `ServiceError` kinds;
+- `edges`: gRPC and HTTP in front of the use cases; `optimize`: the Optimize use case;
+- `replicas`: the deployments, their handles, readiness and deadlines across processes;
+- `observability`: logs, metrics and traces;
 - `client*`: the Python client (grpcio, protobuf, pydantic only); `cli`: `optserve optimize|schedule|health`.
 """

@@ -12,18 +12,18 @@ from ray.serve import Application
 from ray.serve.config import BackpressureConfig
 
 from optserve.config import Settings, load_settings, replica_config
-from optserve.serve.deployments import CompilerWorkers, LoopTuneScheduler, PassOrderingEngine
 from optserve.serve.errors import RETRY_AFTER_S
 from optserve.serve.ingress import Ingress
-from optserve.serve.logs import LOGGING_CONFIG
+from optserve.serve.observability.logs import LOGGING_CONFIG
+from optserve.serve.replicas.deployments import CompilerWorkers, LoopTuneScheduler, PassOrderingEngine
 
 APP_NAME = "optserve"
 # The gRPC services Ray Serve's proxy registers; each RPC is routed to the ingress method of the same name,
-# which receives the request as bytes and parses it (serve/grpc_services.py says why).
+# which receives the request as bytes and parses it (serve/edges/grpc_services.py says why).
 GRPC_SERVICER_FUNCTIONS = [
-    "optserve.serve.grpc_services.add_pass_ordering_to_server",
-    "optserve.serve.grpc_services.add_looptune_to_server",
-    "optserve.serve.grpc_health.add_health_check_to_server",
+    "optserve.serve.edges.grpc_services.add_pass_ordering_to_server",
+    "optserve.serve.edges.grpc_services.add_looptune_to_server",
+    "optserve.serve.edges.grpc_health.add_health_check_to_server",
 ]
 # Logical CPUs each replica reserves. A compiler replica reserves one per worker process of its pool
 # (`compiler.workers`): that is where the compiling runs, so Ray never places more compile processes on a node

@@ -105,8 +105,8 @@ def _serve(args) -> int:
 
     from optserve.config import SettingsError, env_name, load_settings
     from optserve.serve import server
-    from optserve.serve.access import is_loopback_host
     from optserve.serve.client import TOKEN_ENV
+    from optserve.serve.edges.access import is_loopback_host
 
     try:
         settings = load_settings(args.config)

@@ -2,9 +2,9 @@
 
 Ray Serve routes a gRPC call to the method named like the RPC (`Optimize`, `Schedule`, `GetModelMetadata`,
 and `Check` of the standard `grpc.health.v1.Health` service) and an HTTP request to a route of the FastAPI
-app. Each method here only passes the request on: the operations are in serve/operations.py, the gRPC
-parsing, checks and status answers in serve/grpc_methods.py, the HTTP app, its error bodies and KServe
-bodies in serve/http_app.py, the back-end handles in serve/handles.py.
+app. Each method here only passes the request on: the operations are in serve/edges/operations.py, the gRPC
+parsing, checks and status answers in serve/edges/grpc_methods.py, the HTTP app, its error bodies and KServe
+bodies in serve/edges/http_app.py, the back-end handles in serve/replicas/handles.py.
 """
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ from ray import serve
 from ray.serve.handle import DeploymentHandle
 
 from optserve.config import Settings
-from optserve.serve import metrics, schemas, tracing
-from optserve.serve.access import check_token
-from optserve.serve.grpc_methods import GrpcMethods
-from optserve.serve.handles import CompilerClient, EngineClient, LoopTuneClient
-from optserve.serve.http_app import (
+from optserve.serve import schemas
+from optserve.serve.edges.access import check_token
+from optserve.serve.edges.grpc_methods import GrpcMethods
+from optserve.serve.edges.http_app import (
     MODEL_ERRORS,
     NOT_READY_OR_UNAVAILABLE,
     READ_ERRORS,
@@ -32,9 +31,11 @@ from optserve.serve.http_app import (
     named_model,
     readiness_response,
 )
-from optserve.serve.logs import configure_replica_logging
-from optserve.serve.openapi import install_contract
-from optserve.serve.operations import Operations
+from optserve.serve.edges.openapi import install_contract
+from optserve.serve.edges.operations import Operations
+from optserve.serve.observability import metrics, tracing
+from optserve.serve.observability.logs import configure_replica_logging
+from optserve.serve.replicas.handles import CompilerClient, EngineClient, LoopTuneClient
 from optserve.v1 import optserve_pb2 as pb
 
 

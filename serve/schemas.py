@@ -1,5 +1,5 @@
 """The request and response models of the API, in pydantic: HTTP bodies and OpenAPI come from these, and
-gRPC messages are converted into the same models (serve/codec.py), so both APIs validate one way.
+gRPC messages are converted into the same models (serve/edges/codec.py), so both APIs validate one way.
 
 Field meanings are documented once, in proto/optserve/v1/optserve.proto.
 """
@@ -64,10 +64,10 @@ UINT32_MAX = 2**32 - 1  # the proto's uint32: HTTP takes no more than gRPC can c
 INT32_MAX = 2**31 - 1  # the proto's int32
 
 # Constraints the OpenAPI states but the flow checks itself, with messages that name the problem (the gRPC
-# path runs the same checks): exactly one of `ir` and `ir_bitcode` set, not null, and several samples only
-# for the strategies that draw several (serve/optimize.py); the einsum's shape and positive sizes
-# (kernels/spec.py). The settings' limits are added by serve/openapi.py. The examples are what /docs shows
-# and what schemathesis sends first: requests that succeed, so the answers' schemas get checked too.
+# path runs the same checks): exactly one of `ir` and `ir_bitcode` set, not null, and several samples only for
+# the strategies that draw several (serve/optimize/optimizer.py); the einsum's shape and positive sizes
+# (kernels/spec.py). The settings' limits are added by serve/edges/openapi.py. The examples are what /docs
+# shows and what schemathesis sends first: requests that succeed, so the answers' schemas get checked too.
 _EXAMPLE_IR = "define i32 @add(i32 %a, i32 %b) {\n  %sum = add nsw i32 %a, %b\n  ret i32 %sum\n}\n"
 # IR text as compiler/ir.py's parse_ir takes it: something besides whitespace (Python's, what str.strip()
 # strips: \s and \x1c-\x1f, \x85), and no NUL.
@@ -302,6 +302,11 @@ class ScheduleResponse(_Model):
     timed_sizes: dict[str, int] = Field(
         default_factory=dict,
         description="sizes the candidates were timed on: the request's, or a sub-problem's where it is large",
+    )
+    cached: bool = Field(
+        False,
+        description="answered from the replica's decision cache (the same contraction, sizes, method, "
+        "threads and CPU model decided before): nothing searched",
     )
 
 

@@ -1,7 +1,7 @@
 """Start and stop the whole service in this process's Ray: local by default, or a cluster's address.
 
 `start` returns once every deployment is up and says where gRPC and HTTP listen. With a TLS certificate
-configured, HTTP is HTTPS and a TLS front for gRPC (serve/grpc_tls.py) listens on `serve.grpc_tls_port`.
+configured, HTTP is HTTPS and a TLS front for gRPC (serve/edges/grpc_tls.py) listens on `serve.grpc_tls_port`.
 """
 
 from __future__ import annotations
@@ -71,10 +71,10 @@ def start(settings: Settings, proxy_location: str = "EveryNode") -> Endpoints:
     from ray import serve
     from ray.serve.config import HTTPOptions, gRPCOptions
 
-    from optserve.serve.access import plaintext_grpc_host
     from optserve.serve.app import APP_NAME, GRPC_SERVICER_FUNCTIONS, build_app
-    from optserve.serve.logs import LOGGING_CONFIG
-    from optserve.serve.loopback import local_ray_on_loopback
+    from optserve.serve.edges.access import plaintext_grpc_host
+    from optserve.serve.observability.logs import LOGGING_CONFIG
+    from optserve.serve.replicas.loopback import local_ray_on_loopback
 
     serve_settings = settings.serve
     message_limit = grpc_message_limit(settings)
@@ -82,8 +82,8 @@ def start(settings: Settings, proxy_location: str = "EveryNode") -> Endpoints:
     os.environ["RAY_SERVE_GRPC_MAX_MESSAGE_SIZE"] = str(message_limit)
     if not ray.is_initialized():
         local = serve_settings.ray_address is None
-        # a local Ray is this machine alone: all of it on 127.0.0.1 (serve/loopback.py); the gRPC proxy on
-        # serve.host, or on loopback behind the TLS front
+        # a local Ray is this machine alone: all of it on 127.0.0.1 (serve/replicas/loopback.py); the gRPC
+        # proxy on serve.host, or on loopback behind the TLS front
         grpc_host = plaintext_grpc_host(serve_settings)
         runtime_env = local_ray_on_loopback(grpc_host) if local else {"env_vars": {}}
         runtime_env["env_vars"]["RAY_SERVE_GRPC_MAX_MESSAGE_SIZE"] = str(message_limit)
@@ -93,8 +93,8 @@ def start(settings: Settings, proxy_location: str = "EveryNode") -> Endpoints:
             address="local" if local else serve_settings.ray_address,
             num_cpus=serve_settings.ray_num_cpus if local else None,
             include_dashboard=False,
-            log_to_driver=True,  # the replicas' logs (serve/logs.py) on this process's terminal
-            # replicas report metrics this often (Ray's default: 10 s), see serve/metrics.py
+            log_to_driver=True,  # the replicas' logs (serve/observability/logs.py) on this process's terminal
+            # replicas report metrics this often (Ray's default: 10 s), see serve/observability/metrics.py
             _system_config={"metrics_report_interval_ms": 2000} if local else None,
             runtime_env=runtime_env,
         )
@@ -145,7 +145,7 @@ def _start_grpc_tls_front(serve_settings: ServeSettings, message_limit: int) -> 
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    from optserve.serve.grpc_tls import TlsFrontConfig, TlsFrontProcess
+    from optserve.serve.edges.grpc_tls import TlsFrontConfig, TlsFrontProcess
 
     host = f"[{serve_settings.host}]" if ":" in serve_settings.host else serve_settings.host
     config = TlsFrontConfig(

@@ -224,7 +224,7 @@ def connect_ray(address: str | None, workers: int | None) -> bool:
     if address:
         ray.init(address=address, log_to_driver=False)
     else:
-        from optserve.serve.loopback import SINGLE_MACHINE_ENV, local_ray_on_loopback
+        from optserve.serve.replicas.loopback import SINGLE_MACHINE_ENV, local_ray_on_loopback
 
         local_ray_on_loopback("127.0.0.1")  # its Serve hook is not needed: no Serve runs here
         env = {"env_vars": {SINGLE_MACHINE_ENV: "0"}}

@@ -16,7 +16,7 @@ import pytest
 
 from optserve.clients import elf, service_call
 from optserve.clients.settings import OptccSettings, ir_step_flags
-from optserve.serve.metrics import parse_exposition
+from optserve.serve.observability.metrics import parse_exposition
 from tests.clients.clients_helpers import HTTP_PORT
 from tests.clients.test_clients_never_larger import C_SOURCES, DATA, OPTCC, compile_unit
 

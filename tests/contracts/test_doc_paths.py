@@ -2,7 +2,7 @@
 
 The docs are README.md, BENCHMARKS.md, serve/README.md and docs/**/*.md; the docstrings are the module
 docstrings of every Python file in the repository. A path is a backticked or bare relative path whose first
-part is one of the repository's top-level entries (`serve/optimize.py`, `docs/bench/serve.md`,
+part is one of the repository's top-level entries (`serve/optimize/optimizer.py`, `docs/bench/serve.md`,
 `tests/serve/test_serve_grpc.py::test_x`), or a markdown link target (resolved from the linking file's
 folder, as a reader's browser does). Outputs that are git-ignored (data/, runs/, .venv) and paths still being
 added are named in ALLOWED with the reason.

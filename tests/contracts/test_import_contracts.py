@@ -38,7 +38,7 @@ def test_a_looptune_runtime_module_importing_its_training_wing_breaks_the_contra
 
 
 def test_the_compile_path_importing_the_service_stack_breaks_the_contract(staged):
-    _add_module(staged, "clients", "from optserve.serve import deployments\n")
+    _add_module(staged, "clients", "from optserve.serve.replicas import deployments\n")
     result = lint_staged(staged)
     assert result.returncode != 0
     assert "optserve.clients is not allowed to import ray" in result.stdout

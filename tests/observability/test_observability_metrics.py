@@ -1,6 +1,6 @@
-"""`/metrics` with a replica killed mid-scrape (serve/metrics.py): the summed counters never go back, so
-Prometheus's `rate()` sees no false counter reset; the killed replica's counts stay in the sums and the
-replacement's add to them. Scrapes run back to back in a thread while a replica is killed with SIGKILL."""
+"""`/metrics` with a replica killed mid-scrape (serve/observability/metrics.py): the summed counters never go
+back, so Prometheus's `rate()` sees no false counter reset; the killed replica's counts stay in the sums and
+the replacement's add to them. Scrapes run back to back in a thread while a replica is killed with SIGKILL."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import time
 
 import httpx
 
-from optserve.serve.metrics import parse_exposition
+from optserve.serve.observability.metrics import parse_exposition
 from tests.serve.serve_helpers import DATA, METRICS_SETTLE_S, replica_pids, settled_metric, wait_for_metric
 
 EVALUATIONS = "optserve_compiler_evaluations_total"

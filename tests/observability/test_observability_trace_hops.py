@@ -1,5 +1,5 @@
-"""serve/tracing.py without Ray: a span opened in one process with the carrier another process passed it
-is a child of that process's span (the deployment hop), exported over OTLP/HTTP (protobuf) to a real
+"""serve/observability/tracing.py without Ray: a span opened in one process with the carrier another process
+passed it is a child of that process's span (the deployment hop), exported over OTLP/HTTP (protobuf) to a real
 HTTP receiver; each process sends its spans when it exits."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from tests.observability.otlp_receiver import OtlpHttpReceiver
 
 _SETTINGS = """
 from optserve.config import ObservabilitySettings
-from optserve.serve import tracing
+from optserve.serve.observability import tracing
 settings = ObservabilitySettings(otlp_endpoint={endpoint!r}, otlp_protocol="http/protobuf")
 """
 INGRESS = """

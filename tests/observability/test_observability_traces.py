@@ -1,7 +1,7 @@
-"""OpenTelemetry traces (serve/tracing.py): one Optimize through the real service is one trace, with spans
-from the ingress, the tuning store lookup, the engine and the compiler replicas, received by a real OTLP
-receiver; a caller's W3C traceparent (gRPC metadata, HTTP header) is continued; traces off load nothing of
-OpenTelemetry."""
+"""OpenTelemetry traces (serve/observability/tracing.py): one Optimize through the real service is one trace,
+with spans from the ingress, the tuning store lookup, the engine and the compiler replicas, received by a real
+OTLP receiver; a caller's W3C traceparent (gRPC metadata, HTTP header) is continued; traces off load nothing
+of OpenTelemetry."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def test_traces_off_load_no_opentelemetry_sdk_and_set_no_provider():
     program = """
 import sys
 from optserve.config import Settings
-from optserve.serve import tracing
+from optserve.serve.observability import tracing
 tracing.configure(Settings().observability, "ingress")
 with tracing.span("optserve.optimize", {"traceparent": "x"}) as span:
     assert span is None and tracing.carrier() is None and tracing.caller_trace([]) is None

@@ -75,3 +75,17 @@ def test_a_cached_schedule_that_no_longer_checks_is_decided_again():
     result = _decide(cache)
     assert not result.cached and result.evaluations > 0
     assert cache.get(key).schedule == result.schedule
+
+
+def test_a_decision_made_unmeasured_does_not_answer_a_request_to_measure():
+    """`measure=False` decides without timing (no GFLOPS); a later request that asks for GFLOPS is decided
+    again, timed, and that decision replaces the unmeasured one."""
+    cache = MemoryDecisionCache()
+    quick = schedule_nest(
+        SPEC, method="base", time_limit_s=5.0, settings=SETTINGS, threads=1, cache=cache, measure=False
+    )
+    assert quick.gflops is None
+    measured = schedule_nest(SPEC, method="base", time_limit_s=5.0, settings=SETTINGS, threads=1, cache=cache)
+    assert not measured.cached and measured.gflops and measured.gflops > 0
+    again = schedule_nest(SPEC, method="base", time_limit_s=5.0, settings=SETTINGS, threads=1, cache=cache)
+    assert again.cached and again.gflops == measured.gflops

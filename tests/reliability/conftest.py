@@ -4,10 +4,10 @@ on their gRPC port + 20443: 38000 / 39000 / 39443 by default), with TLS on.
 The ports are the serve tests' (OPTSERVE_TEST_HTTP_PORT / OPTSERVE_TEST_GRPC_PORT) + 20000, so that a
 worktree's own test ports keep its reliability tests from reaching another run's service.
 
-It reuses the serve tests' builders (tests/serve/serve_helpers.py): the same tiny stand-in model, small
-limits and token; only the ports differ, and HTTP is served over TLS with a self-signed certificate made
-here, so every HTTP call in this folder also exercises TLS. The same certificate serves gRPC over TLS on
-GRPC_TLS_PORT (serve/grpc_tls.py); `grpc_client` talks plaintext gRPC over loopback, `grpc_tls_client` TLS.
+It reuses the serve tests' builders (tests/serve/serve_helpers.py): the same tiny stand-in model, small limits
+and token; only the ports differ, and HTTP is served over TLS with a self-signed certificate made here, so
+every HTTP call in this folder also exercises TLS. The same certificate serves gRPC over TLS on GRPC_TLS_PORT
+(serve/edges/grpc_tls.py); `grpc_client` talks plaintext gRPC over loopback, `grpc_tls_client` TLS.
 """
 
 from __future__ import annotations

@@ -317,8 +317,8 @@ def test_malformed_protobuf_bytes(seed, rel_service, grpc_client, https, add_ir,
         call = channel.unary_unary("/optserve.v1.PassOrdering/Optimize")
         with pytest.raises(grpc.RpcError) as caught:
             call(garbage, timeout=60, metadata=(("authorization", f"Bearer {TOKEN}"),))
-    # Ray Serve's proxy passes the bytes on undecoded and the ingress parses them (serve/grpc_services.py),
-    # as the TLS front does (test_reliability_grpc_tls.py).
+    # Ray Serve's proxy passes the bytes on undecoded and the ingress parses them
+    # (serve/edges/grpc_services.py), as the TLS front does (test_reliability_grpc_tls.py).
     assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT, caught.value
     assert "not a valid optserve.v1.OptimizeRequest message" in caught.value.details()
     assert_still_serving(grpc_client, https, add_ir, reference)

@@ -255,7 +255,7 @@ def _compiler_readiness() -> str:
     """A probe: the compiler part of readiness (what gRPC health of optserve.v1.PassOrdering and
     /v2/health/ready answer with), read straight from Serve's status: gRPC health also asks the engine for its
     metadata, which waits while the engine tokenizes slow_module, longer than the replica is down."""
-    from optserve.serve.readiness import READY, deployment_state, deployment_statuses
+    from optserve.serve.replicas.readiness import READY, deployment_state, deployment_statuses
 
     state = deployment_state(asyncio.run(deployment_statuses(APP_NAME)), "CompilerWorkers")
     return "SERVING" if state == READY else "NOT_SERVING"
@@ -405,7 +405,7 @@ def test_a_steady_stream_across_an_engine_replica_kill_loses_no_call(rel_service
 def test_result_cache_never_answers_for_another_ir_or_model():
     import hashlib
 
-    from optserve.serve.result_cache import answer_key
+    from optserve.serve.optimize.answer_key import answer_key
     from optserve.serve.schemas import OptimizeRequest
 
     def ir_digest(text: str) -> str:  # the key's IR part: SHA-256 of the IR the compiler sees

@@ -1,4 +1,5 @@
-"""gRPC over TLS: the TLS front (serve/grpc_tls.py) the service runs on GRPC_TLS_PORT when TLS is configured.
+"""gRPC over TLS: the TLS front (serve/edges/grpc_tls.py) the service runs on GRPC_TLS_PORT when TLS is
+configured.
 
 Every test talks real TLS to the running service with the self-signed certificate of conftest.py as the CA,
 and checks that the service still answers afterwards.
@@ -21,7 +22,7 @@ from grpc_health.v1 import health_pb2
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from optserve.serve.client import CallError, OptserveClient
-from optserve.serve.grpc_tls import TlsFront, TlsFrontConfig
+from optserve.serve.edges.grpc_tls import TlsFront, TlsFrontConfig
 from optserve.v1 import optserve_pb2 as pb
 from tests.reliability.conftest import GRPC_PORT, GRPC_TLS_PORT
 from tests.serve.serve_helpers import TOKEN
@@ -183,7 +184,7 @@ def test_a_short_deadline_over_tls_ends_the_call_in_time(tls_channel, grpc_tls_c
         response_deserializer=pb.OptimizeResponse.FromString,
     )
     started = time.monotonic()
-    try:  # the call's deadline reaches the ingress (serve/grpc_edge.py): an answer in time, else none
+    try:  # the call's deadline reaches the ingress (serve/edges/grpc_edge.py): an answer in time, else none
         response = call(request, timeout=0.05, metadata=AUTH)
         assert response.deadline_hit  # 20 candidates do not fit the 25 ms it may work
     except grpc.RpcError as err:
@@ -218,8 +219,9 @@ def test_serve_healthz_over_tls(tls_channel):
 
 
 def test_tls_port_and_plaintext_grpc_listen_on_loopback_only(grpc_tls_client):
-    """serve.host is loopback: the TLS front and plaintext gRPC (serve/loopback.py) bind loopback only, so
-    neither is reachable over another interface (the ingress would also refuse such a caller: check_peer)."""
+    """serve.host is loopback: the TLS front and plaintext gRPC (serve/replicas/loopback.py) bind loopback
+    only, so neither is reachable over another interface (the ingress would also refuse such a caller:
+    check_peer)."""
     address = _non_loopback_address()
     if address is None:
         pytest.skip("this host has no non-loopback address")

@@ -10,7 +10,7 @@ from optserve.compiler.cache import ResultCache
 from optserve.config import Settings
 from optserve.engine.interface import Candidate, Generation, SamplingOptions
 from optserve.serve import schemas
-from optserve.serve.optimize import Optimizer
+from optserve.serve.optimize.optimizer import Optimizer
 
 # Model candidates alone (the coreset's lists beside them have their own test).
 SETTINGS = Settings.model_validate(

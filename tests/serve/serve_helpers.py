@@ -118,7 +118,7 @@ def replica_pids(deployment: str) -> list[int]:
 
 def metric(http, sample: str, **labels: str) -> float:
     """A sample's value at `/metrics` (0 when absent)."""
-    from optserve.serve.metrics import parse_exposition
+    from optserve.serve.observability.metrics import parse_exposition
 
     for name, found, value in parse_exposition(http.get("/metrics").text):
         if name == sample and all(found.get(k) == v for k, v in labels.items()):

@@ -1,11 +1,11 @@
 """Who may call: peer addresses read from gRPC peer strings, the loopback-only default and the bearer token
-(serve/access.py)."""
+(serve/edges/access.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from optserve.serve.access import check_peer, check_token, is_loopback_host, peer_host
+from optserve.serve.edges.access import check_peer, check_token, is_loopback_host, peer_host
 from optserve.serve.errors import ErrorKind, ServiceError
 
 

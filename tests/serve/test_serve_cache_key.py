@@ -6,7 +6,7 @@ import hashlib
 
 from optserve.compiler.cache import ResultCache
 from optserve.serve import schemas
-from optserve.serve.result_cache import answer_key
+from optserve.serve.optimize.answer_key import answer_key
 
 
 def test_the_cache_key_covers_ir_options_and_model_version():

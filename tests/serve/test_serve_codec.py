@@ -1,4 +1,4 @@
-"""The gRPC codec (serve/codec.py): proto messages to the request schema and back, proto zeros as the
+"""The gRPC codec (serve/edges/codec.py): proto messages to the request schema and back, proto zeros as the
 documented defaults, raw bitcode, and malformed requests refused as INVALID_ARGUMENT."""
 
 from __future__ import annotations
@@ -6,7 +6,8 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from optserve.serve import codec, schemas
+from optserve.serve import schemas
+from optserve.serve.edges import codec
 from optserve.serve.errors import ServiceError
 from optserve.v1 import optserve_pb2 as pb
 from tests.serve.flow_helpers import ScriptedGenerator, optimize, with_coreset

@@ -17,8 +17,8 @@ from optserve.config import (
     load_settings_with_sources,
     replica_config,
 )
-from optserve.serve.access import check_token
 from optserve.serve.client_channel import ChannelSettings
+from optserve.serve.edges.access import check_token
 from optserve.serve.errors import ServiceError
 
 TOKEN = "s3cret-token-5e1d"

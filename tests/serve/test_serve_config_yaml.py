@@ -10,7 +10,7 @@ from ray.serve import Application
 from ray.serve.schema import ServeDeploySchema
 
 from optserve.serve.app import APP_NAME, GRPC_SERVICER_FUNCTIONS, app_builder
-from optserve.serve.logs import LOGGING_CONFIG
+from optserve.serve.observability.logs import LOGGING_CONFIG
 
 CONFIG_YAML = Path(__file__).resolve().parents[2] / "serve" / "config.yaml"
 
@@ -64,7 +64,7 @@ def test_the_loopback_runtime_env_names_the_hook_and_values_of_the_code():
     """serve/loopback_env.yaml repeats for `serve run` what `optserve serve` sets: Ray's single-machine mode,
     the hook that rebinds Serve's gRPC servers, the proxy's host (= http_options.host) and message limit."""
     from optserve.config import Settings
-    from optserve.serve import loopback
+    from optserve.serve.replicas import loopback
     from optserve.serve.server import grpc_message_limit
 
     runtime_env = yaml.safe_load((CONFIG_YAML.parent / "loopback_env.yaml").read_text())

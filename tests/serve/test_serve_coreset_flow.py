@@ -14,7 +14,7 @@ from optserve.config import Settings
 from optserve.engine.interface import Generation, PromptTooLongError, SamplingOptions, Strategy
 from optserve.serve import schemas
 from optserve.serve.errors import ErrorKind, ServiceError
-from optserve.serve.optimize import Optimizer, _Sampled
+from optserve.serve.optimize.optimizer import Optimizer, _Sampled
 from tests.serve.flow_helpers import SETTINGS, ScriptedGenerator, optimize, with_coreset
 
 

@@ -1,5 +1,5 @@
-"""The engine host (serve/engine_host.py): a missing model directory is reported, not fatal; a dead engine
-answers UNAVAILABLE and fails the health check."""
+"""The engine host (serve/replicas/engine_host.py): a missing model directory is reported, not fatal; a dead
+engine answers UNAVAILABLE and fails the health check."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from optserve.config import Settings
 from optserve.engine.backend import DecoderDeadError
 from optserve.engine.interface import SamplingOptions
-from optserve.serve.engine_host import EngineHost
 from optserve.serve.errors import ErrorKind, ServiceError
+from optserve.serve.replicas.engine_host import EngineHost
 
 
 def test_a_missing_model_directory_is_reported_not_fatal(tmp_path):

@@ -1,6 +1,7 @@
-"""serve/grafana/optserve.json, the Grafana dashboard: its queries name exactly the metrics serve/metrics.py
-defines (every one has a panel, no panel asks for one that is not exported), with labels those metrics carry,
-under both names they are scraped by (the service's `/metrics`, and Ray's metrics agents: `ray_` first)."""
+"""serve/grafana/optserve.json, the Grafana dashboard: its queries name exactly the metrics
+serve/observability/metrics.py defines (every one has a panel, no panel asks for one that is not exported),
+with labels those metrics carry, under both names they are scraped by (the service's `/metrics`, and Ray's
+metrics agents: `ray_` first)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import os
 import re
 from pathlib import Path
 
-from optserve.serve import metrics
+from optserve.serve.observability import metrics
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "serve" / "grafana" / "optserve.json"
 _METRIC = re.compile(r"\$\{source\}(\w+)")  # every metric of a query is named through the source variable
@@ -50,7 +51,9 @@ def test_every_query_reads_an_exported_sample():
         samples = _queried_samples(target["expr"])
         assert samples, f"query reads no optserve metric: {target['expr']}"
         unknown = [sample for sample in samples if sample not in _SAMPLES]
-        assert not unknown, f"{unknown} not exported by serve/metrics.py (exported: {sorted(_SAMPLES)})"
+        assert not unknown, (
+            f"{unknown} not exported by serve/observability/metrics.py (exported: {sorted(_SAMPLES)})"
+        )
 
 
 def test_every_defined_metric_has_a_panel():

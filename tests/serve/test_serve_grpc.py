@@ -182,9 +182,9 @@ def test_a_deadline_returns_the_best_found_so_far(client, sum_ir):
 def test_the_call_deadline_bounds_the_work_through_serves_proxy(service):
     """A call with a 4 s deadline and no `deadline_s`, for work of far longer (candidates of a one-function
     module whose -Oz alone takes ~15 s, little work in the ingress itself; the server's default budget is 60
-    s): the ingress learns the call's deadline through
-    Ray Serve's proxy (serve/grpc_edge.py, issue 21) and answers within it with its best so far, the caller's
-    baseline here, instead of working on while the caller gets DEADLINE_EXCEEDED."""
+    s): the ingress learns the call's deadline through Ray Serve's proxy (serve/edges/grpc_edge.py, issue 21)
+    and answers within it with its best so far, the caller's baseline here, instead of working on while the
+    caller gets DEADLINE_EXCEEDED."""
     from optserve.serve.app import APP_NAME
 
     endpoints, _ = service
@@ -373,9 +373,21 @@ def test_a_layer_sized_matmul_is_scheduled_on_the_threads_asked_for(client):
     assert one.threads == 1 and dict(one.timed_sizes) == {"m": 64, "k": 64, "n": 64}
 
 
+def test_a_repeated_schedule_request_is_answered_from_the_decision_cache(client):
+    """The LoopTune replica keeps its decisions (policies/decision_cache.py): the same shape asked again is
+    answered without search, with the schedule decided the first time."""
+    sizes = {"m": 48, "k": 40, "n": 24}
+    first = client.schedule(MATMUL, sizes, method="greedy1", time_limit_s=2.0, threads=2)
+    again = client.schedule(MATMUL, sizes, method="greedy1", time_limit_s=2.0, threads=2)
+    assert not first.cached and first.evaluations > 0
+    assert again.cached and again.evaluations == 0 and again.schedule == first.schedule
+    other = client.schedule(MATMUL, sizes, method="greedy1", time_limit_s=2.0, threads=1)
+    assert not other.cached  # another thread count is another decision
+
+
 def test_the_call_deadline_bounds_a_schedule_search(service):
     """A Schedule call with a 2 s deadline for a search that takes the server's default limit (10 s; random
-    walks run until their limit): its time limit is cut to what the call leaves (serve/schedule_flow.py),
+    walks run until their limit): its time limit is cut to what the call leaves (serve/replicas/looptune.py),
     so the call answers OK in time with the best schedule found (`timed_out`) instead of DEADLINE_EXCEEDED
     (issue 21)."""
     from optserve.serve.app import APP_NAME
@@ -435,8 +447,8 @@ def _non_loopback_address() -> str | None:
 
 
 def test_a_loopback_service_cannot_be_reached_at_the_hosts_other_addresses(service):
-    """Its gRPC port listens on 127.0.0.1 only (serve/loopback.py). The ingress refusing callers from other
-    addresses (check_peer, test_serve_access.py) is the second line, for a proxy on all interfaces
+    """Its gRPC port listens on 127.0.0.1 only (serve/replicas/loopback.py). The ingress refusing callers from
+    other addresses (check_peer, test_serve_access.py) is the second line, for a proxy on all interfaces
     (cluster)."""
     endpoints, _ = service
     address = _non_loopback_address()
@@ -471,16 +483,17 @@ def test_a_backend_s_full_queue_is_resource_exhausted_with_retry_info(service):
     """A burst of 16 Schedules: the ingress admits more than LoopTune's one slot and queue, so LoopTune's
     refusals come back through the ingress and Ray Serve's proxy as RESOURCE_EXHAUSTED; the proxy refuses
     what the ingress's slots and queue cannot take (MAX_ONGOING + MAX_QUEUED = 10) itself. Both carry
-    `grpc-retry-pushback-ms` (issue 21; the proxy's own refusals through serve/grpc_edge.py)."""
+    `grpc-retry-pushback-ms` (issue 21; the proxy's own refusals through serve/edges/grpc_edge.py)."""
     from optserve.serve.app import APP_NAME
     from optserve.serve.client_requests import schedule_request
     from optserve.v1 import optserve_pb2_grpc as pb_grpc
 
     endpoints, _ = service
     metadata = (("authorization", f"Bearer {TOKEN}"), ("application", APP_NAME))
-    request = schedule_request(MATMUL, {"m": 64, "k": 64, "n": 64}, "greedy2", 1.0)
+    # each of another shape: a shape decided before is answered from the decision cache at once
+    requests = [schedule_request(MATMUL, {"m": 64 + i, "k": 64, "n": 64}, "greedy2", 1.0) for i in range(16)]
 
-    def schedule(stub):
+    def schedule(stub, request):
         try:
             stub.Schedule(request, metadata=metadata, timeout=120)
             return None
@@ -489,7 +502,7 @@ def test_a_backend_s_full_queue_is_resource_exhausted_with_retry_info(service):
 
     with grpc.insecure_channel(endpoints.grpc_target) as channel, ThreadPoolExecutor(16) as pool:
         stub = pb_grpc.LoopTuneStub(channel)
-        errors = [e for e in pool.map(lambda _: schedule(stub), range(16)) if e is not None]
+        errors = [e for e in pool.map(lambda r: schedule(stub, r), requests) if e is not None]
     assert {e.code() for e in errors} <= {grpc.StatusCode.RESOURCE_EXHAUSTED}, errors
     from_the_ingress = [e for e in errors if "the service is at capacity" in e.details()]
     from_the_proxy = [e for e in errors if "backpressure" in e.details()]

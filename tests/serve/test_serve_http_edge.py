@@ -1,5 +1,5 @@
-"""serve/http_edge.py: the HTTP proxy stops reading a body while the replica has not taken what it holds,
-with Ray Serve's own request queue (MessageQueue) and proxy class."""
+"""serve/edges/http_edge.py: the HTTP proxy stops reading a body while the replica has not taken what it
+holds, with Ray Serve's own request queue (MessageQueue) and proxy class."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import asyncio
 
 from ray.serve._private.http_util import MessageQueue
 
-from optserve.serve import http_edge
+from optserve.serve.edges import http_edge
 
 
 def test_a_read_waits_while_the_queue_holds_more_than_the_bound_and_goes_on_once_drained():

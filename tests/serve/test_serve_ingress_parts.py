@@ -18,11 +18,11 @@ from starlette.exceptions import HTTPException
 
 from optserve.engine.interface import PromptTooLongError
 from optserve.serve import schemas
+from optserve.serve.edges.http_app import kserve_model, named_model, readiness_response
 from optserve.serve.errors import ErrorKind, ServiceError, unavailable
-from optserve.serve.handles import EngineClient
-from optserve.serve.http_app import kserve_model, named_model, readiness_response
-from optserve.serve.ray_errors import as_service_error, call
-from optserve.serve.readiness import READY, deployment_state, readiness
+from optserve.serve.replicas.handles import EngineClient
+from optserve.serve.replicas.ray_errors import as_service_error, call
+from optserve.serve.replicas.readiness import READY, deployment_state, readiness
 
 METADATA = schemas.ModelMetadata(
     name="passformer", version="abc", backend="torch", platform="cpu", ready=True, reason="",
@@ -125,10 +125,10 @@ def test_kserve_names_the_hosted_model_only():
 
 
 def test_ray_serve_does_not_hand_the_ingress_the_call_s_deadline():
-    """Why serve/grpc_edge.py adds the call's deadline to the metadata in Serve's proxy (serve/README.md):
-    gRPC keeps `grpc-timeout` out of the invocation metadata, and the context Ray Serve's proxy passes the
-    ingress (`RayServegRPCContext`, built from the proxy's own servicer context) has no `time_remaining`.
-    If this fails, Ray now passes the deadline on, and the edge's metadata may go."""
+    """Why serve/edges/grpc_edge.py adds the call's deadline to the metadata in Serve's proxy
+    (serve/README.md): gRPC keeps `grpc-timeout` out of the invocation metadata, and the context Ray Serve's
+    proxy passes the ingress (`RayServegRPCContext`, built from the proxy's own servicer context) has no
+    `time_remaining`. If this fails, Ray now passes the deadline on, and the edge's metadata may go."""
     import grpc
     from ray.serve.grpc_util import RayServegRPCContext
 
@@ -157,7 +157,7 @@ def test_ray_serve_does_not_hand_the_ingress_the_call_s_deadline():
 
 
 def test_the_call_s_deadline_cuts_an_optimize_budget_to_what_the_call_leaves():
-    from optserve.serve.call_deadline import fit_optimize
+    from optserve.serve.edges.call_deadline import fit_optimize
     from optserve.serve.schemas import OptimizeRequest
 
     def budget(remaining_s: float, deadline_s: float | None = None) -> float | None:
@@ -172,7 +172,7 @@ def test_the_call_s_deadline_cuts_an_optimize_budget_to_what_the_call_leaves():
 
 
 def test_work_still_running_when_the_call_s_time_is_up_is_cancelled_as_deadline_exceeded():
-    from optserve.serve.grpc_methods import _within
+    from optserve.serve.edges.grpc_methods import _within
 
     cancelled = []
 
@@ -211,7 +211,7 @@ def test_a_refusal_for_capacity_tells_the_client_when_to_retry(kind, pause_s):
     import grpc
 
     from optserve.serve.client_retry import DEFAULT_RETRY
-    from optserve.serve.grpc_methods import _answer_error
+    from optserve.serve.edges.grpc_methods import _answer_error
 
     async def handler(request, context):
         return _answer_error(context, ServiceError(kind, "the service is at capacity"), b"")
@@ -236,7 +236,7 @@ def test_a_refusal_for_capacity_tells_the_client_when_to_retry(kind, pause_s):
 
 
 def test_an_http_refusal_for_capacity_has_retry_after():
-    from optserve.serve.http_app import _service_error_response
+    from optserve.serve.edges.http_app import _service_error_response
 
     busy = asyncio.run(_service_error_response(None, ServiceError(ErrorKind.RESOURCE_EXHAUSTED, "busy")))
     assert busy.status_code == 429 and busy.headers["retry-after"] == "1"
@@ -247,7 +247,7 @@ def test_an_http_refusal_for_capacity_has_retry_after():
 def test_every_http_503_has_retry_after():
     """An unavailable part (UNAVAILABLE), readiness and a model's readiness that say "not yet": 503 with
     `Retry-After`, so a load balancer or client waits as the service asks (issue 38)."""
-    from optserve.serve.http_app import (
+    from optserve.serve.edges.http_app import (
         _http_error_response,
         _service_error_response,
         kserve_model_readiness,
@@ -272,24 +272,27 @@ def test_every_http_503_has_retry_after():
 
 def test_the_compiler_client_sends_the_deadline_as_wall_clock_time_and_the_replica_reads_it_back():
     """A monotonic instant means nothing in another process on another host: the handle carries wall-clock
-    time, which the CompilerWorkers replica turns back into its own monotonic clock (serve/deadlines.py)."""
+    time, which the CompilerWorkers replica turns back into its own monotonic clock
+    (serve/replicas/deadlines.py)."""
     import time
 
-    from optserve.serve.deadlines import as_monotonic
-    from optserve.serve.handles import CompilerClient
+    from optserve.serve.replicas.deadlines import as_monotonic
+    from optserve.serve.replicas.handles import CompilerClient
 
     handle = _handle(evaluate=[])
     deadline = time.monotonic() + 7.0
     asyncio.run(CompilerClient(handle).evaluate_async("ir", [("-Oz",)], "text_size", deadline=deadline))
     asyncio.run(CompilerClient(handle).evaluate_async("ir", [("-Oz",)], "text_size"))
-    (*_, wall_deadline, trace), (*_, no_deadline, _) = handle.evaluate.sent  # trace: serve/tracing.py
+    (*_, wall_deadline, trace), (*_, no_deadline, _) = (
+        handle.evaluate.sent
+    )  # trace: serve/observability/tracing.py
     assert wall_deadline == pytest.approx(time.time() + 7.0, abs=0.5) and no_deadline is None
     assert trace is None  # traces off: no trace context is sent
     assert as_monotonic(wall_deadline) == pytest.approx(deadline, abs=0.01)
 
 
 def test_the_call_s_deadline_cuts_a_schedule_search_to_what_the_call_leaves():
-    from optserve.serve.schedule_flow import SEARCH_SHARE, time_limit_within
+    from optserve.serve.replicas.looptune import SEARCH_SHARE, time_limit_within
 
     now = time.monotonic()
     assert time_limit_within(10.0, None, max_s=60.0) == 10.0  # no deadline (HTTP): as asked
@@ -303,7 +306,7 @@ def test_the_call_s_deadline_cuts_a_schedule_search_to_what_the_call_leaves():
 
 def test_the_looptune_client_sends_the_deadline_as_wall_clock_time():
     """The LoopTune replica takes one request at a time: time queued there counts against the deadline."""
-    from optserve.serve.handles import LoopTuneClient
+    from optserve.serve.replicas.handles import LoopTuneClient
 
     handle = _handle(schedule=None)
     request = schemas.ScheduleRequest(einsum="C[m,n] += A[m,k] * B[k,n]", sizes={"m": 8, "k": 8, "n": 8})
@@ -319,7 +322,7 @@ def test_a_schedule_search_longer_than_the_deadline_answers_its_best_by_then():
     `timed_out`, before the deadline."""
     from optserve.config import Settings
     from optserve.kernels.measure import peak_gflops
-    from optserve.serve.schedule_flow import schedule
+    from optserve.serve.replicas.looptune import schedule
 
     peak_gflops()  # measured once per process (0.3 s): before the clock starts, as in a warm replica
 

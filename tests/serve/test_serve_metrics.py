@@ -1,10 +1,11 @@
-"""The /metrics text: one application's counters summed over its replicas and nodes (serve/metrics.py)."""
+"""The /metrics text: one application's counters summed over its replicas and nodes
+(serve/observability/metrics.py)."""
 
 from __future__ import annotations
 
 
 def test_metrics_are_summed_over_replicas_and_nodes_of_one_application():
-    from optserve.serve.metrics import REQUESTS, sum_over_replicas
+    from optserve.serve.observability.metrics import REQUESTS, sum_over_replicas
 
     def node(worker: str, app: str, value: float) -> str:
         labels = f'WorkerId="{worker}",application="{app}",code="OK",operation="optimize",protocol="grpc"'
@@ -26,14 +27,14 @@ def _node(worker: str, evaluations: float, pending: float | None = None) -> str:
 
 
 def _value(text: str, sample: str) -> float | None:
-    from optserve.serve.metrics import parse_exposition
+    from optserve.serve.observability.metrics import parse_exposition
 
     return next((value for name, _, value in parse_exposition(text) if name == sample), None)
 
 
 def test_a_node_that_does_not_answer_one_scrape_keeps_its_counts_in_the_sums():
     """Its counters stay at what was last read (else rate() reads a reset: a false spike); its gauges go."""
-    from optserve.serve.metrics import CounterMemory, sum_over_replicas
+    from optserve.serve.observability.metrics import CounterMemory, sum_over_replicas
 
     memory = CounterMemory()
     both = sum_over_replicas([_node("a", 3, pending=1), _node("b", 5, pending=2)], "optserve", memory=memory)
@@ -46,7 +47,7 @@ def test_a_node_that_does_not_answer_one_scrape_keeps_its_counts_in_the_sums():
 
 
 def test_a_series_that_comes_back_lower_is_a_reset_of_that_series_alone():
-    from optserve.serve.metrics import CounterMemory, sum_over_replicas
+    from optserve.serve.observability.metrics import CounterMemory, sum_over_replicas
 
     memory = CounterMemory()
     evaluations = "optserve_compiler_evaluations_total"

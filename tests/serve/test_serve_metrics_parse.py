@@ -1,9 +1,9 @@
-"""Reading Ray agents' expositions for /metrics (serve/metrics.py, prometheus_client's parser): escaped label
-values, histogram buckets and cut answers."""
+"""Reading Ray agents' expositions for /metrics (serve/observability/metrics.py, prometheus_client's parser):
+escaped label values, histogram buckets and cut answers."""
 
 from __future__ import annotations
 
-from optserve.serve.metrics import CANDIDATES, REQUESTS, parse_exposition, sum_over_replicas
+from optserve.serve.observability.metrics import CANDIDATES, REQUESTS, parse_exposition, sum_over_replicas
 
 
 def _requests(worker: str, code: str, value: float) -> str:

@@ -16,9 +16,10 @@ import pytest
 from optserve.compiler.cache import ResultCache
 from optserve.compiler.passes import to_opt_pipeline
 from optserve.compiler.workers import CompilerPool
-from optserve.serve import codec, schemas
+from optserve.serve import schemas
+from optserve.serve.edges import codec
 from optserve.serve.errors import ErrorKind, ServiceError
-from optserve.serve.optimize import Optimizer
+from optserve.serve.optimize.optimizer import Optimizer
 from optserve.v1 import optserve_pb2 as pb
 from tests.serve.flow_helpers import SETTINGS, ScriptedGenerator, optimize
 
@@ -76,7 +77,7 @@ def test_returned_ir_and_object_belong_to_the_best_candidate(pool, unrolled_loop
 
 class OzUnavailable:
     """The real pool, except that -Oz alone (the baseline's job) fails after `delay_s`, as when the compiler
-    replica compiling it dies (serve/ray_errors.py: UNAVAILABLE)."""
+    replica compiling it dies (serve/replicas/ray_errors.py: UNAVAILABLE)."""
 
     def __init__(self, pool: CompilerPool, delay_s: float):
         self.pool, self.delay_s = pool, delay_s

@@ -11,7 +11,7 @@ import pytest
 from optserve.compiler.cache import ResultCache
 from optserve.compiler.ir import instruction_count
 from optserve.serve import schemas
-from optserve.serve.optimize import Optimizer
+from optserve.serve.optimize.optimizer import Optimizer
 from tests.serve.flow_helpers import SETTINGS, ScriptedGenerator, optimize
 from tests.serve.serve_helpers import slow_candidates_module
 

@@ -81,7 +81,7 @@ def test_the_client_retries_unavailable_and_the_service_counts_each_try(modelles
 def _replicas_that_counted(labels: dict[str, str]) -> set[str]:
     """The ingress replicas of APP with a `labels` request count in the nodes' raw Ray metrics (before the
     service sums them)."""
-    from optserve.serve.metrics import parse_exposition
+    from optserve.serve.observability.metrics import parse_exposition
 
     urls = [
         f"http://{node['NodeManagerAddress']}:{node['MetricsExportPort']}/metrics"
@@ -101,7 +101,7 @@ def _replicas_that_counted(labels: dict[str, str]) -> set[str]:
 def test_one_scrape_sums_the_counts_of_both_ingress_replicas(modelless, add_ir):
     """Each try goes to one of the two ingress replicas, each counts in its own Ray metric; `/metrics` of
     the application sums them: it shows every try, and both replicas have counted some."""
-    from optserve.serve.metrics import cluster_metrics, parse_exposition
+    from optserve.serve.observability.metrics import cluster_metrics, parse_exposition
 
     endpoints, _ = modelless
     labels = {"code": "UNAVAILABLE", "operation": "optimize", "protocol": "http"}

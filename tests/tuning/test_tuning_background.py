@@ -48,7 +48,7 @@ def test_idle_is_the_load_average_per_cpu():
 def test_the_ingress_starts_it_only_when_the_setting_asks(tmp_path, monkeypatch):
     from types import SimpleNamespace
 
-    from optserve.serve.operations import Operations
+    from optserve.serve.edges.operations import Operations
 
     monkeypatch.setenv("OPTSERVE_TUNING_DIR", str(tmp_path))
     engine = SimpleNamespace(metadata=None)

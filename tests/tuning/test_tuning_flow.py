@@ -52,7 +52,7 @@ def stored_request(ir: str, **fields) -> schemas.OptimizeRequest:
 
 
 def run(pool, store, request, generator=None, cache=None):
-    from optserve.serve.optimize import Optimizer
+    from optserve.serve.optimize.optimizer import Optimizer
 
     generator = generator or ScriptedGenerator([("-Oz",)])
     optimizer = Optimizer(SETTINGS, generator, pool, cache or ResultCache(10), generator.metadata, store)

@@ -2,8 +2,8 @@
 
 Plain async code over two narrow backends, the engine (`optserve.engine.interface.Engine`) and the compiler
 (`optserve.compiler.workers.CandidateCompiler`), so it runs the same inside the Ray Serve ingress (where the
-backends are deployment handles, serve/handles.py) and in a test without Ray. The model's candidates come
-from the compiler-feedback loop `optserve.engine.feedback.generate_with_feedback`.
+backends are deployment handles, serve/replicas/handles.py) and in a test without Ray. The model's candidates
+come from the compiler-feedback loop `optserve.engine.feedback.generate_with_feedback`.
 
 Guarantees: the baseline is always ranked, so the best answer is never worse than it; the deadline stops
 sampling and returns the best found so far. Every compile carries the deadline to the compiler, which stops
@@ -43,17 +43,19 @@ from optserve.compiler.workers import (
     WorkerCrashedError,
     cut_by_deadline,
     evaluation_outcome,
+    killed_from_outside,
     llvm_failure,
 )
 from optserve.config import Settings
 from optserve.engine.coreset import Coreset
 from optserve.engine.feedback import generate_with_feedback
 from optserve.engine.interface import Engine, Generation, SamplingOptions, Strategy
-from optserve.serve import schemas, tracing
+from optserve.serve import schemas
 from optserve.serve.errors import ErrorKind, ServiceError, invalid, unavailable
-from optserve.serve.result_cache import answer_key
+from optserve.serve.observability import tracing
+from optserve.serve.optimize.answer_key import answer_key
+from optserve.serve.optimize.unit_lists import UnitLists, unit_lists
 from optserve.serve.schemas import CandidateSource, ServedStrategy
-from optserve.serve.unit_lists import UnitLists, unit_lists
 
 if TYPE_CHECKING:  # the tuning store's modules load with the store (`Optimizer(store=...)`)
     from optserve.tuning.lookup import StoredAnswer
@@ -393,6 +395,8 @@ class Optimizer:
         if oz_eval.error and as_baseline:
             if (said := llvm_failure(oz_eval)) is not None:  # the input's fault: the same input fails again
                 raise invalid(f"LLVM fails on this module at -Oz: {said}")
+            if killed_from_outside(oz_eval):  # not the input's fault: a retry finds a fresh worker
+                raise unavailable(f"the compiler worker compiling -Oz was killed; retry ({oz_eval.error})")
             raise ServiceError(ErrorKind.INTERNAL, f"-Oz failed to compile this module: {oz_eval.error}")
         return oz_eval
 
@@ -696,9 +700,10 @@ async def _unless_failed_first(work: asyncio.Future, beside: asyncio.Future):
 
 def _crash_error(err: WorkerCrashedError, what: str) -> ServiceError:
     """A worker that died on the request's own input: INVALID_ARGUMENT with what LLVM said (or the signal);
-    one killed from outside (nothing said, SIGKILL): INTERNAL, not the input's fault."""
+    one killed from outside (nothing said, SIGKILL): UNAVAILABLE, not the input's fault (a retry finds a
+    fresh worker)."""
     if err.killed_from_outside:
-        return ServiceError(ErrorKind.INTERNAL, f"a compiler worker was killed while {what}; retry")
+        return unavailable(f"a compiler worker was killed while {what}; retry")
     reason = err.llvm_said or f"the worker ended with {err.signal_name or 'an error'}"
     return invalid(f"LLVM failed while {what}: {reason}")
 

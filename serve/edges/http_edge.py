@@ -2,15 +2,15 @@
 `Retry-After` on its own 503 answers.
 
 Ray Serve 2.60's HTTP proxy reads a request's body from the socket as fast as the client sends it, into a
-queue the replica drains (`HTTPProxy.proxy_asgi_receive`), with no bound: a chunked POST of hundreds of MB
-(no Content-Length to refuse it by) filled the proxy's memory before the ingress, which counts the bytes it
-reads (serve/http_app.py), could answer 413. `install` paces that reading: while the queue holds more than
+queue the replica drains (`HTTPProxy.proxy_asgi_receive`), with no bound: a chunked POST of hundreds of MB (no
+Content-Length to refuse it by) filled the proxy's memory before the ingress, which counts the bytes it reads
+(serve/edges/http_app.py), could answer 413. `install` paces that reading: while the queue holds more than
 MAX_QUEUED_BODY_BYTES of body, the proxy stops reading (the client's sends then wait, as TCP does), so the
-proxy holds at most about that much per request, and the ingress's 413 comes before the client has sent
-much more than the limit. The proxy's own 503 (a deployment that is unavailable) gets `Retry-After`, as
-the ingress's 503s do (serve/http_app.py). Installed from the gRPC servicer functions Serve calls in the proxy
-(serve/grpc_services.py), as serve/grpc_edge.py is. Ray internals: where the proxy has no such method (another
-Ray), it serves as before and says so in its log.
+proxy holds at most about that much per request, and the ingress's 413 comes before the client has sent much
+more than the limit. The proxy's own 503 (a deployment that is unavailable) gets `Retry-After`, as the
+ingress's 503s do (serve/edges/http_app.py). Installed from the gRPC servicer functions Serve calls in the
+proxy (serve/edges/grpc_services.py), as serve/edges/grpc_edge.py is. Ray internals: where the proxy has no
+such method (another Ray), it serves as before and says so in its log.
 """
 
 from __future__ import annotations

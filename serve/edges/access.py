@@ -1,12 +1,12 @@
 """Who may call: an optional shared token, and loopback-only unless the service is told to listen wider.
 
-HTTP: Ray Serve binds its HTTP proxy to `serve.host`, so a loopback host already keeps others out. gRPC:
-Ray Serve 2.60's gRPC proxy listens on every interface unless serve/loopback.py rebinds it (a local Ray
+HTTP: Ray Serve binds its HTTP proxy to `serve.host`, so a loopback host already keeps others out. gRPC: Ray
+Serve 2.60's gRPC proxy listens on every interface unless serve/replicas/loopback.py rebinds it (a local Ray
 started by `optserve serve`, or `serve run` with serve/loopback_env.yaml), so the ingress also enforces a
 loopback host itself by checking the caller's address. With TLS configured, plaintext gRPC is for loopback
-callers only (the TLS front of serve/grpc_tls.py relays everyone else), whatever `serve.host` says. Tokens
-travel as `authorization: Bearer <token>` (gRPC metadata or HTTP header); health checks need none, so probes
-work without secrets.
+callers only (the TLS front of serve/edges/grpc_tls.py relays everyone else), whatever `serve.host` says.
+Tokens travel as `authorization: Bearer <token>` (gRPC metadata or HTTP header); health checks need none, so
+probes work without secrets.
 """
 
 from __future__ import annotations

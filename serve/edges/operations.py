@@ -1,8 +1,9 @@
-"""The service's operations, shared by gRPC (serve/grpc_methods.py) and HTTP (serve/http_app.py routes).
+"""The service's operations, shared by gRPC (serve/edges/grpc_methods.py) and HTTP (serve/edges/http_app.py
+routes).
 
-Each request runs through `record`: counted and timed (serve/metrics.py), its access line written with the
-request id (serve/logs.py), traced as the root span of its trace (serve/tracing.py), and any failure turned
-into the `ServiceError` the caller sees.
+Each request runs through `record`: counted and timed (serve/observability/metrics.py), its access line
+written with the request id (serve/observability/logs.py), traced as the root span of its trace
+(serve/observability/tracing.py), and any failure turned into the `ServiceError` the caller sees.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from typing import Any, TypeVar
 
 from optserve.compiler.cache import ResultCache
 from optserve.config import Settings
-from optserve.serve import metrics, schemas, tracing
-from optserve.serve.handles import CompilerClient, EngineClient, LoopTuneClient
-from optserve.serve.logs import access_fields, log_access, start_access
-from optserve.serve.optimize import Optimizer
-from optserve.serve.ray_errors import as_service_error
-from optserve.serve.readiness import deployment_statuses, readiness
+from optserve.serve import schemas
+from optserve.serve.observability import metrics, tracing
+from optserve.serve.observability.logs import access_fields, log_access, start_access
+from optserve.serve.optimize.optimizer import Optimizer
+from optserve.serve.replicas.handles import CompilerClient, EngineClient, LoopTuneClient
+from optserve.serve.replicas.ray_errors import as_service_error
+from optserve.serve.replicas.readiness import deployment_statuses, readiness
 
 T = TypeVar("T")
 
@@ -74,7 +76,7 @@ class Operations:
         return await self.engine.metadata()
 
     async def readiness(self) -> dict[str, str]:
-        """Per part (model, compiler, looptune): "ready", or why not (serve/readiness.py)."""
+        """Per part (model, compiler, looptune): "ready", or why not (serve/replicas/readiness.py)."""
         return await readiness(await deployment_statuses(self.app_name), self.engine)
 
     async def record(

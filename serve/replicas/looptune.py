@@ -42,6 +42,7 @@ def schedule(
 ) -> schemas.ScheduleResponse:
     """Choose a schedule for the request's loop nest (blocking: run it off the event loop), done by the
     monotonic `deadline` if one is given (the gRPC call's, less what its answer needs to get back)."""
+    from optserve.policies.decision_cache import shared_decision_cache
     from optserve.policies.scheduler import schedule_nest
 
     limits = settings.looptune
@@ -58,6 +59,7 @@ def schedule(
             emit_ir=request.return_kernel,
             settings=limits,
             threads=request.threads,
+            cache=shared_decision_cache(),  # a repeated shape is answered without search
         )
     except SpecError as err:
         raise invalid(str(err)) from None
@@ -75,4 +77,5 @@ def schedule(
         evaluations=result.evaluations,
         threads=result.threads,
         timed_sizes=result.timed_sizes or {},
+        cached=result.cached,
     )

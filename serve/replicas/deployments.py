@@ -19,12 +19,13 @@ from ray import serve
 
 from optserve.config import Settings
 from optserve.engine.interface import Generation, PromptTooLongError, SamplingOptions
-from optserve.serve import metrics, schemas, tracing
-from optserve.serve.deadlines import as_monotonic
-from optserve.serve.engine_host import EngineHost
+from optserve.serve import schemas
 from optserve.serve.errors import ErrorKind, ServiceError, unavailable
-from optserve.serve.logs import configure_replica_logging
-from optserve.serve.schedule_flow import schedule
+from optserve.serve.observability import metrics, tracing
+from optserve.serve.observability.logs import configure_replica_logging
+from optserve.serve.replicas.deadlines import as_monotonic
+from optserve.serve.replicas.engine_host import EngineHost
+from optserve.serve.replicas.looptune import schedule
 
 if TYPE_CHECKING:
     from optserve.compiler.pipeline import Evaluation
@@ -43,7 +44,7 @@ class PassOrderingEngine:
     async def generate(
         self, ir: str, options: SamplingOptions, feedback: str | None, trace: dict | None = None
     ) -> Generation:
-        """The model's candidates; `trace`: the caller's span (serve/tracing.py carrier)."""
+        """The model's candidates; `trace`: the caller's span (serve/observability/tracing.py carrier)."""
         recorder = metrics.recorder(*metrics.ENGINE)
         outcome = "error"
         self.pending += 1
@@ -108,9 +109,9 @@ class CompilerWorkers:
         wall_deadline: float | None = None,
         trace: dict | None = None,
     ) -> list[Evaluation]:
-        """The pool's evaluations; at the request's deadline (wall-clock: serve/deadlines.py) its compiles
-        stop, running or queued, here or in this replica's queue. `trace`: the caller's span (one span per
-        batch: serve/tracing.py)."""
+        """The pool's evaluations; at the request's deadline (wall-clock: serve/replicas/deadlines.py) its
+        compiles stop, running or queued, here or in this replica's queue. `trace`: the caller's span (one
+        span per batch: serve/observability/tracing.py)."""
         from optserve.compiler.workers import PoolBrokenError, evaluation_outcome
 
         deadline = as_monotonic(wall_deadline)
@@ -167,8 +168,8 @@ class LoopTuneScheduler:
     async def schedule(
         self, request: schemas.ScheduleRequest, wall_deadline: float | None = None, trace: dict | None = None
     ) -> schemas.ScheduleResponse:
-        """`wall_deadline`: when the answer must be ready, wall-clock time (serve/deadlines.py); time the
-        request waited in this replica's queue counts against it. `trace`: the caller's span."""
+        """`wall_deadline`: when the answer must be ready, wall-clock time (serve/replicas/deadlines.py); time
+        the request waited in this replica's queue counts against it. `trace`: the caller's span."""
         deadline = as_monotonic(wall_deadline)
         with tracing.span("looptune.schedule", trace):
             return await asyncio.to_thread(schedule, request, self.settings, deadline)

@@ -5,7 +5,7 @@
 - `LoopTuneClient`: the LoopTuneScheduler deployment.
 
 Every call goes through `ray_errors.call`, so a deployment's own error arrives as itself; the engine, compiler
-and LoopTune calls carry the caller's trace context as their last argument (serve/tracing.py).
+and LoopTune calls carry the caller's trace context as their last argument (serve/observability/tracing.py).
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ from optserve.compiler.cost import Objective
 from optserve.compiler.function_lists import FunctionLists
 from optserve.compiler.pipeline import Evaluation
 from optserve.engine.interface import Generation, PromptTooLongError, SamplingOptions
-from optserve.serve import schemas, tracing
-from optserve.serve.deadlines import as_wall_time
+from optserve.serve import schemas
 from optserve.serve.errors import unavailable
-from optserve.serve.ray_errors import call
+from optserve.serve.observability import tracing
+from optserve.serve.replicas.deadlines import as_wall_time
+from optserve.serve.replicas.ray_errors import call
 
 T = TypeVar("T")
 

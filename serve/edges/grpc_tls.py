@@ -23,10 +23,10 @@ from grpc_health.v1 import health_pb2
 from grpc_reflection.v1alpha import reflection_pb2
 from ray.serve.generated import serve_pb2
 
-from optserve.serve.grpc_services import decode_problem
+from optserve.serve.edges.grpc_services import decode_problem
 from optserve.v1 import optserve_pb2
 
-# What Ray Serve's proxy serves for optserve: our services, health Check (serve/grpc_health.py registers
+# What Ray Serve's proxy serves for optserve: our services, health Check (serve/edges/grpc_health.py registers
 # no Watch), Serve's own API (Healthz, ListApplications) and server reflection (a bidirectional stream).
 _FORWARDED_SERVICES = [
     (optserve_pb2.DESCRIPTOR.services_by_name["PassOrdering"], None),

@@ -3,13 +3,13 @@
 Ray Serve 2.60's proxy passes the replica a copy of the call's context without the deadline, and answers its
 own refusals (backpressure: the ingress's queue full) RESOURCE_EXHAUSTED with no trailing metadata. The
 proxy makes each method's handler with its server's `service_handler_factory`; `install` wraps that factory
-from the servicer functions Serve calls in the proxy (serve/grpc_services.py), so that each unary call
-- reaches the ingress with its deadline in the metadata (`optserve-deadline`, serve/call_deadline.py; one a
-  caller sent is dropped), and
+from the servicer functions Serve calls in the proxy (serve/edges/grpc_services.py), so that each unary call
+- reaches the ingress with its deadline in the metadata (`optserve-deadline`, serve/edges/call_deadline.py;
+  one a caller sent is dropped), and
 - answered RESOURCE_EXHAUSTED or UNAVAILABLE without `grpc-retry-pushback-ms`, gets it (RETRY_AFTER_S, as
   the ingress's own refusals and HTTP's Retry-After).
-Ray internals, as serve/loopback.py's hook: without the factory (another Ray), the proxy serves as before
-and says so in its log.
+Ray internals, as serve/replicas/loopback.py's hook: without the factory (another Ray), the proxy serves as
+before and says so in its log.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import time
 
 import grpc
 
-from optserve.serve.call_deadline import DEADLINE_KEY
 from optserve.serve.client_retry import PUSHBACK_KEY
+from optserve.serve.edges.call_deadline import DEADLINE_KEY
 from optserve.serve.errors import RETRY_AFTER_S
 
 log = logging.getLogger(__name__)

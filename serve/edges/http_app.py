@@ -1,8 +1,8 @@
 """The HTTP/JSON API's FastAPI app: its description, body-size limit, error bodies and documented answers.
 
-The routes themselves are methods of the ingress (serve/ingress.py), which Ray Serve mounts on this app;
-what they answer beyond an operation's result (KServe bodies, readiness statuses) is built here. Every error
-is the JSON body `{error: {code, message}}` with the gRPC status name as `code` (serve/errors.py).
+The routes themselves are methods of the ingress (serve/ingress.py), which Ray Serve mounts on this
+app; what they answer beyond an operation's result (KServe bodies, readiness statuses) is built here. Every
+error is the JSON body `{error: {code, message}}` with the gRPC status name as `code` (serve/errors.py).
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from starlette.exceptions import HTTPException
 
 import optserve
 from optserve.config import Settings
-from optserve.serve import metrics, schemas, tracing
+from optserve.serve import schemas
 from optserve.serve.errors import RETRY_AFTER_S, RETRY_AFTER_STATUSES, ErrorKind, ServiceError
-from optserve.serve.readiness import READY
+from optserve.serve.observability import metrics, tracing
+from optserve.serve.replicas.readiness import READY
 
 api = FastAPI(
     title="optserve",

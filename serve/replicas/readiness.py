@@ -13,9 +13,9 @@ from typing import Any
 
 from ray import serve
 
-from optserve.serve.deployments import CompilerWorkers, LoopTuneScheduler, PassOrderingEngine
-from optserve.serve.handles import EngineClient
-from optserve.serve.ray_errors import as_service_error
+from optserve.serve.replicas.deployments import CompilerWorkers, LoopTuneScheduler, PassOrderingEngine
+from optserve.serve.replicas.handles import EngineClient
+from optserve.serve.replicas.ray_errors import as_service_error
 
 READY = "ready"
 _READY_DEPLOYMENT_STATES = {"HEALTHY", "UPSCALING", "DOWNSCALING"}

@@ -3,10 +3,10 @@
 grpcio decodes a request with its method's deserializer before any handler runs, and a decoder that fails
 becomes status UNKNOWN, which optserve code cannot change. Ray Serve's proxy keeps whatever request
 deserializer a servicer function registers (it replaces only the handler and the response serializer), so
-these register none: the proxy forwards the bytes, and the ingress parses them with `parse_request`,
-answering garbage INVALID_ARGUMENT with the message type it expected. Registering them also installs the
-proxy's edges: the call's deadline and retry info, which the proxy leaves out (serve/grpc_edge.py), and flow
-control of HTTP request bodies (serve/http_edge.py).
+these register none: the proxy forwards the bytes, and the ingress parses them with `parse_request`, answering
+garbage INVALID_ARGUMENT with the message type it expected. Registering them also installs the proxy's edges:
+the call's deadline and retry info, which the proxy leaves out (serve/edges/grpc_edge.py), and flow control of
+HTTP request bodies (serve/edges/http_edge.py).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from google.protobuf.descriptor import ServiceDescriptor
 from google.protobuf.message import DecodeError, Message
 from google.protobuf.message_factory import GetMessageClass
 
-from optserve.serve import grpc_edge, http_edge
+from optserve.serve.edges import grpc_edge, http_edge
 from optserve.serve.errors import ErrorKind, ServiceError
 from optserve.v1 import optserve_pb2
 

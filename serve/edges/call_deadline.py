@@ -1,9 +1,9 @@
 """The gRPC call's deadline at the ingress: read from the metadata the proxy adds, made the work's budget.
 
 Ray Serve's gRPC proxy does not pass the call's deadline on to the replica (its context has no
-`time_remaining`), so the proxy's edge (serve/grpc_edge.py) adds it to the call's metadata as a Unix time:
-absolute, so that time queued between proxy and replica counts against it. Proxy and ingress share a clock on
-one machine; on a cluster their clocks must agree to well under the deadlines callers use (NTP does).
+`time_remaining`), so the proxy's edge (serve/edges/grpc_edge.py) adds it to the call's metadata as a Unix
+time: absolute, so that time queued between proxy and replica counts against it. Proxy and ingress share a
+clock on one machine; on a cluster their clocks must agree to well under the deadlines callers use (NTP does).
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ sets an SDK tracer provider that batches its spans to the OTLP endpoint (grpc or
 `observability.service_name` and the replica's part (`optserve.component`).
 
 The spans (serve/README.md, "Traces"):
-- `optserve.<operation>` in the ingress, for gRPC and HTTP alike (serve/operations.py `record`): the root
-  of a request's trace, or a child of the caller's own `traceparent` (gRPC metadata, HTTP header);
+- `optserve.<operation>` in the ingress, for gRPC and HTTP alike (serve/edges/operations.py `record`): the
+  root of a request's trace, or a child of the caller's own `traceparent` (gRPC metadata, HTTP header);
 - `engine.generate` in an engine replica (one per model call);
 - `compiler.evaluate` in a compiler replica (one per batch of candidates compiled together);
 - `tuning_store.lookup` and `tuning_store.record` in the ingress.

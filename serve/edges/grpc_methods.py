@@ -1,13 +1,12 @@
 """The gRPC methods of the ingress: Optimize, Schedule, GetModelMetadata and grpc.health.v1 `Check`.
 
 Ray Serve's proxy routes a gRPC call to the ingress method named like the RPC, with the request as raw bytes
-(serve/grpc_services.py says why); the ingress hands it to the method of the same name here, which parses
-it, checks the caller (loopback peer, token), runs the operation and answers a `ServiceError` as the status
-it names. The call's deadline (serve/call_deadline.py) bounds the work: an Optimize's budget is cut to what
-the call leaves (its best answer so far comes back in time, `deadline_hit`), a Schedule's search time limit
-too (the best schedule found in time, `timed_out`), and any work still running when
-the call's time is up is cancelled (DEADLINE_EXCEEDED). `grpc_context` is None when a test calls a method
-directly.
+(serve/edges/grpc_services.py says why); the ingress hands it to the method of the same name here, which
+parses it, checks the caller (loopback peer, token), runs the operation and answers a `ServiceError` as the
+status it names. The call's deadline (serve/edges/call_deadline.py) bounds the work: an Optimize's budget is
+cut to what the call leaves (its best answer so far comes back in time, `deadline_hit`), a Schedule's search
+time limit too (the best schedule found in time, `timed_out`), and any work still running when the call's time
+is up is cancelled (DEADLINE_EXCEEDED). `grpc_context` is None when a test calls a method directly.
 """
 
 from __future__ import annotations
@@ -20,21 +19,21 @@ from typing import Any, TypeVar
 from grpc_health.v1 import health_pb2
 
 from optserve.config import Settings
-from optserve.serve import codec
-from optserve.serve.access import TOKEN_HEADER, check_peer, check_token, plaintext_grpc_host
-from optserve.serve.call_deadline import call_time_remaining, fit_optimize, work_budget_s
 from optserve.serve.client_retry import PUSHBACK_KEY
+from optserve.serve.edges import codec
+from optserve.serve.edges.access import TOKEN_HEADER, check_peer, check_token, plaintext_grpc_host
+from optserve.serve.edges.call_deadline import call_time_remaining, fit_optimize, work_budget_s
+from optserve.serve.edges.grpc_services import parse_request
+from optserve.serve.edges.operations import Operations
 from optserve.serve.errors import ErrorKind, ServiceError, retry_after_s
-from optserve.serve.grpc_services import parse_request
-from optserve.serve.operations import Operations
-from optserve.serve.readiness import READY
-from optserve.serve.tracing import caller_trace
+from optserve.serve.observability.tracing import caller_trace
+from optserve.serve.replicas.readiness import READY
 from optserve.v1 import optserve_pb2 as pb
 
 PASS_ORDERING_SERVICE = "optserve.v1.PassOrdering"
 LOOPTUNE_SERVICE = "optserve.v1.LoopTune"
 HEALTH_REASON_KEY = "optserve-not-serving-reason"  # trailing metadata of a NOT_SERVING health answer
-# The readiness parts (serve/readiness.py) each gRPC service needs.
+# The readiness parts (serve/replicas/readiness.py) each gRPC service needs.
 _SERVICE_PARTS = {PASS_ORDERING_SERVICE: ("model", "compiler"), LOOPTUNE_SERVICE: ("looptune",)}
 _SERVING = health_pb2.HealthCheckResponse.SERVING
 _NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
