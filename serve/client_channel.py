@@ -1,5 +1,9 @@
 """How the Python clients (sync and async) reach optserve: target, TLS, token and application metadata,
 message limits.
+
+The token is a bearer secret: it is sent over TLS, or over plaintext to this machine only (a loopback
+target, as optcc's rule in clients/channel_policy.py decides it). A client told to send it over plaintext
+to another machine is refused when it is made, before a byte is sent, with a message naming both ways out.
 """
 
 from __future__ import annotations
@@ -8,7 +12,9 @@ import os
 from pathlib import Path
 
 import grpc
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, Field, SecretStr, model_validator
+
+from optserve.clients.channel_policy import is_loopback
 
 TOKEN_ENV = "OPTSERVE_TOKEN"
 CA_CERT_ENV = "OPTSERVE_CA_CERT"  # a PEM file: turns TLS on and trusts this CA
@@ -23,6 +29,17 @@ class ChannelSettings(BaseModel):
     application: str | None = None  # the Ray Serve application, where a cluster runs several
     tls: bool = False
     ca_cert: Path | None = None
+
+    @model_validator(mode="after")
+    def _token_never_over_plaintext_beyond_loopback(self) -> ChannelSettings:
+        plaintext = not (self.tls or self.ca_cert)
+        if self.token and self.token.get_secret_value() and plaintext and not is_loopback(self.target):
+            raise ValueError(
+                f"the token is not sent over plaintext to {self.target}, which is not this machine: "
+                f"anyone on the path could read it (set {CA_CERT_ENV} to call it over TLS, or call it "
+                f"without a token)"
+            )
+        return self
 
     @classmethod
     def of(cls, target: str, token=None, ca_cert=None, **fields) -> ChannelSettings:

@@ -162,6 +162,21 @@ def test_the_client_sends_its_token_but_never_shows_it():
     assert ChannelSettings.of("localhost:9000", token="").metadata == ()
 
 
+def test_the_client_never_sends_its_token_over_plaintext_beyond_loopback(tmp_path):
+    """A bearer token over plaintext to another machine could be read on the path: refused when the client
+    is made, with both ways out; loopback, TLS and no token are all fine."""
+    with pytest.raises(ValueError, match="OPTSERVE_CA_CERT") as refused:
+        ChannelSettings.of("build-farm.example:50051", token=TOKEN)
+    assert TOKEN not in str(refused.value)
+    for target in ("127.0.0.1:9000", "[::1]:9000", "unix:/tmp/optserve.sock", "localhost:9000"):
+        assert ChannelSettings.of(target, token=TOKEN).metadata
+    ca = tmp_path / "ca.pem"
+    ca.write_text("not read until a channel is opened")
+    assert ChannelSettings.of("build-farm.example:50051", token=TOKEN, ca_cert=ca).metadata
+    assert ChannelSettings.of("build-farm.example:50051", token=TOKEN, tls=True).metadata
+    assert ChannelSettings.of("build-farm.example:50051").metadata == ()
+
+
 def test_serve_refuses_to_listen_beyond_loopback_without_a_token_where_told_to(monkeypatch, capsys):
     """What the image sets: no service starts on 0.0.0.0 without a token; the message says both ways out."""
     monkeypatch.setenv("OPTSERVE_SERVE__REQUIRE_TOKEN_BEYOND_LOOPBACK", "true")
