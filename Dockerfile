@@ -71,6 +71,6 @@ EXPOSE 8000 9000
 # gRPC over TLS (serve.grpc_tls_port): the TLS front, started when serve.tls_certfile/tls_keyfile are set
 EXPOSE 9443
 HEALTHCHECK --interval=30s --timeout=5s --start-period=180s \
-    CMD python -c "import sys; from optserve.serve.client import OptserveClient; \
+    CMD python -c "import sys; from optserve.clients.python.client import OptserveClient; \
 sys.exit(OptserveClient('localhost:9000', timeout_s=4).health() != 'SERVING')"
 CMD ["optserve", "serve", "--host", "0.0.0.0"]

@@ -86,7 +86,7 @@ def main() -> int:
             rows.append(("optcc -Oz (object cache hit)", hit, f"{(hit[0] - clang_oz[0]) * 1000:+.0f} ms"))
     compile_path = import_seconds("import optserve.clients.optcc", args.runs)
     cache_path = import_seconds("import optserve.clients.optcc, optserve.clients.object_cache", args.runs)
-    service_path = import_seconds("import optserve.clients.optcc, optserve.serve.client", args.runs)
+    service_path = import_seconds("import optserve.clients.optcc, optserve.clients.python.client", args.runs)
     shown = source.relative_to(ROOT) if source.is_relative_to(ROOT) else source
     print(f"unit: {shown}, {args.runs} runs each\n")
     print("| command | median (ms) | fastest (ms) | optcc adds (median) |")

@@ -311,7 +311,7 @@ def main() -> int:
 
     if not args.server:
         parser.error("--server is required (or --render)")
-    from optserve.serve.client import OptserveClient
+    from optserve.clients.python.client import OptserveClient
 
     with OptserveClient(args.server) as client:
         model = client.model_metadata()

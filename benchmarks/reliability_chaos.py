@@ -70,9 +70,9 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
 
+    from optserve.clients.python.client import CallError, OptserveClient
     from optserve.serve import server
     from optserve.serve.app import APP_NAME
-    from optserve.serve.client import CallError, OptserveClient
 
     OUT.mkdir(parents=True, exist_ok=True)
     settings = service_settings(

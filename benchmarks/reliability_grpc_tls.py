@@ -73,8 +73,8 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
 
+    from optserve.clients.python.client import OptserveClient
     from optserve.serve import server
-    from optserve.serve.client import OptserveClient
 
     OUT.mkdir(parents=True, exist_ok=True)
     cert, key = make_self_signed_cert(OUT)

@@ -120,7 +120,7 @@ class Service:
         self.cold: dict[str, float] = {}
 
     def wait_ready(self, first_module: str):
-        from optserve.serve.client import CallError, OptserveClient
+        from optserve.clients.python.client import CallError, OptserveClient
 
         self.client = OptserveClient(self.target, timeout_s=600)
         while True:

@@ -16,7 +16,7 @@ import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-TOKEN_ENV, CA_CERT_ENV = "OPTSERVE_TOKEN", "OPTSERVE_CA_CERT"  # serve/client_channel.py's names
+TOKEN_ENV, CA_CERT_ENV = "OPTSERVE_TOKEN", "OPTSERVE_CA_CERT"  # clients/python/channel.py's names
 INSECURE_ENV = "OPTCC_INSECURE"
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 # Why a call failed with the token withheld: added to the service's UNAUTHENTICATED answer.

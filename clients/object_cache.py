@@ -321,7 +321,7 @@ def _ask_model(server: str) -> str | None:
     """The service's model, asked over the channel channel_policy.py allows (none: None, the last seen
     stands); the token only where it may go."""
     from optserve.clients import channel_policy
-    from optserve.serve.client import NO_RETRY, OptserveClient
+    from optserve.clients.python.client import NO_RETRY, OptserveClient
 
     try:
         plan = channel_policy.plan(server, os.environ)

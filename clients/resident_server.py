@@ -56,8 +56,9 @@ PRELOADED = (
     "optserve.clients.elf",
     "optserve.clients.files",
     "optserve.clients.spawn",
-    "optserve.serve.client",  # the object cache asks the service's model through the full client (pydantic)
-    "optserve.serve.client_requests",
+    # the object cache asks the service's model through the full client (pydantic)
+    "optserve.clients.python.client",
+    "optserve.clients.python.requests",
     "optserve.v1.optserve_pb2",
     "grpc",
     "elftools.elf.elffile",

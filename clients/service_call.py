@@ -1,10 +1,10 @@
 """optcc's call to the service: one Optimize over gRPC, importing only grpc, the generated messages and the
 request helpers.
 
-The Python client (serve/client.py) is the general one (pydantic settings, retry policies, the asyncio
+The Python client (clients/python/) is the general one (pydantic settings, retry policies, the asyncio
 client, health checks); in a fresh process its imports cost ~0.24 s of CPU here, more than clang-19 -Oz
 needs for most units of xz-utils, and optcc is a fresh process per unit. This module's cost ~0.11 s
-(docs/bench/clients.md). Same request (client_requests.optimize_request), same call deadline (the
+(docs/bench/clients.md). Same request (clients/python/requests.py: optimize_request), same call deadline (the
 request's plus DEADLINE_MARGIN_S), same errors (CallError); the token and CA certificate come from the
 same environment variables, and channel_policy.py decides whether and how they are used (no plaintext
 beyond loopback unless OPTCC_INSECURE=1, and never a token over plaintext beyond loopback). UNAVAILABLE
@@ -20,7 +20,7 @@ import time
 import grpc
 
 from optserve.clients import channel_policy
-from optserve.serve.client_requests import CallError, optimize_request, optimize_timeout_s
+from optserve.clients.python.requests import CallError, optimize_request, optimize_timeout_s
 from optserve.v1 import optserve_pb2 as pb
 
 OPTIMIZE = "/optserve.v1.PassOrdering/Optimize"
@@ -31,7 +31,7 @@ FIRST_PAUSE_S = 0.2  # doubled before each further try
 
 
 def optimize(server: str, bitcode: bytes, **options) -> pb.OptimizeResponse:
-    """The service's answer for the unit's `bitcode` (options: client_requests.OptimizeOptions); CallError
+    """The service's answer for the unit's `bitcode` (options: requests.OptimizeOptions); CallError
     when it answers an error (after the retries); channel_policy.Refused, before any connection, when the
     server may not be called without TLS."""
     channel_plan = channel_policy.plan(server, os.environ)

@@ -481,7 +481,7 @@ def _ask_service(
     import grpc
 
     from optserve.clients import channel_policy, service_call
-    from optserve.serve.client_requests import DEADLINE_MARGIN_S, CallError
+    from optserve.clients.python.requests import DEADLINE_MARGIN_S, CallError
 
     started = time.monotonic()
     try:

@@ -15,7 +15,7 @@ PYTHON=${PYTHON:-python}
 mkdir -p "$OUT" "$(dirname "$MARKDOWN")"
 
 MODEL=$("$PYTHON" -c "
-from optserve.serve.client import OptserveClient
+from optserve.clients.python.client import OptserveClient
 with OptserveClient('$GRPC_TARGET') as c:
     m = c.model_metadata()
     print(f'\`{m.name}\` version \`{m.version}\` on the {m.backend} backend ({m.platform})')")

@@ -110,7 +110,7 @@ def app_builder(args: dict) -> Application:
 
 def with_environment_token(settings: Settings) -> Settings:
     """`settings` with $OPTSERVE_TOKEN as `serve.auth_token` where the variable is set (and not empty)."""
-    from optserve.serve.client_channel import TOKEN_ENV
+    from optserve.clients.python.channel import TOKEN_ENV
 
     token = os.environ.get(TOKEN_ENV) or None
     if token is None:

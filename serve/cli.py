@@ -82,7 +82,7 @@ def _add_client_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _client(args):
-    from optserve.serve.client import DEFAULT_TARGET, OptserveClient
+    from optserve.clients.python.client import DEFAULT_TARGET, OptserveClient
 
     return OptserveClient(
         args.target or DEFAULT_TARGET,
@@ -103,9 +103,9 @@ def _serve(args) -> int:
     import signal
     import threading
 
+    from optserve.clients.python.client import TOKEN_ENV
     from optserve.config import SettingsError, env_name, load_settings
     from optserve.serve import server
-    from optserve.serve.client import TOKEN_ENV
     from optserve.serve.edges.access import is_loopback_host
 
     try:
@@ -191,7 +191,7 @@ def _render_optimize(result) -> str:
 
 
 def _optimize(args) -> int:
-    from optserve.serve.client import CallError, to_dict
+    from optserve.clients.python.client import CallError, to_dict
 
     data = args.file.read_bytes()
     module = data if data[:4] in (b"BC\xc0\xde", b"\xde\xc0\x17\x0b") else data.decode("utf-8", "replace")
@@ -236,8 +236,8 @@ def _render_schedule(result) -> str:
 
 
 def _schedule(args) -> int:
+    from optserve.clients.python.client import CallError, to_dict
     from optserve.kernels.spec import SpecError, parse_sizes
-    from optserve.serve.client import CallError, to_dict
 
     try:
         sizes = parse_sizes(args.sizes)
@@ -261,7 +261,7 @@ def _schedule(args) -> int:
 
 
 def _health(args) -> int:
-    from optserve.serve.client import LOOPTUNE_SERVICE, PASS_ORDERING_SERVICE, CallError, to_dict
+    from optserve.clients.python.client import LOOPTUNE_SERVICE, PASS_ORDERING_SERVICE, CallError, to_dict
 
     try:
         with _client(args) as client:

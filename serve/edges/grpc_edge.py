@@ -19,7 +19,7 @@ import time
 
 import grpc
 
-from optserve.serve.client_retry import PUSHBACK_KEY
+from optserve.clients.python.retry import PUSHBACK_KEY
 from optserve.serve.edges.call_deadline import DEADLINE_KEY
 from optserve.serve.errors import RETRY_AFTER_S
 

@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 
 from grpc_health.v1 import health_pb2
 
+from optserve.clients.python.retry import PUSHBACK_KEY
 from optserve.config import Settings
-from optserve.serve.client_retry import PUSHBACK_KEY
 from optserve.serve.edges import codec
 from optserve.serve.edges.access import TOKEN_HEADER, check_peer, check_token, plaintext_grpc_host
 from optserve.serve.edges.call_deadline import call_time_remaining, fit_optimize, work_budget_s

@@ -46,7 +46,7 @@ service=$!
 "${buildah[@]}" run --isolation chroot "$container" -- python - "$http_port" "$grpc_port" <<'PY'
 import sys, time, urllib.request
 from pathlib import Path
-from optserve.serve.client import OptserveClient
+from optserve.clients.python.client import OptserveClient
 
 http_port, grpc_port = sys.argv[1:3]
 started = time.monotonic()

@@ -162,8 +162,8 @@ def test_a_unit_without_code_is_not_sent(tmp_path, proxy):
 
 @pytest.mark.slow
 def test_a_unit_sent_to_the_service_imports_grpc_but_not_the_full_python_client(tmp_path, optserve_target):
-    """The call costs optcc gRPC and the generated messages, not serve/client.py (pydantic, asyncio client,
-    health stubs), which cost ~0.13 s of CPU per unit sent (docs/bench/clients.md)."""
+    """The call costs optcc gRPC and the generated messages, not clients/python/client.py (pydantic, asyncio
+    client, health stubs), which cost ~0.13 s of CPU per unit sent (docs/bench/clients.md)."""
     source = C_SOURCES / "floating.c"
     environment = os.environ | {"OPTCC_SERVER": optserve_target, "OPTCC_CACHE": "0", "TMPDIR": str(tmp_path)}
     environment["OPTCC_LOG"] = str(tmp_path / "optcc.jsonl")
@@ -177,7 +177,7 @@ def test_a_unit_sent_to_the_service_imports_grpc_but_not_the_full_python_client(
     assert record["outcome"] == "service"
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
     assert "grpc" in imported and "optserve.v1.optserve_pb2" in imported
-    assert not imported & {"optserve.serve.client", "optserve.serve.client_channel", "pydantic"}
+    assert not imported & {"optserve.clients.python.client", "optserve.clients.python.channel", "pydantic"}
 
 
 # The default budget (2 x the front end, less 0.4 s for the call, at least 0.2 s): a call needs 0.3 s of front

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from optserve.clients.python.requests import optimize_request
 from optserve.clients.settings import ConfigError, OptccSettings
 from optserve.engine.interface import Strategy
-from optserve.serve.client_requests import optimize_request
 from optserve.strategies import ServedStrategy
 from optserve.v1 import optserve_pb2 as pb
 

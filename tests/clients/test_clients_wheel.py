@@ -118,7 +118,7 @@ def test_optcc_help_and_the_python_client_work_from_the_client_install(client_ve
     assert helped.returncode == 0, helped.stderr
     assert helped.stdout.startswith("optcc and optcc++")
     probe = (
-        "from optserve.serve.client import OptserveClient\n"
+        "from optserve.clients.python.client import OptserveClient\n"
         "from optserve.v1 import optserve_pb2 as pb\n"
         "print(pb.OptimizeRequest(ir_text='x').ir_text, OptserveClient.__name__)\n"
     )

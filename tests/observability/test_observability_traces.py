@@ -11,9 +11,9 @@ import sys
 
 import grpc
 
+from optserve.clients.python.client import OptserveClient
+from optserve.clients.python.requests import optimize_request
 from optserve.serve.app import APP_NAME
-from optserve.serve.client import OptserveClient
-from optserve.serve.client_requests import optimize_request
 from optserve.v1 import optserve_pb2_grpc
 from tests.serve.serve_helpers import DATA, TOKEN
 

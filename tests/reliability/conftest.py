@@ -93,8 +93,8 @@ def rel_service(tmp_path_factory, tls_files):
 
 @pytest.fixture(scope="package")
 def grpc_client(rel_service):
+    from optserve.clients.python.client import OptserveClient
     from optserve.serve.app import APP_NAME
-    from optserve.serve.client import OptserveClient
 
     endpoints, _ = rel_service
     with OptserveClient(endpoints.grpc_target, token=TOKEN, timeout_s=120, application=APP_NAME) as client:
@@ -103,7 +103,7 @@ def grpc_client(rel_service):
 
 @pytest.fixture(scope="package")
 def grpc_tls_client(rel_service, tls_files):
-    from optserve.serve.client import OptserveClient
+    from optserve.clients.python.client import OptserveClient
 
     endpoints, _ = rel_service
     with OptserveClient(

@@ -16,7 +16,7 @@ import grpc
 import httpx
 import pytest
 
-from optserve.serve.client import CallError
+from optserve.clients.python.client import CallError
 from optserve.v1 import optserve_pb2 as pb
 from tests.reliability import reliability_inputs as gen
 from tests.serve.serve_helpers import MAX_IR_BYTES, TOKEN
@@ -393,7 +393,7 @@ def test_unknown_method_over_grpc(rel_service, grpc_client, https, add_ir, refer
 
 def test_missing_or_wrong_token(rel_service, tls_files, grpc_client, https, add_ir, reference):
     endpoints, _ = rel_service
-    from optserve.serve.client import OptserveClient
+    from optserve.clients.python.client import OptserveClient
 
     for token in ("", "wrong-token"):
         with OptserveClient(endpoints.grpc_target, token=token, timeout_s=60) as anonymous:

@@ -20,8 +20,8 @@ import psutil
 import pytest
 import ray
 
+from optserve.clients.python.client import CallError, OptserveClient
 from optserve.serve.app import APP_NAME
-from optserve.serve.client import CallError, OptserveClient
 from tests.serve.serve_helpers import TOKEN, replica_pids, slow_module
 
 LLVM_ABORT_C = Path(__file__).resolve().parent.parent / "data" / "c" / "llvm_abort" / "loop_reduce_lcssa.c"

@@ -21,7 +21,7 @@ import pytest
 from grpc_health.v1 import health_pb2
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from optserve.serve.client import CallError, OptserveClient
+from optserve.clients.python.client import CallError, OptserveClient
 from optserve.serve.edges.grpc_tls import TlsFront, TlsFrontConfig
 from optserve.v1 import optserve_pb2 as pb
 from tests.reliability.conftest import GRPC_PORT, GRPC_TLS_PORT

@@ -12,7 +12,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from optserve.serve.client import CallError
+from optserve.clients.python.client import CallError
 from tests.serve.serve_helpers import replica_pids, slow_module
 
 CRASHERS = Path(__file__).resolve().parent.parent / "data" / "reliability" / "bitcode_crashers"

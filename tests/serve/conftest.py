@@ -32,8 +32,8 @@ def service(tiny_model_dir):
 
 @pytest.fixture
 def client(service):
+    from optserve.clients.python.client import OptserveClient
     from optserve.serve.app import APP_NAME
-    from optserve.serve.client import OptserveClient
 
     endpoints, _ = service
     # Name the application: some tests run a second one next to it.

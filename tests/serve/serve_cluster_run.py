@@ -18,8 +18,8 @@ def main(model_dir: Path) -> dict:
     from ray.cluster_utils import Cluster
     from serve_helpers import DATA, TOKEN, service_settings
 
+    from optserve.clients.python.client import OptserveClient
     from optserve.serve import server
-    from optserve.serve.client import OptserveClient
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2})
     cluster.add_node(num_cpus=2)

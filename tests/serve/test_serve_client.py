@@ -11,8 +11,8 @@ from concurrent import futures
 import grpc
 import pytest
 
+from optserve.clients.python.client import AsyncOptserveClient, CallError, OptserveClient, RetryPolicy
 from optserve.serve.app import APP_NAME
-from optserve.serve.client import AsyncOptserveClient, CallError, OptserveClient, RetryPolicy
 from optserve.v1 import optserve_pb2 as pb
 from optserve.v1 import optserve_pb2_grpc as pb_grpc
 from tests.serve.serve_helpers import TOKEN

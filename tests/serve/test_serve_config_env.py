@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from optserve.cli import main
+from optserve.clients.python.channel import ChannelSettings
 from optserve.config import (
     Settings,
     SettingsError,
@@ -17,7 +18,6 @@ from optserve.config import (
     load_settings_with_sources,
     replica_config,
 )
-from optserve.serve.client_channel import ChannelSettings
 from optserve.serve.edges.access import check_token
 from optserve.serve.errors import ServiceError
 

@@ -18,9 +18,9 @@ import llvmlite.binding as llvm
 import pytest
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
+from optserve.clients.python.client import CallError, OptserveClient
 from optserve.compiler.cost import text_size
 from optserve.compiler.pipeline import evaluate
-from optserve.serve.client import CallError, OptserveClient
 from optserve.v1 import optserve_pb2 as pb
 from tests.serve.serve_helpers import MAX_IR_BYTES, TOKEN, replica_pids, slow_candidates_module, slow_module
 
@@ -484,8 +484,8 @@ def test_a_backend_s_full_queue_is_resource_exhausted_with_retry_info(service):
     refusals come back through the ingress and Ray Serve's proxy as RESOURCE_EXHAUSTED; the proxy refuses
     what the ingress's slots and queue cannot take (MAX_ONGOING + MAX_QUEUED = 10) itself. Both carry
     `grpc-retry-pushback-ms` (issue 21; the proxy's own refusals through serve/edges/grpc_edge.py)."""
+    from optserve.clients.python.requests import schedule_request
     from optserve.serve.app import APP_NAME
-    from optserve.serve.client_requests import schedule_request
     from optserve.v1 import optserve_pb2_grpc as pb_grpc
 
     endpoints, _ = service

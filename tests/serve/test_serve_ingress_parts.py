@@ -210,7 +210,7 @@ def test_a_refusal_for_capacity_tells_the_client_when_to_retry(kind, pause_s):
 
     import grpc
 
-    from optserve.serve.client_retry import DEFAULT_RETRY
+    from optserve.clients.python.retry import DEFAULT_RETRY
     from optserve.serve.edges.grpc_methods import _answer_error
 
     async def handler(request, context):

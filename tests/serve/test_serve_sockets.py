@@ -84,7 +84,7 @@ def _stop(process: subprocess.Popen) -> None:
 
 @pytest.fixture(scope="module", params=["optserve serve", "serve run"])
 def default_service(request, tmp_path_factory):
-    from optserve.serve.client import CallError, OptserveClient
+    from optserve.clients.python.client import CallError, OptserveClient
 
     http_port, grpc_port = PORTS[request.param]
     launcher = {"optserve serve": _optserve_serve, "serve run": _serve_run}[request.param]

@@ -13,7 +13,7 @@ import httpx
 import pytest
 import ray
 
-from optserve.serve.client import CallError, OptserveClient, RetryPolicy
+from optserve.clients.python.client import CallError, OptserveClient, RetryPolicy
 from tests.serve.serve_helpers import TOKEN, service_settings, settled_metric, wait_for_metric
 
 APP = "nomodel"
@@ -59,7 +59,7 @@ def test_http_readiness_and_optimize_without_a_model_are_503(modelless, add_ir):
 
 
 def test_the_client_retries_unavailable_and_the_service_counts_each_try(modelless, add_ir):
-    """The default client tries three times in all (serve/client_channel.py), one without retries once."""
+    """The default client tries three times in all (clients/python/channel.py), one without retries once."""
     endpoints, _ = modelless
     headers = {"authorization": f"Bearer {TOKEN}"}
     labels = {"code": "UNAVAILABLE", "operation": "optimize", "protocol": "grpc"}

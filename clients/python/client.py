@@ -14,7 +14,7 @@ ca_cert="ca.pem")`; without `ca_cert` the system's root certificates are trusted
 
 Retries: a call answered UNAVAILABLE or RESOURCE_EXHAUSTED is tried again with exponential backoff, up to
 3 tries in all, within the call's deadline (`retry=RetryPolicy(...)` to change it, `retry=None` for none;
-serve/client_retry.py). Calls raise `CallError` (status code name + the server's message) when the
+clients/python/retry.py). Calls raise `CallError` (status code name + the server's message) when the
 service answers an error.
 """
 
@@ -28,9 +28,9 @@ from typing import Unpack
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from optserve.serve.client_aio import AsyncOptserveClient
-from optserve.serve.client_channel import CA_CERT_ENV, TOKEN_ENV, ChannelSettings
-from optserve.serve.client_requests import (
+from optserve.clients.python.aio import AsyncOptserveClient
+from optserve.clients.python.channel import CA_CERT_ENV, TOKEN_ENV, ChannelSettings
+from optserve.clients.python.requests import (
     DEADLINE_MARGIN_S,
     DEFAULT_TIMEOUT_S,
     CallError,
@@ -42,7 +42,7 @@ from optserve.serve.client_requests import (
     to_dict,
     within_call,
 )
-from optserve.serve.client_retry import DEFAULT_RETRY, NO_RETRY, Attempts, RetryPolicy
+from optserve.clients.python.retry import DEFAULT_RETRY, NO_RETRY, Attempts, RetryPolicy
 from optserve.v1 import optserve_pb2 as pb
 from optserve.v1 import optserve_pb2_grpc as pb_grpc
 
@@ -119,7 +119,7 @@ class OptserveClient:
     def optimize(self, ir: str | bytes, **options: Unpack[OptimizeOptions]) -> pb.OptimizeResponse:
         """The best pass list for `ir` (text, or bitcode as bytes) and every ranked candidate.
 
-        Options (client_requests.OptimizeOptions): objective, strategy, samples, feedback_rounds, deadline_s,
+        Options (requests.OptimizeOptions): objective, strategy, samples, feedback_rounds, deadline_s,
         return_ir, return_object, bypass_cache, and for nucleus sampling temperature, top_p, seed."""
         request = optimize_request(ir, **options)
         return self._call(self._pass_ordering.Optimize, request, optimize_timeout_s(request))

@@ -4,7 +4,7 @@ loop can keep many requests in flight over one channel.
     async with AsyncOptserveClient("localhost:9000") as client:
         answers = await asyncio.gather(*(client.optimize(ir, strategy="priority", samples=10) for ir in irs))
 
-Same settings, retries and errors as the sync client (serve/client.py): CallError on an error answer.
+Same settings, retries and errors as the sync client (clients/python/client.py): CallError on an error answer.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Unpack
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from optserve.serve.client_channel import ChannelSettings
-from optserve.serve.client_requests import (
+from optserve.clients.python.channel import ChannelSettings
+from optserve.clients.python.requests import (
     DEFAULT_TIMEOUT_S,
     CallError,
     OptimizeOptions,
@@ -28,7 +28,7 @@ from optserve.serve.client_requests import (
     schedule_timeout_s,
     within_call,
 )
-from optserve.serve.client_retry import DEFAULT_RETRY, NO_RETRY, Attempts, RetryPolicy
+from optserve.clients.python.retry import DEFAULT_RETRY, NO_RETRY, Attempts, RetryPolicy
 from optserve.v1 import optserve_pb2 as pb
 from optserve.v1 import optserve_pb2_grpc as pb_grpc
 
