@@ -57,4 +57,9 @@ def sections(data: bytes) -> list[Section]:
 
 def text_size(data: bytes) -> int:
     """Bytes in the object's code sections (`.text`, `.text.*`, the comdat code of C++ templates)."""
-    return sum(section.size for section in sections(data) if section.flags & SHF_EXECINSTR)
+    return code_bytes(sections(data))
+
+
+def code_bytes(object_sections: list[Section]) -> int:
+    """Bytes in the code sections among `object_sections` (`text_size` of sections already read)."""
+    return sum(section.size for section in object_sections if section.flags & SHF_EXECINSTR)

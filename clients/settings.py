@@ -57,7 +57,7 @@ class Policy(namedtuple("Policy", "default_level force")):
 # One namedtuple, not a dataclass: the compile path's start (command_line.py says why).
 # budget: the service call's time per unit as a multiple of its front end's; 0: OPTCC_DEADLINE, all sent.
 #   With a budget clang's own compile runs first, and a unit whose compile is shorter than the front end
-#   a call needs (takeover.front_end_needed_s) is not sent
+#   a call needs (compile_modes.front_end_needed_s) is not sent
 # budget_min_s: a unit whose deadline would be shorter is not sent (clang's object)
 # call_overhead_s: what a call costs beyond its deadline: taken off the budget
 # large_unit_bytes: bitcode above this goes with strategy coreset (LARGE_UNIT_LISTS lists); 0: never

@@ -207,7 +207,7 @@ def test_help_states_the_promise_before_clangs_help():
 
 def test_an_object_made_with_an_unsafe_pass_is_never_chosen(tmp_path):
     """NewGVN miscompiles real code (pcre2): a smaller object from a list that uses it loses to clang's."""
-    from optserve.clients import takeover
+    from optserve.clients import object_choice
 
     source = C_SOURCES / "recursion.c"
     objects = {}
@@ -215,6 +215,6 @@ def test_an_object_made_with_an_unsafe_pass_is_never_chosen(tmp_path):
         subprocess.run(["clang-19", level, "-c", source, "-o", tmp_path / f"{level}.o"], check=True)
         objects[level] = (tmp_path / f"{level}.o").read_bytes()
     larger, smaller = objects["-O0"], objects["-Oz"]
-    assert takeover._choose(larger, smaller, ["instcombine", "sroa"]).winner == "service"
-    kept = takeover._choose(larger, smaller, ["instcombine", "newgvn", "sroa"])
+    assert object_choice.choose(larger, smaller, ["instcombine", "sroa"]).winner == "service"
+    kept = object_choice.choose(larger, smaller, ["instcombine", "newgvn", "sroa"])
     assert kept.winner == "clang" and kept.object_code == larger and "newgvn" in kept.reason
