@@ -126,13 +126,15 @@ def trial(module: str, deadline_s: float, samples: int, workers: int, standby: i
 
 def restart_seconds(times: int, workers: int, standby: int = 0) -> list[float]:
     """Seconds from a call's cut (every worker compiling) until all its workers are idle again."""
+    from optserve.deadline import Deadline
+
     ir = slow_candidates_module()
     seconds = []
     with _pool(workers, 60, standby) as pool:
         for _ in range(times):
             while standby and pool.standby_workers() < standby:  # the standby refilled after the last cut
                 time.sleep(0.01)
-            pool.evaluate(ir, [("-O3",)] * workers, "instruction_count", deadline=time.monotonic() + 0.3)
+            pool.evaluate(ir, [("-O3",)] * workers, "instruction_count", deadline=Deadline.after(0.3))
             cut = time.monotonic()
             while pool.idle_workers() < workers:
                 time.sleep(0.002)  # polling the pool for its restarted workers
@@ -145,8 +147,8 @@ def split_seconds(times: int, stop_after_s: float) -> tuple[list[float], list[fl
     for the whole split, and seconds past a deadline `stop_after_s` after its start until the call ended
     (its worker killed)."""
     from optserve.compiler.function_lists import split_unit
-    from optserve.compiler.ir import StoppedError
     from optserve.compiler.workers import CompilerPool
+    from optserve.deadline import Deadline, StoppedError
 
     ir = slow_module()
     whole, past = [], []
@@ -157,7 +159,7 @@ def split_seconds(times: int, stop_after_s: float) -> tuple[list[float], list[fl
             whole.append(time.monotonic() - started)
             started = time.monotonic()
             with contextlib.suppress(StoppedError):
-                pool.run(split_unit, ir, deadline=started + stop_after_s)
+                pool.run(split_unit, ir, deadline=Deadline(started + stop_after_s))
             past.append(time.monotonic() - started - stop_after_s)
             while pool.idle_workers() < 1:
                 time.sleep(0.01)  # the killed worker's successor

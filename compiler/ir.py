@@ -13,6 +13,8 @@ from collections.abc import Callable
 
 import llvmlite.binding as llvm
 
+from optserve.deadline import StoppedError
+
 # Bitcode starts with 'BC' 0xC0DE, or with the wrapper magic 0x0B17C0DE (little-endian) used by Darwin.
 _BITCODE_MAGICS = (b"BC\xc0\xde", b"\xde\xc0\x17\x0b")
 _PARSE_ERROR_LOCATION = re.compile(r"<string>:(\d+):(\d+): error: (.*)")
@@ -26,10 +28,6 @@ _NESTING_STEP = {"(": 1, "[": 1, "{": 1, "<": 1, ")": -1, "]": -1, "}": -1, ">":
 
 class IRError(ValueError):
     """The input is not valid LLVM IR (empty, too large, not UTF-8, does not parse, or fails the verifier)."""
-
-
-class StoppedError(RuntimeError):
-    """A split was stopped by its caller's `stop()` (a deadline, a request given up) before it was done."""
 
 
 # Asked between functions by the splits: True = stop now (raise StoppedError). A unit of hundreds of

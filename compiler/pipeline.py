@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
 import llvmlite.binding as llvm
 
@@ -26,9 +27,20 @@ from optserve.compiler.target import target_machine
 OZ = ("-Oz",)
 
 
+class Outcome(StrEnum):
+    """How a candidate's compile ended (also the label of the service's compile metrics)."""
+
+    OK = "ok"
+    ERROR = "error"  # the compiler refused: bad IR or pass list, LLVM's own error
+    CRASH = "crash"  # the worker process died (compiler/workers.py)
+    TIMEOUT = "timeout"  # it overran the pool's time limit
+    DEADLINE = "deadline"  # the call's deadline came before it started or while it compiled
+
+
 @dataclass(frozen=True)
 class Evaluation:
-    """One candidate's outcome: cost under the objective, or the error that stopped it."""
+    """One candidate's outcome: cost under the objective, or the error that stopped it (`outcome` says
+    which kind; None when made: OK without an error, ERROR with one)."""
 
     pass_list: tuple[str, ...]
     cost: int | None
@@ -36,6 +48,11 @@ class Evaluation:
     seconds: float
     optimized_ir: str | None = None
     object_code: bytes | None = None
+    outcome: Outcome | None = None
+
+    def __post_init__(self):
+        if self.outcome is None:
+            object.__setattr__(self, "outcome", Outcome.OK if self.error is None else Outcome.ERROR)
 
     @property
     def ok(self) -> bool:

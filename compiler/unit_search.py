@@ -23,6 +23,7 @@ from optserve.compiler.function_lists import FunctionLists, UnitParts, split_uni
 from optserve.compiler.passes import PassListError, validate_pass_list
 from optserve.compiler.pipeline import Evaluation
 from optserve.compiler.workers import CandidateCompiler, cut_by_deadline
+from optserve.deadline import Deadline, StoppedError
 
 # Passes appended to a function's best list in one round of local search (chosen before measuring: cheap
 # function passes that clean up after a list; on held-out units one round beat 10 more coreset lists).
@@ -38,10 +39,6 @@ REFINE_PASSES = (
     "reassociate",
     "tailcallelim",
 )
-
-
-class DeadlinePassedError(RuntimeError):
-    """The deadline came before every function was measured: no per-function choice can be made."""
 
 
 @dataclass(frozen=True)
@@ -81,14 +78,14 @@ async def measure_functions(
     objective: Objective | str,
     compiler: CandidateCompiler,
     concurrency: int = 2,
-    deadline: float | None = None,
+    deadline: Deadline | None = None,
 ) -> FunctionCosts:
     """Compile every candidate on every function module of `parts`, at most `concurrency` modules at a
     time (a unit has up to hundreds of functions: the compiler's queue must not overflow).
 
     If one module's compile raises (the compiler is gone), the others are cancelled before it propagates:
     none is left waiting to compile for a request that has already failed. Every compile carries
-    `deadline` (time.monotonic()); DeadlinePassedError if it cut any of them."""
+    `deadline`; StoppedError if it cut any of them (no per-function choice can be made then)."""
     candidates = tuple(tuple(p) for p in candidates)
     names = list(parts.functions)
     slots = asyncio.Semaphore(concurrency)
@@ -99,7 +96,7 @@ async def measure_functions(
                 parts.functions[name], candidates, objective, deadline=deadline
             )
         if cut_by_deadline(evaluations):
-            raise DeadlinePassedError(f"the deadline came while measuring function {name}")
+            raise StoppedError(f"the deadline came while measuring function {name}")
         return evaluations
 
     tasks = [asyncio.ensure_future(measure(name)) for name in names]
@@ -123,12 +120,12 @@ async def refine_functions(
     compiler: CandidateCompiler,
     concurrency: int = 2,
     passes: Sequence[str] = REFINE_PASSES,
-    deadline: float | None = None,
+    deadline: Deadline | None = None,
 ) -> tuple[dict[str, tuple[tuple[str, ...], int]], float]:
     """One round of local search per function: its best list (`FunctionCosts.best`) with each of `passes`
     appended, measured on its module; the cheapest kept where it beats the best (a tie keeps the shorter).
     Returns the new best per function and the compile seconds it took (one core, one after another).
-    DeadlinePassedError if `deadline` cut any compile (as `measure_functions`)."""
+    StoppedError if `deadline` cut any compile (as `measure_functions`)."""
     slots = asyncio.Semaphore(concurrency)
 
     async def refine(name: str) -> tuple[tuple[tuple[str, ...], int], float]:
@@ -146,7 +143,7 @@ async def refine_functions(
                 parts.functions[name], tries, objective, deadline=deadline
             )
         if cut_by_deadline(evaluations):
-            raise DeadlinePassedError(f"the deadline came while refining function {name}")
+            raise StoppedError(f"the deadline came while refining function {name}")
         measured = [(e.cost, index) for index, e in enumerate(evaluations) if e.ok and e.cost < cost]
         seconds = sum(e.seconds for e in evaluations)
         if measured:
@@ -175,7 +172,7 @@ async def search_function_lists(
     want_object: bool = False,
     concurrency: int = 2,
     refine: bool = False,
-    deadline: float | None = None,
+    deadline: Deadline | None = None,
     parts: UnitParts | None = None,
 ) -> tuple[FunctionLists, Evaluation] | None:
     """The per-function choice among `candidates` (and, with `refine`, one round of `refine_functions`)
@@ -183,10 +180,10 @@ async def search_function_lists(
     whole-unit lists already cover it). The service's per-function candidate (serve/optimize/optimizer.py).
 
     `parts`: the unit already split (None: split here, as a job in a compiler worker, where LLVM may crash
-    or be killed at the deadline). Every compile carries `deadline` (time.monotonic()); with one, the
+    or be killed at the deadline). Every compile carries `deadline`; with one, the
     refining round runs only while twice the first round's time is left before it (a round costs about
     what the first did), so a long unit keeps its candidate. Raises IRError when the unit cannot be split
-    (then it has only whole-unit candidates), DeadlinePassedError when the deadline cut a compile.
+    (then it has only whole-unit candidates), StoppedError when the deadline cut a compile.
     """
     if parts is None:
         parts = await compiler.run_async(split_unit, ir, deadline=deadline)
@@ -196,12 +193,12 @@ async def search_function_lists(
     measured = await measure_functions(parts, candidates, objective, compiler, concurrency, deadline)
     chosen = measured.choose()
     searched_s = time.monotonic() - started
-    if refine and (deadline is None or deadline - time.monotonic() > 2 * searched_s):
+    if refine and (deadline is None or deadline.remaining_s() > 2 * searched_s):
         refined, _ = await refine_functions(
             parts, measured.best(), objective, compiler, concurrency, deadline=deadline
         )
         chosen = FunctionLists.of({n: p for n, (p, _) in refined.items()}, default=chosen.default)
     (unit,) = await compiler.evaluate_async(ir, [chosen], objective, want_ir, want_object, deadline=deadline)
     if cut_by_deadline([unit]):
-        raise DeadlinePassedError("the deadline came while linking the per-function candidate")
+        raise StoppedError("the deadline came while linking the per-function candidate")
     return chosen, unit

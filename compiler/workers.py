@@ -10,7 +10,7 @@ Threads and asyncio: `evaluate` is thread-safe. Concurrent callers share the wor
 workers as it needs them and gives them back when its candidates are done. From asyncio, use
 `await pool.evaluate_async(...)`, which runs `evaluate` in a thread.
 
-Deadlines: a call may carry the request's deadline (a `time.monotonic()` instant) and may be given up (its
+Deadlines: a call may carry the request's deadline (`optserve.deadline.Deadline`) and may be given up (its
 caller cancelled). From then on no candidate of the call starts, and the compiles it has running are stopped:
 LLVM cannot be interrupted inside a pass, so their workers are killed and restarted in the background
 (~0.15 s each on an idle machine, seconds on a loaded one), and the call returns at once. No worker or
@@ -57,19 +57,19 @@ from typing import Any, Protocol, TypeVar
 
 from optserve.compiler.cost import Objective
 from optserve.compiler.function_lists import FunctionLists, apply_function_lists
-from optserve.compiler.ir import StoppedError
-from optserve.compiler.pipeline import Evaluation, evaluate
+from optserve.compiler.pipeline import Evaluation, Outcome, evaluate
+from optserve.deadline import Deadline, StoppedError
 
 _START_TIMEOUT_S = 120.0
 T = TypeVar("T")
 
 
-# How the pool's own error Evaluations begin (`evaluation_outcome` tells them from compiler errors).
+# How the pool's own error Evaluations begin (their `outcome` tells them from compiler errors).
 CRASHED = "compiler worker crashed"
 TIMED_OUT = "timed out"
 NOT_STARTED = "not compiled: the caller gave up before this candidate started"
 STOPPED = "stopped: the caller gave up while this candidate compiled"
-# A candidate cut by the call's deadline: its Evaluation's error starts with this (outcome "deadline").
+# A candidate cut by the call's deadline (outcome DEADLINE), and a job stopped by it (StoppedError).
 DEADLINE_PASSED = "deadline passed"
 DEADLINE_NOT_STARTED = f"{DEADLINE_PASSED}: not compiled, the deadline came before this candidate started"
 DEADLINE_STOPPED = f"{DEADLINE_PASSED}: stopped while compiling"
@@ -78,18 +78,6 @@ DEADLINE_STOPPED = f"{DEADLINE_PASSED}: stopped while compiling"
 _ASSERTION = re.compile(r"(?P<file>[\w.+-]+\.(?:cpp|h|c|inc)):\d+: .*Assertion `(?P<condition>.*)' failed")
 # How often a call whose caller may give up checks for it while its candidates compile.
 GIVEN_UP_POLL_S = 0.05
-
-
-def evaluation_outcome(evaluation: Evaluation) -> str:
-    """ok, error (the compiler refused), crash (the worker died), timeout (it overran the limit), or
-    deadline (the call's deadline came before it started or while it compiled)."""
-    if not evaluation.error:
-        return "ok"
-    if evaluation.error.startswith(CRASHED):
-        return "crash"
-    if evaluation.error.startswith(DEADLINE_PASSED):
-        return "deadline"
-    return "timeout" if evaluation.error.startswith(TIMED_OUT) else "error"
 
 
 # A crashed candidate's error ends with what LLVM wrote on the worker's stderr before it ended, after this.
@@ -101,10 +89,9 @@ def llvm_failure(evaluation: Evaluation) -> str | None:
     (outcome "error"), or a worker it ended with an error or a failed assertion on stderr. That is a failure
     of the input, which the same request would meet again (the service answers it INVALID_ARGUMENT). None
     otherwise: success, a worker killed from outside or with nothing said, a timeout, a deadline."""
-    outcome = evaluation_outcome(evaluation)
-    if outcome == "error":
+    if evaluation.outcome is Outcome.ERROR:
         return evaluation.error
-    if outcome == "crash" and LLVM_SAYS in evaluation.error:
+    if evaluation.outcome is Outcome.CRASH and LLVM_SAYS in evaluation.error:
         return evaluation.error.split(LLVM_SAYS, 1)[1]
     return None
 
@@ -113,12 +100,12 @@ def killed_from_outside(evaluation: Evaluation) -> bool:
     """Whether this candidate's worker was SIGKILLed with nothing said by LLVM: an operator, the memory
     limit's enforcer, a replica going down; not the input's fault, and a retry may well succeed."""
     error = evaluation.error or ""
-    return evaluation_outcome(evaluation) == "crash" and "SIGKILL" in error and LLVM_SAYS not in error
+    return evaluation.outcome is Outcome.CRASH and "SIGKILL" in error and LLVM_SAYS not in error
 
 
 def cut_by_deadline(evaluations: Sequence[Evaluation]) -> bool:
     """Whether the call's deadline left any of these candidates unmeasured."""
-    return any(evaluation_outcome(e) == "deadline" for e in evaluations)
+    return any(e.outcome is Outcome.DEADLINE for e in evaluations)
 
 
 class PoolBrokenError(RuntimeError):
@@ -339,15 +326,15 @@ class CandidateCompiler(Protocol):
         objective: Objective | str,
         want_ir: bool = False,
         want_object: bool = False,
-        deadline: float | None = None,
+        deadline: Deadline | None = None,
     ) -> list[Evaluation]:
         """One Evaluation per pass list, in order; a candidate that crashed or overran has `error` set.
 
-        `deadline` (a `time.monotonic()` instant of the caller's): candidates not finished by then are
-        stopped or never started, and come back with an error `evaluation_outcome` calls "deadline"."""
+        `deadline`: candidates not finished by then are stopped or never started, and come back with
+        outcome DEADLINE."""
         ...
 
-    async def run_async(self, function: Callable[..., T], *args, deadline: float | None = None) -> T:
+    async def run_async(self, function: Callable[..., T], *args, deadline: Deadline | None = None) -> T:
         """`function(*args)` in a worker process (a module-level function of the project: it is pickled by
         name): its value, or the exception it raised; `WorkerCrashedError` if the worker died,
         `StoppedError` once `deadline` (or the pool's time limit) came first."""
@@ -474,15 +461,16 @@ class CompilerPool:
         want_ir: bool = False,
         want_object: bool = False,
         given_up: threading.Event | None = None,
-        deadline: float | None = None,
+        deadline: Deadline | None = None,
     ) -> list[Evaluation]:
         """Evaluate every pass list (or FunctionLists, for a whole unit) on `ir` in parallel; results in
         the order of `pass_lists`.
 
         A candidate whose worker crashes or overruns `timeout_s` gets an Evaluation with `error` set. At
-        `deadline` (time.monotonic()) the call ends: candidates not yet started get a DEADLINE_NOT_STARTED
-        error, running ones are stopped (DEADLINE_STOPPED; their workers restart in the background). Once
-        `given_up` is set (the caller stopped waiting) it ends the same way, with NOT_STARTED and STOPPED.
+        `deadline` the call ends: candidates not yet started get a DEADLINE_NOT_STARTED error, running
+        ones are stopped (DEADLINE_STOPPED; their workers restart in the background), both of outcome
+        DEADLINE. Once `given_up` is set (the caller stopped waiting) it ends the same way, with NOT_STARTED
+        and STOPPED.
         """
         if self._closed:
             raise PoolBrokenError("the compiler pool is closed")
@@ -505,24 +493,28 @@ class CompilerPool:
             with contextlib.suppress(OSError):  # a dead worker's closed socket reports the crash in _collect
                 worker.connection.send((ir_key, send_ir, candidates[index], objective, want_ir, want_object))
 
-        def cut() -> tuple[str, str] | None:
-            """(not-started error, stopped error) once the call must end, else None."""
+        def cut() -> tuple[str, str, Outcome] | None:
+            """(not-started error, stopped error, their outcome) once the call must end, else None."""
             if given_up is not None and given_up.is_set():
-                return NOT_STARTED, STOPPED
-            if deadline is not None and time.monotonic() >= deadline:
-                return DEADLINE_NOT_STARTED, DEADLINE_STOPPED
+                return NOT_STARTED, STOPPED, Outcome.ERROR  # nobody reads them: the caller is gone
+            if deadline is not None and deadline.passed():
+                return DEADLINE_NOT_STARTED, DEADLINE_STOPPED, Outcome.DEADLINE
             return None
 
         try:
             while pending or running:
                 if ending := cut():
-                    not_started, stopped = ending
+                    not_started, stopped, outcome = ending
                     for index in pending:
-                        results[index] = Evaluation(candidates[index], None, not_started, 0.0)
+                        results[index] = Evaluation(
+                            candidates[index], None, not_started, 0.0, outcome=outcome
+                        )
                     pending.clear()
                     now = time.monotonic()
                     for worker, index, started in running.values():
-                        results[index] = Evaluation(candidates[index], None, stopped, now - started)
+                        results[index] = Evaluation(
+                            candidates[index], None, stopped, now - started, outcome=outcome
+                        )
                         self._restart_in_background(worker)
                     running.clear()
                     break
@@ -552,7 +544,7 @@ class CompilerPool:
         objective: Objective | str,
         want_ir: bool = False,
         want_object: bool = False,
-        deadline: float | None = None,
+        deadline: Deadline | None = None,
     ) -> list[Evaluation]:
         """`evaluate` without blocking the event loop. Cancelling it (a deadline, a caller that went away)
         stops the call's candidates, running or not: a cut request does not keep the workers busy."""
@@ -570,7 +562,7 @@ class CompilerPool:
         function: Callable[..., T],
         *args,
         given_up: threading.Event | None = None,
-        deadline: float | None = None,
+        deadline: Deadline | None = None,
     ) -> T:
         """`function(*args)` in a worker (see `CandidateCompiler.run_async`), within the pool's `timeout_s`.
         A worker still running it at the deadline, at the time limit or once `given_up` is set is killed and
@@ -582,7 +574,7 @@ class CompilerPool:
         while worker is None:
             if given_up is not None and given_up.is_set():
                 raise StoppedError(f"{what}: the caller gave up before a compiler worker was free")
-            if deadline is not None and time.monotonic() >= deadline:
+            if deadline is not None and deadline.passed():
                 raise StoppedError(f"{DEADLINE_PASSED}: no compiler worker was free for {what}")
             worker = self._take_idle(self._idle_wait({}, given_up, deadline))
         if worker.process.poll() is not None:  # died while idle (e.g. killed from outside)
@@ -609,7 +601,7 @@ class CompilerPool:
             raise value
         return value
 
-    def _wait_for_job(self, worker: _Worker, given_up: threading.Event | None, deadline: float | None):
+    def _wait_for_job(self, worker: _Worker, given_up: threading.Event | None, deadline: Deadline | None):
         """Wait until the worker answers (or dies): None; or what cut the job first ("the deadline", "its
         time limit", "the caller's request")."""
         due = time.monotonic() + self.timeout_s
@@ -621,7 +613,7 @@ class CompilerPool:
             now = time.monotonic()
             if given_up is not None and given_up.is_set():
                 return "the caller's request"
-            if deadline is not None and now >= deadline:
+            if deadline is not None and now >= deadline.at:
                 return "the deadline"
             if now >= due:
                 return f"its time limit ({self.timeout_s:g} s)"
@@ -640,7 +632,7 @@ class CompilerPool:
             message += f"; {LLVM_SAYS}{said}"
         return WorkerCrashedError(message, said, signal_name)
 
-    async def run_async(self, function: Callable[..., T], *args, deadline: float | None = None) -> T:
+    async def run_async(self, function: Callable[..., T], *args, deadline: Deadline | None = None) -> T:
         """`run` without blocking the event loop; cancelling it stops the job (its worker restarts)."""
         given_up = threading.Event()
         try:
@@ -654,9 +646,10 @@ class CompilerPool:
         return self._idle.qsize()
 
     @staticmethod
-    def _wake_by(given_up: threading.Event | None, deadline: float | None) -> float | None:
-        """When a waiting call must look again whether it is cut (None: only its own events wake it)."""
-        wake = deadline
+    def _wake_by(given_up: threading.Event | None, deadline: Deadline | None) -> float | None:
+        """When (a `time.monotonic()` instant) a waiting call must look again whether it is cut (None: only
+        its own events wake it)."""
+        wake = None if deadline is None else deadline.at
         if given_up is not None:  # an Event cannot be waited on with the sockets: poll it
             poll = time.monotonic() + GIVEN_UP_POLL_S
             wake = poll if wake is None else min(wake, poll)
@@ -724,13 +717,16 @@ class CompilerPool:
                 worker.busy = False
                 spare.append(worker)
             except (EOFError, OSError):
-                results[index] = Evaluation(candidates[index], None, self._crash_message(worker), 0.0)
+                message = self._crash_message(worker)
+                results[index] = Evaluation(candidates[index], None, message, 0.0, outcome=Outcome.CRASH)
                 spare.append(self._replace(worker))
         now = time.monotonic()
         for connection in [c for c, (_, _, started) in running.items() if started + self.timeout_s <= now]:
             worker, index, _ = running.pop(connection)
             message = f"{TIMED_OUT}: compiling took longer than {self.timeout_s:g} s"
-            results[index] = Evaluation(candidates[index], None, message, self.timeout_s)
+            results[index] = Evaluation(
+                candidates[index], None, message, self.timeout_s, outcome=Outcome.TIMEOUT
+            )
             spare.append(self._replace(worker))
 
     @staticmethod

@@ -15,21 +15,18 @@ equal compile budget, for the bundled model and a feedback fine-tune.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
 
 from optserve.compiler.cost import Objective
 from optserve.compiler.ir import IRError, instruction_count
 from optserve.compiler.passes import format_pass_list
-from optserve.compiler.pipeline import Evaluation
-from optserve.compiler.workers import CandidateCompiler, evaluation_outcome
+from optserve.compiler.pipeline import Evaluation, Outcome
+from optserve.compiler.workers import CandidateCompiler
+from optserve.deadline import Deadline, StoppedError
 from optserve.engine.interface import Candidate, Engine, Generation, PromptTooLongError, SamplingOptions
-
-T = TypeVar("T")
 
 
 def build_feedback(
@@ -111,7 +108,7 @@ async def generate_with_feedback(
     rounds: int,
     objective: Objective | str = Objective.INSTRUCTION_COUNT,
     *,
-    deadline: float | None = None,
+    deadline: Deadline | None = None,
     grace_s: float = 0.0,
     exclude: Iterable[tuple[str, ...]] = (),
     feedback_options: SamplingOptions | None = None,
@@ -121,29 +118,33 @@ async def generate_with_feedback(
 
     This is the loop the service runs (serve/optimize/optimizer.py). A round's new candidates are those no
     earlier round compiled and not in `exclude` (the service's -Oz, compiled beside). The rounds stop after
-    `rounds` retries, at a round that adds nothing, at `deadline` (time.monotonic(): each generation is told
-    the time left, the compiler stops the round's compiles at it and the candidates it cut are left out, and a
-    backend gets `grace_s` more to answer before it is cancelled), or when the prompt no longer fits the model
+    `rounds` retries, at a round that adds nothing, at `deadline` (each generation is told the time left, the
+    compiler stops the round's compiles at it and the candidates it cut are left out, and a backend gets
+    `grace_s` more to answer before it is cancelled), or when the prompt no longer fits the model
     (`PromptTooLongError`: recorded, not raised). A benchmark may ask the feedback rounds for other options
     than the first (`feedback_options`) and compile only a round's first `per_round` new lists.
     """
     result = FeedbackResult()
+    backend_stop = None if deadline is None else deadline.extended(grace_s)  # when a backend is cancelled
     seen: set[tuple[str, ...]] = set(exclude)
     feedback = None
     for round_index in range(rounds + 1):
         round_options = options if round_index == 0 or feedback_options is None else feedback_options
         started = time.monotonic()
         if deadline is not None:
-            if deadline - started <= 0:
+            if deadline.at - started <= 0:
                 result.deadline_hit = True
                 break
-            round_options = replace(round_options, deadline_s=deadline - started)
+            round_options = replace(round_options, deadline_s=deadline.at - started)
         try:
-            generation = await _until(engine.generate(ir, round_options, feedback), deadline, grace_s)
+            sampling = engine.generate(ir, round_options, feedback)
+            generation = await (
+                sampling if backend_stop is None else backend_stop.within(sampling, "sampling")
+            )
         except PromptTooLongError as err:
             result.prompt_too_long = str(err)
             break
-        except TimeoutError:
+        except StoppedError:
             result.deadline_hit = True
             break
         finally:
@@ -153,12 +154,15 @@ async def generate_with_feedback(
         if fresh:
             started = time.monotonic()
             try:
-                evaluations = await _until(
-                    compiler.evaluate_async(ir, [c.pass_list for c in fresh], objective, deadline=deadline),
-                    deadline,
-                    grace_s,
+                compiling = compiler.evaluate_async(
+                    ir, [c.pass_list for c in fresh], objective, deadline=deadline
                 )
-            except TimeoutError:
+                evaluations = await (
+                    compiling
+                    if backend_stop is None
+                    else backend_stop.within(compiling, "compiling candidates")
+                )
+            except StoppedError:
                 result.deadline_hit = True
                 break
             finally:
@@ -167,7 +171,7 @@ async def generate_with_feedback(
             new = [
                 pair
                 for pair in zip(fresh, evaluations, strict=True)
-                if evaluation_outcome(pair[1]) != "deadline"
+                if pair[1].outcome is not Outcome.DEADLINE
             ]
             if new:
                 result.rounds.append(FeedbackRound(feedback, generation, new))
@@ -181,10 +185,3 @@ async def generate_with_feedback(
             break
         feedback = build_feedback(ir, new, objective)
     return result
-
-
-async def _until(awaitable: Awaitable[T], deadline: float | None, grace_s: float) -> T:
-    """`awaitable`'s result; TimeoutError (and it cancelled) `grace_s` after the monotonic `deadline`."""
-    if deadline is None:
-        return await awaitable
-    return await asyncio.wait_for(awaitable, timeout=max(deadline + grace_s - time.monotonic(), 0.0))

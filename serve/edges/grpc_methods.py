@@ -12,7 +12,6 @@ is up is cancelled (DEADLINE_EXCEEDED). `grpc_context` is None when a test calls
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -20,9 +19,10 @@ from grpc_health.v1 import health_pb2
 
 from optserve.clients.python.retry import PUSHBACK_KEY
 from optserve.config import Settings
+from optserve.deadline import Deadline
 from optserve.serve.edges import codec
 from optserve.serve.edges.access import TOKEN_HEADER, check_peer, check_token, plaintext_grpc_host
-from optserve.serve.edges.call_deadline import call_time_remaining, fit_optimize, work_budget_s
+from optserve.serve.edges.call_deadline import call_deadline, fit_optimize, work_deadline
 from optserve.serve.edges.grpc_services import parse_request
 from optserve.serve.edges.operations import Operations
 from optserve.serve.errors import ErrorKind, ServiceError, retry_after_s
@@ -52,16 +52,18 @@ def _answer_error(context, err: ServiceError, empty: M) -> M:
     return empty
 
 
-async def _within(remaining_s: float | None, work: Callable[[float | None], Awaitable[M]]) -> M:
-    """`work(remaining_s)`, cancelled when the call's time is up: nobody waits for its answer then."""
-    if remaining_s is None:
+async def _within(call: Deadline | None, work: Callable[[Deadline | None], Awaitable[M]]) -> M:
+    """`work(call)`, cancelled when the `call`'s deadline passes: nobody waits for its answer then. (Not
+    `Deadline.within`: a TimeoutError of the work's own is not the call's deadline.)"""
+    if call is None:
         return await work(None)
+    remaining_s = call.remaining_s()
     if remaining_s <= 0:
         raise ServiceError(ErrorKind.DEADLINE_EXCEEDED, "the call's deadline passed before its work began")
     scope = asyncio.timeout(remaining_s)
     try:
         async with scope:
-            return await work(remaining_s)
+            return await work(call)
     except TimeoutError:
         if not scope.expired():  # the work's own timeout, not the call's
             raise
@@ -76,48 +78,46 @@ class GrpcMethods:
         self.settings = settings
 
     async def _answer(
-        self, operation: str, context, empty: M, work: Callable[[float | None], Awaitable[M]]
+        self, operation: str, context, empty: M, work: Callable[[Deadline | None], Awaitable[M]]
     ) -> M:
-        """Check the caller and run `work(remaining_s)` (None: the call has no deadline) within the call."""
+        """Check the caller and run `work(call)` (the call's deadline; None: it has none) within the call."""
         try:
-            remaining_s = trace_parent = None
+            call = trace_parent = None
             if context is not None:
                 check_peer(context.peer(), plaintext_grpc_host(self.settings.serve))
                 metadata = context.invocation_metadata()
                 check_token(dict(metadata).get(TOKEN_HEADER), self.settings.serve.auth_token)
-                remaining_s = call_time_remaining(metadata)
+                call = call_deadline(metadata)
                 trace_parent = caller_trace(metadata)
-            return await self.operations.record(
-                operation, "grpc", lambda: _within(remaining_s, work), trace_parent
-            )
+            return await self.operations.record(operation, "grpc", lambda: _within(call, work), trace_parent)
         except ServiceError as err:
             if context is None:
                 raise
             return _answer_error(context, err, empty)
 
     async def optimize(self, request: bytes, context) -> pb.OptimizeResponse:
-        async def work(remaining_s: float | None) -> pb.OptimizeResponse:
+        async def work(call: Deadline | None) -> pb.OptimizeResponse:
             optimize_request = codec.optimize_request(parse_request(pb.OptimizeRequest, request))
-            if remaining_s is not None:
+            if call is not None:
                 serve = self.settings.serve
                 optimize_request = fit_optimize(
-                    optimize_request, remaining_s, serve.default_deadline_s, serve.max_deadline_s
+                    optimize_request, work_deadline(call), serve.default_deadline_s, serve.max_deadline_s
                 )
             return codec.optimize_response(await self.operations.optimize(optimize_request))
 
         return await self._answer("optimize", context, pb.OptimizeResponse(), work)
 
     async def model_metadata(self, request: bytes, context) -> pb.ModelMetadata:
-        async def work(remaining_s: float | None) -> pb.ModelMetadata:
+        async def work(call: Deadline | None) -> pb.ModelMetadata:
             parse_request(pb.ModelMetadataRequest, request)  # no fields, but garbage is still refused
             return codec.model_metadata(await self.operations.model_metadata())
 
         return await self._answer("model_metadata", context, pb.ModelMetadata(), work)
 
     async def schedule(self, request: bytes, context) -> pb.ScheduleResponse:
-        async def work(remaining_s: float | None) -> pb.ScheduleResponse:
+        async def work(call: Deadline | None) -> pb.ScheduleResponse:
             schedule_request = codec.schedule_request(parse_request(pb.ScheduleRequest, request))
-            deadline = None if remaining_s is None else time.monotonic() + work_budget_s(remaining_s)
+            deadline = None if call is None else work_deadline(call)
             return codec.schedule_response(await self.operations.schedule(schedule_request, deadline))
 
         return await self._answer("schedule", context, pb.ScheduleResponse(), work)

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from optserve.compiler.cache import ResultCache
 from optserve.config import Settings
+from optserve.deadline import Deadline
 from optserve.serve import schemas
 from optserve.serve.observability import metrics, tracing
 from optserve.serve.observability.logs import access_fields, log_access, start_access
@@ -67,9 +68,9 @@ class Operations:
         return response
 
     async def schedule(
-        self, request: schemas.ScheduleRequest, deadline: float | None = None
+        self, request: schemas.ScheduleRequest, deadline: Deadline | None = None
     ) -> schemas.ScheduleResponse:
-        """`deadline` (time.monotonic()): when the answer must be ready (a gRPC call's; HTTP has none)."""
+        """`deadline`: when the answer must be ready (a gRPC call's; HTTP has none)."""
         return await self.looptune.schedule(request, deadline)
 
     async def model_metadata(self) -> schemas.ModelMetadata:

@@ -34,19 +34,19 @@ from typing import TYPE_CHECKING
 
 from optserve.compiler.cache import ResultCache, ir_digest
 from optserve.compiler.function_lists import FunctionLists, UnitParts, defined_function_count
-from optserve.compiler.ir import IRError, StoppedError, parse_ir, split_functions
+from optserve.compiler.ir import IRError, parse_ir, split_functions
 from optserve.compiler.passes import format_pass_list, to_opt_pipeline
-from optserve.compiler.pipeline import Evaluation
-from optserve.compiler.unit_search import DeadlinePassedError, search_function_lists
+from optserve.compiler.pipeline import Evaluation, Outcome
+from optserve.compiler.unit_search import search_function_lists
 from optserve.compiler.workers import (
     CandidateCompiler,
     WorkerCrashedError,
     cut_by_deadline,
-    evaluation_outcome,
     killed_from_outside,
     llvm_failure,
 )
 from optserve.config import Settings
+from optserve.deadline import Deadline, StoppedError, exceeded
 from optserve.engine.coreset import Coreset
 from optserve.engine.feedback import generate_with_feedback
 from optserve.engine.interface import Engine, Generation, SamplingOptions, Strategy
@@ -142,8 +142,16 @@ class Optimizer:
         return deadline_s
 
     async def optimize(self, request: schemas.OptimizeRequest) -> schemas.OptimizeResponse:
+        """The answer to `request`; DEADLINE_EXCEEDED when its deadline stopped work the answer needs (-Oz
+        as the baseline), which inside the flow is a StoppedError."""
+        try:
+            return await self._optimize(request)
+        except StoppedError as err:
+            raise ServiceError(ErrorKind.DEADLINE_EXCEEDED, str(err)) from None
+
+    async def _optimize(self, request: schemas.OptimizeRequest) -> schemas.OptimizeResponse:
         started = time.monotonic()
-        deadline = started + self.check_options(request)
+        deadline = Deadline(started + self.check_options(request))
         ir = await self._take_in(request.module_bytes)
         validate_s = time.monotonic() - started
 
@@ -191,19 +199,18 @@ class Optimizer:
         if any(want) and not any(ranked[0] is m for m in held):
             started_output = time.monotonic()
             try:
-                (best_eval,) = await _until(
+                (best_eval,) = await deadline.extended(BACKEND_GRACE_S).within(
                     self.compiler.evaluate_async(
                         ir, [ranked[0].job], request.objective, *want, deadline=deadline
                     ),
-                    deadline + BACKEND_GRACE_S,
                     "the best candidate's output",
                 )
                 if cut_by_deadline([best_eval]):
-                    raise _deadline_exceeded("the best candidate's output")
+                    raise exceeded("the best candidate's output")
                 if best_eval.error:
                     raise ServiceError(ErrorKind.INTERNAL, best_eval.error)
                 best_ir, best_object = best_eval.optimized_ir, best_eval.object_code
-            except ServiceError as err:  # no output for the model's best: the best whose outputs are at hand
+            except (ServiceError, StoppedError) as err:  # no output for the model's best: the best at hand
                 fallback = next(m for m in ranked if any(m is h for h in held))
                 ranked = sorted(ranked, key=lambda m: m is not fallback)
                 if fallback is oz:
@@ -214,7 +221,7 @@ class Optimizer:
                     f"{_HELD_NAMES[fallback.source]} returned instead of a better candidate whose output "
                     f"failed: {err}"
                 )
-                sampled.deadline_hit = sampled.deadline_hit or err.kind is ErrorKind.DEADLINE_EXCEEDED
+                sampled.deadline_hit = sampled.deadline_hit or isinstance(err, StoppedError)
             sampled.compile_s += time.monotonic() - started_output
 
         input_cost = None
@@ -271,7 +278,7 @@ class Optimizer:
         except WorkerCrashedError as err:
             raise _crash_error(err, "reading the IR") from None
 
-    async def _stored_answer(self, ir: str, objective: str, deadline: float) -> StoredAnswer | None:
+    async def _stored_answer(self, ir: str, objective: str, deadline: Deadline) -> StoredAnswer | None:
         """What the tuning store holds for the unit; None without a store, or when it fails (logged: a
         store that fails costs the answer its stored lists, never the request) or the deadline comes first.
         The unit's functions' keys, when the store needs them, come from a compiler worker (they split the
@@ -285,16 +292,14 @@ class Optimizer:
         store, max_functions = self.store, self.settings.engine.unit_function_lists_max_functions
         try:
             with tracing.span("tuning_store.lookup"):
-                answer = await _until(
-                    asyncio.to_thread(whole_unit_answer, store, ir, objective), deadline, "the tuning store"
+                answer = await deadline.within(
+                    asyncio.to_thread(whole_unit_answer, store, ir, objective), "the tuning store"
                 )
                 if answer is not None:
                     return answer
                 keys = await self.compiler.run_async(unit_keys, ir, max_functions, deadline=deadline)
-                return await _until(
-                    asyncio.to_thread(functions_answer, store, ir, objective, keys),
-                    deadline,
-                    "the tuning store",
+                return await deadline.within(
+                    asyncio.to_thread(functions_answer, store, ir, objective, keys), "the tuning store"
                 )
         except (TuningStoreError, StoppedError, ServiceError, WorkerCrashedError) as err:
             logger.warning("tuning store lookup skipped: %s", err)
@@ -321,7 +326,7 @@ class Optimizer:
         self,
         ir: str,
         request: schemas.OptimizeRequest,
-        deadline: float,
+        deadline: Deadline,
         want: tuple[bool, bool],
         stored: StoredAnswer | None = None,
     ) -> tuple[_Sampled, Evaluation | None]:
@@ -343,9 +348,9 @@ class Optimizer:
             sampled = await _unless_failed_first(sampling, oz)
             started_waiting = time.monotonic()
             try:
-                oz_eval = await _until(oz, deadline + BACKEND_GRACE_S, "the -Oz baseline")
-            except ServiceError as err:
-                if as_baseline or err.kind is not ErrorKind.DEADLINE_EXCEEDED:
+                oz_eval = await deadline.extended(BACKEND_GRACE_S).within(oz, "the -Oz baseline")
+            except StoppedError:
+                if as_baseline:
                     raise
                 oz_eval = None
             if oz_eval is None:  # -Oz as a candidate, cut by the deadline
@@ -360,7 +365,7 @@ class Optimizer:
         self,
         ir: str,
         request: schemas.OptimizeRequest,
-        deadline: float,
+        deadline: Deadline,
         want: tuple[bool, bool],
         stored: StoredAnswer,
     ) -> tuple[_Sampled, Evaluation]:
@@ -372,25 +377,24 @@ class Optimizer:
         if tuned and tuned[0].cost is not None and tuned[0].cost < stored.oz_cost:
             return sampled, Evaluation(OZ_PASS_LIST, stored.oz_cost, None, 0.0)
         started = time.monotonic()
-        oz_eval = await _until(
-            self._oz_evaluation(ir, request.objective, want, True, deadline),
-            deadline + BACKEND_GRACE_S,
-            "the -Oz baseline",
+        oz_eval = await deadline.extended(BACKEND_GRACE_S).within(
+            self._oz_evaluation(ir, request.objective, want, True, deadline), "the -Oz baseline"
         )
         sampled.compile_s += time.monotonic() - started
         return sampled, oz_eval
 
     async def _oz_evaluation(
-        self, ir: str, objective: str, want: tuple[bool, bool], as_baseline: bool, deadline: float
+        self, ir: str, objective: str, want: tuple[bool, bool], as_baseline: bool, deadline: Deadline
     ) -> Evaluation | None:
         """-Oz's Evaluation (with the output asked for); as the baseline, INTERNAL if -Oz does not compile
-        this module and DEADLINE_EXCEEDED if the deadline stopped it; as a candidate, None then."""
+        this module and StoppedError (DEADLINE_EXCEEDED) if the deadline stopped it; as a candidate, None
+        then."""
         (oz_eval,) = await self.compiler.evaluate_async(
             ir, [OZ_PASS_LIST], objective, *want, deadline=deadline
         )
         if cut_by_deadline([oz_eval]):
             if as_baseline:
-                raise _deadline_exceeded("the -Oz baseline")
+                raise exceeded("the -Oz baseline")
             return None
         if oz_eval.error and as_baseline:
             if (said := llvm_failure(oz_eval)) is not None:  # the input's fault: the same input fails again
@@ -400,26 +404,26 @@ class Optimizer:
             raise ServiceError(ErrorKind.INTERNAL, f"-Oz failed to compile this module: {oz_eval.error}")
         return oz_eval
 
-    async def _input_cost(self, ir: str, objective: str, deadline: float) -> int | None:
+    async def _input_cost(self, ir: str, objective: str, deadline: Deadline) -> int | None:
         """The unoptimized input's cost (-1 if it fails to compile); None when the deadline leaves no time."""
-        if time.monotonic() >= deadline:
+        if deadline.passed():
             return None
         try:
-            (evaluation,) = await _until(
-                self.compiler.evaluate_async(ir, [()], objective, deadline=deadline),
-                deadline,
-                "the input's cost",
+            (evaluation,) = await deadline.within(
+                self.compiler.evaluate_async(ir, [()], objective, deadline=deadline), "the input's cost"
             )
-        except ServiceError as err:
-            if err.kind is not ErrorKind.DEADLINE_EXCEEDED:
-                raise
+        except StoppedError:
             return None
         if cut_by_deadline([evaluation]):
             return None
         return -1 if evaluation.error else evaluation.cost
 
     async def _sample_and_measure(
-        self, ir: str, request: schemas.OptimizeRequest, deadline: float, stored: StoredAnswer | None = None
+        self,
+        ir: str,
+        request: schemas.OptimizeRequest,
+        deadline: Deadline,
+        stored: StoredAnswer | None = None,
     ) -> _Sampled:
         """The tuning store's candidate first, then model candidates of every feedback round, each compiled
         and measured, until the deadline."""
@@ -468,7 +472,7 @@ class Optimizer:
         self,
         ir: str,
         objective: str,
-        deadline: float,
+        deadline: Deadline,
         sampled: _Sampled,
         job: tuple[str, ...] | FunctionLists,
         want: tuple[bool, bool] | None = None,
@@ -478,19 +482,16 @@ class Optimizer:
         started = time.monotonic()
         outputs = want if want is not None and any(want) else (False, False)
         try:
-            (evaluation,) = await _until(
+            (evaluation,) = await deadline.extended(BACKEND_GRACE_S).within(
                 self.compiler.evaluate_async(ir, [job], objective, *outputs, deadline=deadline),
-                deadline + BACKEND_GRACE_S,
                 "compiling the tuning store's candidate",
             )
-        except ServiceError as err:
-            if err.kind is not ErrorKind.DEADLINE_EXCEEDED:
-                raise
+        except StoppedError:
             sampled.deadline_hit = True
             return
         finally:
             sampled.compile_s += time.monotonic() - started
-        if evaluation_outcome(evaluation) == "deadline":
+        if evaluation.outcome is Outcome.DEADLINE:
             sampled.deadline_hit = True
             return
         lists = job if isinstance(job, FunctionLists) else None
@@ -506,7 +507,7 @@ class Optimizer:
         self,
         ir: str,
         request: schemas.OptimizeRequest,
-        deadline: float,
+        deadline: Deadline,
         sampled: _Sampled,
         parts: UnitParts | None = None,
     ) -> None:
@@ -527,7 +528,7 @@ class Optimizer:
             return
         started = time.monotonic()
         try:
-            found = await _until(
+            found = await deadline.extended(BACKEND_GRACE_S).within(
                 search_function_lists(
                     ir,
                     [OZ_PASS_LIST, *self.coreset.first(request.objective, count)],
@@ -538,17 +539,11 @@ class Optimizer:
                     deadline=deadline,
                     parts=parts,
                 ),
-                deadline + BACKEND_GRACE_S,
                 "the per-function search",
             )
         except (IRError, WorkerCrashedError):  # aliases or ifuncs, or LLVM failed: whole-unit candidates only
             return
-        except (DeadlinePassedError, StoppedError):
-            sampled.deadline_hit = True
-            return
-        except ServiceError as err:
-            if err.kind is not ErrorKind.DEADLINE_EXCEEDED:
-                raise
+        except StoppedError:  # the deadline cut a compile or the split, or the search took it all
             sampled.deadline_hit = True
             return
         finally:
@@ -563,7 +558,7 @@ class Optimizer:
         )
 
     async def _coreset_beside_model(
-        self, ir: str, request: schemas.OptimizeRequest, deadline: float, sampled: _Sampled
+        self, ir: str, request: schemas.OptimizeRequest, deadline: Deadline, sampled: _Sampled
     ) -> None:
         """The coreset's first lists beside the model's (engine.coreset_lists_with_model), unless drawn."""
         count = self.settings.engine.coreset_lists_with_model
@@ -575,29 +570,27 @@ class Optimizer:
             await self._measure(ir, request.objective, deadline, sampled, lists, CandidateSource.CORESET)
 
     async def _long_module(
-        self, ir: str, request: schemas.OptimizeRequest, deadline: float, sampled: _Sampled, why: str
+        self, ir: str, request: schemas.OptimizeRequest, deadline: Deadline, sampled: _Sampled, why: str
     ) -> None:
         """A module longer than the model's context: lists for its largest functions, the coreset's, -Oz."""
         engine = self.settings.engine
         started = time.monotonic()
 
         async def generate(function_ir: str, options: SamplingOptions) -> Generation:
-            return await _until(
-                self.engine.generate(function_ir, options, None), deadline + BACKEND_GRACE_S, "sampling"
+            return await deadline.extended(BACKEND_GRACE_S).within(
+                self.engine.generate(function_ir, options, None), "sampling"
             )
 
         found = UnitLists([], [], 0)
-        if started >= deadline:  # the model's try of the whole unit took the time: no lists, no error
+        if started >= deadline.at:  # the model's try of the whole unit took the time: no lists, no error
             sampled.deadline_hit = True
         elif engine.unit_function_prompts:
             try:
-                options = replace(_sampling_options(request, self.coreset), deadline_s=deadline - started)
+                options = replace(_sampling_options(request, self.coreset), deadline_s=deadline.at - started)
                 found = await unit_lists(
                     ir, generate, options, engine.unit_function_prompts, self._split_functions(deadline)
                 )
-            except ServiceError as err:
-                if err.kind is not ErrorKind.DEADLINE_EXCEEDED:
-                    raise
+            except StoppedError:
                 sampled.deadline_hit = True
             finally:
                 sampled.sample_s += time.monotonic() - started
@@ -620,7 +613,7 @@ class Optimizer:
                 ir, request.objective, deadline, sampled, other_lists, CandidateSource.CORESET
             )
 
-    def _split_functions(self, deadline: float):
+    def _split_functions(self, deadline: Deadline):
         """The unit's functions as `unit_lists` asks for them: LLVM's split in a compiler worker."""
 
         async def split(ir: str) -> list[tuple[str, str]]:
@@ -629,7 +622,7 @@ class Optimizer:
         return split
 
     async def _measure_coreset(
-        self, ir: str, request: schemas.OptimizeRequest, deadline: float, count: int, sampled: _Sampled
+        self, ir: str, request: schemas.OptimizeRequest, deadline: Deadline, count: int, sampled: _Sampled
     ) -> None:
         """Compile and measure the coreset's first `count` lists (no model)."""
         beside = MEASURED_BESIDE
@@ -643,7 +636,7 @@ class Optimizer:
         self,
         ir: str,
         objective: str,
-        deadline: float,
+        deadline: Deadline,
         sampled: _Sampled,
         candidates: list[tuple[tuple[str, ...], float]],
         source: CandidateSource,
@@ -652,14 +645,11 @@ class Optimizer:
         the deadline cut are left out (the others, measured in time, are kept)."""
         started = time.monotonic()
         try:
-            evaluations = await _until(
+            evaluations = await deadline.extended(BACKEND_GRACE_S).within(
                 self.compiler.evaluate_async(ir, [p for p, _ in candidates], objective, deadline=deadline),
-                deadline + BACKEND_GRACE_S,
                 f"compiling {source} candidates",
             )
-        except ServiceError as err:
-            if err.kind is not ErrorKind.DEADLINE_EXCEEDED:
-                raise
+        except StoppedError:
             sampled.deadline_hit = True
             return None
         finally:
@@ -667,7 +657,7 @@ class Optimizer:
         sampled.measured += [
             _Measured(p, e.cost, logprob, source, e.error or "")
             for (p, logprob), e in zip(candidates, evaluations, strict=True)
-            if evaluation_outcome(e) != "deadline"
+            if e.outcome is not Outcome.DEADLINE
         ]
         if cut_by_deadline(evaluations):
             sampled.deadline_hit = True
@@ -706,18 +696,6 @@ def _crash_error(err: WorkerCrashedError, what: str) -> ServiceError:
         return unavailable(f"a compiler worker was killed while {what}; retry")
     reason = err.llvm_said or f"the worker ended with {err.signal_name or 'an error'}"
     return invalid(f"LLVM failed while {what}: {reason}")
-
-
-def _deadline_exceeded(what: str) -> ServiceError:
-    return ServiceError(ErrorKind.DEADLINE_EXCEEDED, f"deadline exceeded while waiting for {what}")
-
-
-async def _until(awaitable, deadline: float, what: str):
-    """Await a backend call until the monotonic `deadline`; DEADLINE_EXCEEDED (and cancel it) after that."""
-    try:
-        return await asyncio.wait_for(awaitable, timeout=max(deadline - time.monotonic(), 0.0))
-    except TimeoutError:
-        raise _deadline_exceeded(what) from None
 
 
 # Among candidates of equal cost: the baseline first (the client's before -Oz: a tie keeps the client's

@@ -13,10 +13,9 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from optserve.compiler.ir import IRError, StoppedError
+from optserve.compiler.ir import IRError
 from optserve.compiler.workers import WorkerCrashedError
 from optserve.engine.interface import Generation, PromptTooLongError, SamplingOptions
-from optserve.serve.errors import ErrorKind, ServiceError
 
 # generate(function IR, options) -> Generation; raises PromptTooLongError for a function too long itself.
 Generate = Callable[[str, SamplingOptions], Awaitable[Generation]]
@@ -39,16 +38,12 @@ async def unit_lists(
 
     Functions are tried in batches of `functions`, largest first, until that many were read or three
     batches were tried: a unit whose largest functions are all too long still gets lists from smaller ones.
-    A split cut by the request's deadline is DEADLINE_EXCEEDED.
+    A split cut by the request's deadline raises its StoppedError (`optserve.deadline`).
     """
     try:
         parts = await split(ir)
     except (IRError, WorkerCrashedError):  # a unit LLVM cannot split: lists from the coreset and -Oz only
         parts = []
-    except StoppedError:
-        raise ServiceError(
-            ErrorKind.DEADLINE_EXCEEDED, "the deadline came while splitting the unit"
-        ) from None
     parts.sort(key=lambda part: (-len(part[1]), part[0]))  # by size; the name breaks ties (determinism)
     read: list[tuple[str, Generation]] = []
     too_long = 0

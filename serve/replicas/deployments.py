@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING
 from ray import serve
 
 from optserve.config import Settings
+from optserve.deadline import from_wall_time
 from optserve.engine.interface import Generation, PromptTooLongError, SamplingOptions
 from optserve.serve import schemas
 from optserve.serve.errors import ErrorKind, ServiceError, unavailable
 from optserve.serve.observability import metrics, tracing
 from optserve.serve.observability.logs import configure_replica_logging
-from optserve.serve.replicas.deadlines import as_monotonic
 from optserve.serve.replicas.engine_host import EngineHost
 from optserve.serve.replicas.looptune import schedule
 
@@ -109,12 +109,12 @@ class CompilerWorkers:
         wall_deadline: float | None = None,
         trace: dict | None = None,
     ) -> list[Evaluation]:
-        """The pool's evaluations; at the request's deadline (wall-clock: serve/replicas/deadlines.py) its
+        """The pool's evaluations; at the request's deadline (wall-clock: optserve/deadline.py) its
         compiles stop, running or queued, here or in this replica's queue. `trace`: the caller's span (one
         span per batch: serve/observability/tracing.py)."""
-        from optserve.compiler.workers import PoolBrokenError, evaluation_outcome
+        from optserve.compiler.workers import PoolBrokenError
 
-        deadline = as_monotonic(wall_deadline)
+        deadline = from_wall_time(wall_deadline)
         try:
             with tracing.span("compiler.evaluate", trace, candidates=len(pass_lists)):
                 evaluations = await self.pool.evaluate_async(
@@ -123,7 +123,7 @@ class CompilerWorkers:
         except PoolBrokenError as err:
             raise unavailable(f"the compiler pool cannot compile ({err}); it is being restarted") from None
         recorder = metrics.recorder(*metrics.COMPILER)
-        for outcome, count in Counter(evaluation_outcome(e) for e in evaluations).items():
+        for outcome, count in Counter(e.outcome for e in evaluations).items():
             recorder.count(metrics.COMPILER_EVALUATIONS, count, outcome=outcome)
         return evaluations
 
@@ -139,7 +139,7 @@ class CompilerWorkers:
         from optserve.compiler.workers import PoolBrokenError
 
         name = getattr(function, "__name__", "job")
-        deadline = as_monotonic(wall_deadline)
+        deadline = from_wall_time(wall_deadline)
         try:
             with tracing.span(f"compiler.{name}", trace):
                 return "value", await self.intake.run_async(function, *args, deadline=deadline)
@@ -168,8 +168,8 @@ class LoopTuneScheduler:
     async def schedule(
         self, request: schemas.ScheduleRequest, wall_deadline: float | None = None, trace: dict | None = None
     ) -> schemas.ScheduleResponse:
-        """`wall_deadline`: when the answer must be ready, wall-clock time (serve/replicas/deadlines.py); time
+        """`wall_deadline`: when the answer must be ready, wall-clock time (optserve/deadline.py); time
         the request waited in this replica's queue counts against it. `trace`: the caller's span."""
-        deadline = as_monotonic(wall_deadline)
+        deadline = from_wall_time(wall_deadline)
         with tracing.span("looptune.schedule", trace):
             return await asyncio.to_thread(schedule, request, self.settings, deadline)

@@ -20,11 +20,11 @@ from ray.serve.handle import DeploymentHandle
 from optserve.compiler.cost import Objective
 from optserve.compiler.function_lists import FunctionLists
 from optserve.compiler.pipeline import Evaluation
+from optserve.deadline import Deadline, as_wall_time
 from optserve.engine.interface import Generation, PromptTooLongError, SamplingOptions
 from optserve.serve import schemas
 from optserve.serve.errors import unavailable
 from optserve.serve.observability import tracing
-from optserve.serve.replicas.deadlines import as_wall_time
 from optserve.serve.replicas.ray_errors import call
 
 T = TypeVar("T")
@@ -91,7 +91,7 @@ class CompilerClient:
         objective: Objective | str,
         want_ir: bool = False,
         want_object: bool = False,
-        deadline: float | None = None,
+        deadline: Deadline | None = None,
     ) -> list[Evaluation]:
         lists = [p if isinstance(p, FunctionLists) else tuple(p) for p in pass_lists]  # a unit: one job
         wall_deadline = as_wall_time(deadline)  # the replica may be another process on another host
@@ -100,7 +100,7 @@ class CompilerClient:
             self.handle, "evaluate", ir, lists, objective, want_ir, want_object, wall_deadline, trace
         )
 
-    async def run_async(self, function: Callable[..., T], *args, deadline: float | None = None) -> T:
+    async def run_async(self, function: Callable[..., T], *args, deadline: Deadline | None = None) -> T:
         """`function(*args)` in a compiler worker of the deployment (`CompilerPool.run`): its value, or the
         error it raised (the job's own, StoppedError, WorkerCrashedError) raised here."""
         trace = tracing.carrier()
@@ -117,8 +117,8 @@ class LoopTuneClient:
         self.handle = handle
 
     async def schedule(
-        self, request: schemas.ScheduleRequest, deadline: float | None = None
+        self, request: schemas.ScheduleRequest, deadline: Deadline | None = None
     ) -> schemas.ScheduleResponse:
-        """`deadline` (time.monotonic(); None: none): when the answer must be ready; sent as wall-clock time,
+        """`deadline` (None: none): when the answer must be ready; sent as wall-clock time,
         so the time the request waits in the replica's queue counts against it."""
         return await call(self.handle, "schedule", request, as_wall_time(deadline), tracing.carrier())

@@ -9,9 +9,8 @@ for a gRPC call, by the call's deadline: the search's time limit is cut so that 
 
 from __future__ import annotations
 
-import time
-
 from optserve.config import Settings
+from optserve.deadline import Deadline
 from optserve.kernels.spec import LoopNestSpec, SpecError
 from optserve.policies.methods import SearchMethod
 from optserve.serve import schemas
@@ -25,23 +24,22 @@ DEFAULT_TIME_LIMIT_S = 10.0
 SEARCH_SHARE = 2 / 3
 
 
-def time_limit_within(asked_s: float, deadline: float | None, max_s: float) -> float:
-    """The search's time limit: `asked_s`, cut to SEARCH_SHARE of what is left before the monotonic
-    `deadline` (None: no deadline). A limit over `max_s` is left as asked, to be refused as such; a deadline
+def time_limit_within(asked_s: float, deadline: Deadline | None, max_s: float) -> float:
+    """The search's time limit: `asked_s`, cut to SEARCH_SHARE of what is left before `deadline` (None: no
+    deadline). A limit over `max_s` is left as asked, to be refused as such; a deadline
     already passed is DEADLINE_EXCEEDED before any work (the caller is gone)."""
     if deadline is None or asked_s > max_s:
         return asked_s
-    left_s = deadline - time.monotonic()
-    if left_s <= 0:
+    if deadline.passed():
         raise ServiceError(ErrorKind.DEADLINE_EXCEEDED, "the call's deadline passed before the search began")
-    return min(asked_s, SEARCH_SHARE * left_s)
+    return min(asked_s, deadline.share(SEARCH_SHARE).remaining_s())
 
 
 def schedule(
-    request: schemas.ScheduleRequest, settings: Settings, deadline: float | None = None
+    request: schemas.ScheduleRequest, settings: Settings, deadline: Deadline | None = None
 ) -> schemas.ScheduleResponse:
-    """Choose a schedule for the request's loop nest (blocking: run it off the event loop), done by the
-    monotonic `deadline` if one is given (the gRPC call's, less what its answer needs to get back)."""
+    """Choose a schedule for the request's loop nest (blocking: run it off the event loop), done by
+    `deadline` if one is given (the gRPC call's, less what its answer needs to get back)."""
     from optserve.policies.decision_cache import shared_decision_cache
     from optserve.policies.scheduler import schedule_nest
 

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from optserve.compiler import workers
-from optserve.compiler.pipeline import evaluate
+from optserve.compiler.pipeline import Outcome, evaluate
 from optserve.compiler.workers import CompilerPool, PoolBrokenError
+from optserve.deadline import Deadline, StoppedError
 
 CANDIDATES = [("-Oz",), ("-O2", "instcombine"), ("sroa", "simplifycfg"), (), ("-O1", "loop-rotate", "dce")]
 
@@ -158,31 +159,30 @@ def test_at_its_deadline_a_call_stops_its_running_candidates_and_starts_no_more(
     deadline, the two running candidates stopped and four never started; the pool is whole again soon."""
     with CompilerPool(processes=2, timeout_s=120) as pool:
         started = time.monotonic()
-        results = pool.evaluate(heavy_ir, [("-O3",)] * 6, "instruction_count", deadline=started + 0.3)
+        results = pool.evaluate(
+            heavy_ir, [("-O3",)] * 6, "instruction_count", deadline=Deadline(started + 0.3)
+        )
         returned_s = time.monotonic() - started
         assert [r.error for r in results].count(workers.DEADLINE_STOPPED) == 2
         assert [r.error for r in results].count(workers.DEADLINE_NOT_STARTED) == 4
-        assert {workers.evaluation_outcome(r) for r in results} == {"deadline"}
+        assert {r.outcome for r in results} == {Outcome.DEADLINE}
         assert returned_s < 0.3 + 0.2, returned_s  # the stop does not wait for the workers' restart
         assert pool.replaced_workers == 2
         _wait_for(lambda: pool.idle_workers() == 2, 10.0)
         assert pool.busy_worker_pids() == []
-        (after,) = pool.evaluate(
-            c_ir["switch"], [("-Oz",)], "instruction_count", deadline=time.monotonic() + 30
-        )
+        (after,) = pool.evaluate(c_ir["switch"], [("-Oz",)], "instruction_count", deadline=Deadline.after(30))
         assert after.ok and after.cost == evaluate(c_ir["switch"], ("-Oz",), "instruction_count").cost
 
 
 def test_a_call_whose_deadline_has_passed_compiles_nothing(pool, c_ir):
     replaced = pool.replaced_workers
-    results = pool.evaluate(c_ir["loops"], CANDIDATES, "instruction_count", deadline=time.monotonic())
+    results = pool.evaluate(c_ir["loops"], CANDIDATES, "instruction_count", deadline=Deadline.after(0))
     assert [r.error for r in results] == [workers.DEADLINE_NOT_STARTED] * len(CANDIDATES)
     assert pool.replaced_workers == replaced and pool.busy_worker_pids() == []
 
 
 def test_a_deadline_that_leaves_time_changes_nothing(pool, c_ir):
-    deadline = time.monotonic() + 60
-    results = pool.evaluate(c_ir["structs"], CANDIDATES, "instruction_count", deadline=deadline)
+    results = pool.evaluate(c_ir["structs"], CANDIDATES, "instruction_count", deadline=Deadline.after(60))
     assert [r.cost for r in results] == [
         evaluate(c_ir["structs"], c, "instruction_count").cost for c in CANDIDATES
     ]
@@ -195,7 +195,9 @@ def test_a_call_waiting_for_a_busy_pool_ends_at_its_deadline(c_ir, heavy_ir):
         other.start()
         _wait_for(lambda: single.busy_worker_pids() != [], 30.0)
         started = time.monotonic()
-        (late,) = single.evaluate(c_ir["switch"], [("-Oz",)], "instruction_count", deadline=started + 0.2)
+        (late,) = single.evaluate(
+            c_ir["switch"], [("-Oz",)], "instruction_count", deadline=Deadline(started + 0.2)
+        )
         assert late.error == workers.DEADLINE_NOT_STARTED and time.monotonic() - started < 0.2 + 0.2
         other.join(timeout=120)
 
@@ -279,7 +281,7 @@ def test_a_standby_worker_takes_the_place_of_one_stopped_at_a_deadline_at_once(c
     one before the call returns (no process start to wait for), and a new standby one starts behind it."""
     with CompilerPool(processes=1, timeout_s=120, standby=1) as pool:
         before = pool.worker_pids()
-        (cut,) = pool.evaluate(heavy_ir, [("-O3",)], "instruction_count", deadline=time.monotonic() + 0.3)
+        (cut,) = pool.evaluate(heavy_ir, [("-O3",)], "instruction_count", deadline=Deadline.after(0.3))
         assert cut.error == workers.DEADLINE_STOPPED
         assert pool.idle_workers() == 1 and pool.worker_pids() != before  # ready at once
         pool.check_health()
@@ -430,11 +432,9 @@ def test_a_job_that_crashes_its_worker_is_an_error_and_the_worker_is_replaced(c_
 
 
 def test_a_job_is_stopped_at_its_deadline_and_its_worker_restarted(c_ir):
-    from optserve.compiler.ir import StoppedError
-
     with CompilerPool(processes=1, timeout_s=30) as pool:
         started = time.monotonic()
         with pytest.raises(StoppedError, match="deadline"):
-            pool.run(time.sleep, 20, deadline=started + 0.3)
+            pool.run(time.sleep, 20, deadline=Deadline(started + 0.3))
         assert time.monotonic() - started < 5
         assert pool.run(len, "ab") == 2  # a fresh worker, not the one still sleeping

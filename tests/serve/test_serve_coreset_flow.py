@@ -5,12 +5,12 @@ compiles)."""
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
 from optserve.compiler.cache import ResultCache
 from optserve.config import Settings
+from optserve.deadline import Deadline
 from optserve.engine.interface import Generation, PromptTooLongError, SamplingOptions, Strategy
 from optserve.serve import schemas
 from optserve.serve.errors import ErrorKind, ServiceError
@@ -45,7 +45,7 @@ def test_a_long_module_whose_deadline_passed_while_the_model_tried_it_gets_oz_no
     optimizer = Optimizer(SETTINGS, generator, pool, ResultCache(1), generator.metadata)
     sampled = _Sampled()
     request = schemas.OptimizeRequest(ir=add_ir)
-    asyncio.run(optimizer._long_module(add_ir, request, time.monotonic() - 0.1, sampled, "9000 tokens"))
+    asyncio.run(optimizer._long_module(add_ir, request, Deadline.after(-0.1), sampled, "9000 tokens"))
     assert sampled.deadline_hit and not sampled.measured and not generator.calls
 
 

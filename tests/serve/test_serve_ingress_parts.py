@@ -16,6 +16,7 @@ from ray.exceptions import RayTaskError
 from ray.serve.exceptions import BackPressureError
 from starlette.exceptions import HTTPException
 
+from optserve.deadline import Deadline
 from optserve.engine.interface import PromptTooLongError
 from optserve.serve import schemas
 from optserve.serve.edges.http_app import kserve_model, named_model, readiness_response
@@ -157,16 +158,17 @@ def test_ray_serve_does_not_hand_the_ingress_the_call_s_deadline():
 
 
 def test_the_call_s_deadline_cuts_an_optimize_budget_to_what_the_call_leaves():
-    from optserve.serve.edges.call_deadline import fit_optimize
+    from optserve.serve.edges.call_deadline import fit_optimize, work_deadline
     from optserve.serve.schemas import OptimizeRequest
 
     def budget(remaining_s: float, deadline_s: float | None = None) -> float | None:
         request = OptimizeRequest(ir="", deadline_s=deadline_s)
-        return fit_optimize(request, remaining_s, default_s=30.0, max_s=300.0).deadline_s
+        work = work_deadline(Deadline.after(remaining_s))
+        return fit_optimize(request, work, default_s=30.0, max_s=300.0).deadline_s
 
-    assert budget(10.0) == pytest.approx(9.0)  # the server's default (30 s) cut, 1 s kept for the answer
+    assert budget(10.0) == pytest.approx(9.0, abs=0.01)  # the default (30 s) cut, 1 s kept for the answer
     assert budget(10.0, deadline_s=5.0) == 5.0  # the request's own budget fits the call: kept
-    assert budget(1.0, deadline_s=5.0) == pytest.approx(0.5)  # a short call: half of what is left
+    assert budget(1.0, deadline_s=5.0) == pytest.approx(0.5, abs=0.01)  # a short call: half of what is left
     assert budget(100.0) is None  # the default fits: the request is left as it came
     assert budget(10.0, deadline_s=400.0) == 400.0  # over the limit: refused as asked, not hidden
 
@@ -176,26 +178,27 @@ def test_work_still_running_when_the_call_s_time_is_up_is_cancelled_as_deadline_
 
     cancelled = []
 
-    async def slow(remaining_s):
+    async def slow(call):
         try:
             await asyncio.sleep(10)
         except asyncio.CancelledError:
-            cancelled.append(remaining_s)
+            cancelled.append(call)
             raise
 
-    async def own_timeout(remaining_s):
+    async def own_timeout(call):
         raise TimeoutError("a backend's own timeout")
 
     started = time.monotonic()
+    call = Deadline.after(0.2)
     with pytest.raises(ServiceError) as caught:
-        asyncio.run(_within(0.2, slow))
-    assert caught.value.kind is ErrorKind.DEADLINE_EXCEEDED and cancelled == [0.2]
+        asyncio.run(_within(call, slow))
+    assert caught.value.kind is ErrorKind.DEADLINE_EXCEEDED and cancelled == [call]
     assert time.monotonic() - started < 5
     with pytest.raises(ServiceError) as caught:
-        asyncio.run(_within(-0.1, slow))  # nothing left: refused before any work
-    assert caught.value.kind is ErrorKind.DEADLINE_EXCEEDED and cancelled == [0.2]
+        asyncio.run(_within(Deadline.after(-0.1), slow))  # nothing left: refused before any work
+    assert caught.value.kind is ErrorKind.DEADLINE_EXCEEDED and cancelled == [call]
     with pytest.raises(TimeoutError, match="own timeout"):  # not mistaken for the call's deadline
-        asyncio.run(_within(5.0, own_timeout))
+        asyncio.run(_within(Deadline.after(5.0), own_timeout))
 
 
 @pytest.mark.parametrize(
@@ -272,15 +275,13 @@ def test_every_http_503_has_retry_after():
 
 def test_the_compiler_client_sends_the_deadline_as_wall_clock_time_and_the_replica_reads_it_back():
     """A monotonic instant means nothing in another process on another host: the handle carries wall-clock
-    time, which the CompilerWorkers replica turns back into its own monotonic clock
-    (serve/replicas/deadlines.py)."""
+    time, which the CompilerWorkers replica turns back into its own monotonic clock (optserve/deadline.py)."""
     import time
 
-    from optserve.serve.replicas.deadlines import as_monotonic
     from optserve.serve.replicas.handles import CompilerClient
 
     handle = _handle(evaluate=[])
-    deadline = time.monotonic() + 7.0
+    deadline = Deadline.after(7.0)
     asyncio.run(CompilerClient(handle).evaluate_async("ir", [("-Oz",)], "text_size", deadline=deadline))
     asyncio.run(CompilerClient(handle).evaluate_async("ir", [("-Oz",)], "text_size"))
     (*_, wall_deadline, trace), (*_, no_deadline, _) = (
@@ -288,19 +289,19 @@ def test_the_compiler_client_sends_the_deadline_as_wall_clock_time_and_the_repli
     )  # trace: serve/observability/tracing.py
     assert wall_deadline == pytest.approx(time.time() + 7.0, abs=0.5) and no_deadline is None
     assert trace is None  # traces off: no trace context is sent
-    assert as_monotonic(wall_deadline) == pytest.approx(deadline, abs=0.01)
+    assert Deadline.from_wall(wall_deadline).at == pytest.approx(deadline.at, abs=0.01)
 
 
 def test_the_call_s_deadline_cuts_a_schedule_search_to_what_the_call_leaves():
     from optserve.serve.replicas.looptune import SEARCH_SHARE, time_limit_within
 
-    now = time.monotonic()
+    call = Deadline.after(4.0)
     assert time_limit_within(10.0, None, max_s=60.0) == 10.0  # no deadline (HTTP): as asked
-    assert time_limit_within(10.0, now + 4.0, max_s=60.0) == pytest.approx(SEARCH_SHARE * 4.0, abs=0.05)
-    assert time_limit_within(1.0, now + 4.0, max_s=60.0) == 1.0  # the asked limit fits: kept
-    assert time_limit_within(100.0, now + 4.0, max_s=60.0) == 100.0  # over the limit: refused as asked
+    assert time_limit_within(10.0, call, max_s=60.0) == pytest.approx(SEARCH_SHARE * 4.0, abs=0.05)
+    assert time_limit_within(1.0, call, max_s=60.0) == 1.0  # the asked limit fits: kept
+    assert time_limit_within(100.0, call, max_s=60.0) == 100.0  # over the limit: refused as asked
     with pytest.raises(ServiceError) as caught:  # queued past the deadline: no search for a caller gone
-        time_limit_within(1.0, now - 0.1, max_s=60.0)
+        time_limit_within(1.0, Deadline.after(-0.1), max_s=60.0)
     assert caught.value.kind is ErrorKind.DEADLINE_EXCEEDED
 
 
@@ -310,7 +311,7 @@ def test_the_looptune_client_sends_the_deadline_as_wall_clock_time():
 
     handle = _handle(schedule=None)
     request = schemas.ScheduleRequest(einsum="C[m,n] += A[m,k] * B[k,n]", sizes={"m": 8, "k": 8, "n": 8})
-    asyncio.run(LoopTuneClient(handle).schedule(request, deadline=time.monotonic() + 7.0))
+    asyncio.run(LoopTuneClient(handle).schedule(request, deadline=Deadline.after(7.0)))
     asyncio.run(LoopTuneClient(handle).schedule(request))
     (_, wall_deadline, _), (_, no_deadline, _) = handle.schedule.sent  # then the trace context
     assert wall_deadline == pytest.approx(time.time() + 7.0, abs=0.5) and no_deadline is None
@@ -330,7 +331,7 @@ def test_a_schedule_search_longer_than_the_deadline_answers_its_best_by_then():
         einsum="C[m,n] += A[m,k] * B[k,n]", sizes={"m": 128, "k": 128, "n": 128}, method="random"
     )
     started = time.monotonic()
-    response = schedule(request, Settings(), deadline=started + 1.5)
+    response = schedule(request, Settings(), deadline=Deadline(started + 1.5))
     took_s = time.monotonic() - started
     print(f"answered in {took_s:.2f} s of 1.5 s; search {response.seconds:.2f} s")
     assert response.timed_out and response.measured and response.gflops > 0

@@ -12,10 +12,11 @@ import pytest
 
 from optserve.compiler.cost import text_size
 from optserve.compiler.function_lists import defined_function_count, split_unit
-from optserve.compiler.ir import StoppedError, split_functions
+from optserve.compiler.ir import split_functions
 from optserve.compiler.passes import format_pass_list
 from optserve.compiler.unit_search import REFINE_PASSES
 from optserve.config import Settings
+from optserve.deadline import Deadline, StoppedError
 from optserve.engine.coreset import Coreset
 from optserve.serve import schemas
 from optserve.serve.errors import ErrorKind, ServiceError
@@ -172,7 +173,7 @@ def test_the_services_split_of_a_long_unit_ends_at_the_deadline(pool, split):
     whole_s = time.monotonic() - started
     started = time.monotonic()
     with pytest.raises(StoppedError):
-        asyncio.run(pool.run_async(split, ir, deadline=started + 0.1 * whole_s))
+        asyncio.run(pool.run_async(split, ir, deadline=Deadline(started + 0.1 * whole_s)))
     stopped_s = time.monotonic() - started
     assert stopped_s < 0.5 * whole_s, (stopped_s, whole_s)
     assert asyncio.run(pool.run_async(split, unit_program_ir())) == split(unit_program_ir())  # pool recovered
