@@ -21,6 +21,7 @@ input. A later call given those lines (`--done`) checks only the chunks not in t
     python benchmarks/reliability_campaign.py run --seed 38 --total 1000000 --out runs/reliability_campaign/a
     python benchmarks/reliability_campaign.py minimize runs/reliability_campaign/*/ --out DIR
     python benchmarks/reliability_campaign.py record runs/reliability_campaign/*/ --command "..."
+    python benchmarks/reliability_campaign.py shrink-kept --seconds 60   # the kept crashers, smaller
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ sys.path.append(str(REPO))  # after PYTHONPATH: the lent host maps `optserve` th
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from tests.reliability import bitcode_mutations  # noqa: E402
-from tests.reliability.fuzz_isolation import Isolated, Outcome  # noqa: E402
+from tests.reliability.fuzz_isolation import Isolated, Outcome, shrink  # noqa: E402
 from tests.reliability.intake_target import Corpus, check_intake  # noqa: E402
 
 CHUNK = 1000  # inputs per chunk (a few seconds of one worker)
@@ -245,37 +246,7 @@ def _minimize_one(item: tuple[str, dict, float]) -> tuple[str, str]:
     if not same(data):  # not reproduced alone (it needed the child's state): kept as found
         return key, base64.b64encode(data).decode()
     keep = len(bitcode_mutations.MAGIC) if kind == "bitcode" else 0
-    if kind == "text":  # whole lines first: most of a module is not needed to reach a parser's bug
-        lines = data.splitlines(keepends=True)
-        step = max(len(lines) // 2, 1)
-        while step >= 1 and time.monotonic() < ends:
-            at, changed = 0, False
-            while at < len(lines) and time.monotonic() < ends:
-                candidate = lines[:at] + lines[at + step :]
-                if candidate and same(b"".join(candidate)):
-                    lines, changed = candidate, True
-                else:
-                    at += step
-            if not changed:
-                step //= 2
-        data = b"".join(lines)
-    cut = len(data) // 2  # then cuts off the end (a bitstream survives them better than deletions)
-    while cut >= 1 and time.monotonic() < ends:
-        if len(data) - cut > keep and same(data[:-cut]):
-            data = data[:-cut]
-        else:
-            cut //= 2
-    chunk = max(len(data) // 2, 1)  # then byte chunks, halving to single bytes
-    while chunk >= 1 and time.monotonic() < ends:
-        at, changed = keep, False
-        while at < len(data) and time.monotonic() < ends:
-            candidate = data[:at] + data[at + chunk :]
-            if len(candidate) > keep and same(candidate):
-                data, changed = candidate, True
-            else:
-                at += chunk
-        if not changed:
-            chunk //= 2
+    data = shrink(data, same, keep, lines=kind == "text")
     return key, base64.b64encode(data).decode()
 
 
@@ -294,6 +265,42 @@ def minimize(args) -> None:
         print(f"{len(base64.b64decode(small[key])):>6} bytes  {key[:140]}")
 
 
+def _shrink_file(item: tuple[Path, float]) -> tuple[str, int, bytes | None, str]:
+    """(name, bytes before, a smaller input with the same signature here or None, that signature)."""
+    path, seconds = item
+    kind = "bitcode" if path.suffix == ".bc" else "text"
+    data = path.read_bytes()
+    isolated = Isolated(check_intake, HANG_S)
+    wanted = signature(kind, isolated.run(data))
+    if " | SIG" not in wanted:  # only what crashes here: a hang costs HANG_S a try, the rest is answered
+        return path.name, len(data), None, wanted
+    ends = time.monotonic() + seconds
+
+    def same(candidate: bytes) -> bool:
+        return time.monotonic() < ends and signature(kind, isolated.run(candidate)) == wanted
+
+    small = shrink(data, same, len(bitcode_mutations.MAGIC) if kind == "bitcode" else 0, lines=kind == "text")
+    return path.name, len(data), small if len(small) < len(data) else None, wanted
+
+
+def shrink_kept(args) -> None:
+    """Minimize kept crashers again, in place: each file of `--folder` matching `--glob`, `--seconds` each, in
+    parallel workers (every try in a forked child: a crash ends the child, not the minimizer). A file is
+    replaced only by a smaller input that crashes here with the same signature, checked once more."""
+    paths = sorted(Path(args.folder).glob(args.glob))
+    with multiprocessing.get_context("fork").Pool(args.workers or os.cpu_count()) as pool:
+        results = list(pool.imap_unordered(_shrink_file, [(path, args.seconds) for path in paths]))
+    isolated, sizes = Isolated(check_intake, HANG_S), {}
+    for name, before, small, wanted in sorted(results):
+        path = Path(args.folder) / name
+        kind = "bitcode" if path.suffix == ".bc" else "text"
+        if small is not None and signature(kind, isolated.run(small)) == wanted:
+            path.write_bytes(small)
+        sizes[name] = (before, path.stat().st_size)
+        print(f"{before:>6} -> {sizes[name][1]:>6} bytes  {name}  {wanted[:100]}", flush=True)
+    Path(args.sizes).write_text(json.dumps(sizes, indent=0) + "\n")
+
+
 def _all(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -310,6 +317,12 @@ def _all(argv: list[str]) -> None:
     two.add_argument("--seconds", type=float, default=30)
     two.add_argument("--workers", type=int, default=0)
     two.add_argument("--out", required=True)
+    four = commands.add_parser("shrink-kept", help="minimize kept crashers again, in place")
+    four.add_argument("--folder", default=str(CRASHERS))
+    four.add_argument("--glob", default="crash-*.bc")
+    four.add_argument("--seconds", type=float, default=60)
+    four.add_argument("--workers", type=int, default=0)
+    four.add_argument("--sizes", default=str(REPO / "runs" / "reliability_campaign" / "shrunk.json"))
     three = commands.add_parser("record", help="keep minimized crashers, write the report section")
     three.add_argument("folders", nargs="+", help="run folders, and the folder of minimized.json")
     three.add_argument("--command", required=True, help="the command line(s) that ran, for the report")
@@ -318,6 +331,8 @@ def _all(argv: list[str]) -> None:
         run(args)
     elif args.command == "minimize":
         minimize(args)
+    elif args.command == "shrink-kept":
+        shrink_kept(args)
     else:
         from reliability_campaign_report import record
 

@@ -75,7 +75,7 @@ def parse_ir(data: str | bytes, max_bytes: int) -> str:
         raise IRError(f"IR is {size} bytes, more than the limit of {max_bytes} bytes")
     if isinstance(data, bytes | bytearray):
         if data.startswith(_BITCODE_MAGICS):
-            return _text_that_parses(_module_text(_parse_bitcode(bytes(data))))
+            return _text_that_parses(_module_text(_parse_bitcode(bytes(data))), "bitcode")
         try:
             data = data.decode("utf-8")
         except UnicodeDecodeError as err:
@@ -84,7 +84,7 @@ def parse_ir(data: str | bytes, max_bytes: int) -> str:
             ) from None
     if "\0" in data:
         raise IRError(f"IR text contains a NUL character at offset {data.index(chr(0))}")
-    return _module_text(parse_module(data))
+    return _text_that_parses(_module_text(parse_module(data)), "IR")
 
 
 def _parse_bitcode(data: bytes) -> llvm.ModuleRef:
@@ -114,15 +114,18 @@ def _module_text(module: llvm.ModuleRef) -> str:
     return text
 
 
-def _text_that_parses(text: str) -> str:
-    """Bitcode's text, once it is known to parse as text: every later step (the engine, the compiler's
-    workers) takes the module as text, and LLVM's reader accepts bitcode whose printed text its parser
-    refuses (found by fuzzing: text that ends inside a string constant). Refused here, with the text
-    parser's reason, rather than accepted here and refused later."""
+def _text_that_parses(text: str, given_as: str) -> str:
+    """The module's printed text, once it is known to parse: every later step (the engine, the compiler's
+    workers, normalization) takes the module as text, and LLVM prints some modules it has read as text its
+    own parser refuses (found by fuzzing: from bitcode, text that ends inside a string constant; from text,
+    a DICompileUnit with `language: 0`, printed without the field its parser requires). Refused here, with
+    the parser's reason, rather than accepted here and failing later; the check costs one more parse."""
     try:
         parse_module(text).close()
     except IRError as err:
-        raise IRError(f"invalid bitcode: its IR text does not parse: {err}") from None
+        if given_as == "bitcode":
+            raise IRError(f"invalid bitcode: its IR text does not parse: {err}") from None
+        raise IRError(f"invalid IR: LLVM prints it as text that does not parse back: {err}") from None
     return text
 
 
@@ -184,8 +187,10 @@ def module_instruction_count(module: llvm.ModuleRef) -> int:
 
 # Splits a line into quoted strings (kept verbatim) and the code between them.
 _QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
-# Metadata attachments (`, !dbg !12`, `!llvm.loop !5`, `!tbaa !{...}`) on instructions, functions, globals.
-_METADATA_ATTACHMENT = re.compile(r",?\s*![A-Za-z_.][\w.]*\s+!(?:\d+|\{[^}]*\})")
+# Metadata attachments (`, !dbg !12`, `!llvm.loop !5`, `!tbaa !{...}`, `!llvm.loop !DIExpression()`) on
+# instructions, functions, globals. A kind is any name LLVM's lexer takes after `!`: found by fuzzing, a kind
+# like `!d-9` or a node written in place was left behind, referring to metadata the normalization drops.
+_METADATA_ATTACHMENT = re.compile(r",?\s*![-a-zA-Z$._\\][-\w$.\\]*\s+!(?:\d+|\{[^}]*\}|[A-Za-z]\w*\([^)]*\))")
 _ATTRIBUTE_GROUP_REF = re.compile(r"\s#\d+\b")
 # Attributes and specifiers clang -O0 writes everywhere that carry no information for a pass-ordering model.
 _BOILERPLATE_WORDS = re.compile(r"\s+(?:noundef|dso_local)(?![\w.$\-])")
@@ -207,8 +212,31 @@ def normalize_ir(ir: str) -> str:
 def normalized_lines(printed: str) -> str:
     """`normalize_ir`'s text step alone, on IR as LLVM printed it (no parse, no check): for keys of IR that
     was just parsed and printed, where the parse would cost more than the hash (the tuning store's)."""
-    lines = [line for line in map(_normalize_line, printed.splitlines()) if line]
+    lines = [line for line in map(_normalize_line, printed_lines(printed)) if line]
     return "\n".join(lines) + "\n"
+
+
+def printed_lines(printed: str) -> list[str]:
+    """The lines of IR as LLVM printed it, a quoted string that spans lines kept in the line it starts in:
+    LLVM prints attribute strings as they are, newlines included (found by fuzzing: an `attributes #N`
+    line dropped without its second half left that half as a line of its own, which does not parse)."""
+    lines, open_line = [], None
+    for line in printed.split("\n"):
+        if open_line is not None:
+            line = f"{open_line}\n{line}"
+        open_line = line if '"' in line and _opens_string(line) else None
+        if open_line is None:
+            lines.append(line)
+    if open_line is not None:
+        lines.append(open_line)
+    return lines
+
+
+def _opens_string(line: str) -> bool:
+    """Whether `line` ends inside a quoted string (a `"` outside complete strings, before any comment)."""
+    rest = _QUOTED.sub("", line)
+    semicolon = rest.find(";")
+    return '"' in (rest if semicolon < 0 else rest[:semicolon])
 
 
 def _normalize_line(line: str) -> str:
@@ -285,7 +313,7 @@ def _split_functions(module: llvm.ModuleRef, stop: Stop | None) -> list[tuple[st
     header = [line for line in printed.splitlines() if line.startswith(("target ", "source_filename"))] + [
         line for line in printed.splitlines() if _TYPE_DEFINITION.match(line)
     ]
-    attribute_groups = [line for line in printed.splitlines() if line.startswith("attributes #")]
+    attribute_groups = [line for line in printed_lines(printed) if line.startswith("attributes #")]
     metadata = [line for line in printed.splitlines() if line.startswith("!")]
 
     try:

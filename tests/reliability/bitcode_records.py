@@ -24,6 +24,23 @@ BLOCKINFO = 0
 
 
 @dataclass(frozen=True)
+class Item:
+    """One entry of a block as the walker read it: bits [start, end) of the file. A sub-block's bits are its
+    ENTER_SUBBLOCK header (abbreviation id, block id, width: its padding and length word follow), its contents
+    `items` and its abbreviation `width`; a record's or abbreviation's bits are all of it, padding included,
+    and `aligned` names the positions where a blob's padding to 32 bits starts (the record keeps its meaning
+    only where that padding is made again). `block_id`: a sub-block's own, else the enclosing block's."""
+
+    start: int
+    end: int
+    kind: str  # "block" | "abbreviation" | "record"
+    block_id: int
+    width: int = 0
+    items: tuple[Item, ...] = ()
+    aligned: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
 class Field:
     """One value of a record: bits [position, position + bits) of the file; `width` is the fixed width, or
     the VBR chunk width (`vbr` True), whose `bits // width` chunks the edit keeps."""
@@ -38,6 +55,7 @@ class Field:
 class _Reader:
     def __init__(self, data: bytes):
         self.data, self.position, self.fields = data, 0, []
+        self.aligned: list[int] = []  # every position align() was called at
 
     def fixed(self, width: int, keep: bool = True) -> int:
         if width == 0:
@@ -64,6 +82,7 @@ class _Reader:
         return value
 
     def align(self) -> None:
+        self.aligned.append(self.position)
         self.position = (self.position + 31) // 32 * 32
 
 
@@ -115,22 +134,29 @@ def _read_abbreviated(reader: _Reader, operands: list[tuple[int, int]]) -> list[
     return values
 
 
-def _read_block(reader: _Reader, width: int, block_id: int, info: dict[int, list]) -> None:
-    """The block's contents after its header, up to its END_BLOCK."""
+def _read_block(reader: _Reader, width: int, block_id: int, info: dict[int, list]) -> list[Item]:
+    """The block's contents after its header, up to its END_BLOCK: its entries."""
     abbreviations = list(info.get(block_id, []))
     current = None  # BLOCKINFO's SETBID target
+    items = []
     while True:
+        start, aligned_before = reader.position, len(reader.aligned)
         code = reader.fixed(width, keep=False)
         if code == 0:  # END_BLOCK
             reader.align()
-            return
+            return items
         if code == 1:  # ENTER_SUBBLOCK
             inner = reader.vbr(8, keep=False)
             inner_width = reader.vbr(4, keep=False)
+            header_end = reader.position
             reader.align()
             reader.fixed(32, keep=False)
-            _read_block(reader, inner_width, inner, info)
-        elif code == 2:  # DEFINE_ABBREV
+            inner_items = _read_block(reader, inner_width, inner, info)
+            items.append(Item(start, header_end, "block", inner, inner_width, tuple(inner_items)))
+            continue
+        kind = "record"
+        if code == 2:  # DEFINE_ABBREV
+            kind = "abbreviation"
             operands = _read_abbreviation(reader)
             if block_id == BLOCKINFO:
                 if current is None:
@@ -149,29 +175,52 @@ def _read_block(reader: _Reader, width: int, block_id: int, info: dict[int, list
             values = _read_abbreviated(reader, abbreviations[code - 4])
             if block_id == BLOCKINFO and values and values[0] == 1 and len(values) > 1:
                 current = values[1]
+        aligned = tuple(reader.aligned[aligned_before:])
+        items.append(Item(start, reader.position, kind, block_id, aligned=aligned))
 
 
 @functools.cache
-def record_fields(data: bytes) -> tuple[Field, ...]:
-    """Every field of every record of a raw bitcode file (none if it is not one or its stream ends
-    early: the walker is for valid seed modules)."""
+def _walk(data: bytes) -> tuple[_Reader, tuple[Item, ...], int] | None:
+    """The walk of a raw bitcode file: its reader (fields and all), its top-level blocks, and the bit where
+    they end (any bytes after them are no block); None if it is not raw bitcode or a block does not read to
+    its end (the walker is for valid modules, and for mutated ones whose framing held)."""
     if not data.startswith(MAGIC):
-        return ()
+        return None
     reader = _Reader(data)
     reader.position = len(MAGIC) * 8
     info: dict[int, list] = {}
+    blocks = []
+    end = reader.position
     try:
         while reader.position + 32 <= len(data) * 8:
+            start = reader.position
             if reader.fixed(2, keep=False) != 1:
                 break
             block_id = reader.vbr(8, keep=False)
             width = reader.vbr(4, keep=False)
+            header_end = reader.position
             reader.align()
             reader.fixed(32, keep=False)
-            _read_block(reader, width, block_id, info)
+            items = _read_block(reader, width, block_id, info)
+            blocks.append(Item(start, header_end, "block", block_id, width, tuple(items)))
+            end = reader.position
     except (ValueError, IndexError):
-        return ()
-    return tuple(reader.fields)
+        return None
+    return reader, tuple(blocks), end
+
+
+def record_fields(data: bytes) -> tuple[Field, ...]:
+    """Every field of every record of a raw bitcode file (none if it is not one or its stream ends
+    early: the walker is for valid seed modules)."""
+    walk = _walk(data)
+    return () if walk is None else tuple(walk[0].fields)
+
+
+def top_level_items(data: bytes) -> tuple[tuple[Item, ...], int] | None:
+    """The top-level blocks of a raw bitcode file with their contents (`Item`s), and the bit where they end;
+    None where `record_fields` finds none."""
+    walk = _walk(data)
+    return None if walk is None else walk[1:]
 
 
 def _new_value(rng: random.Random, field: Field, capacity: int, neighbours: tuple[Field, ...]) -> int:

@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.reliability.delta import drop_chunks
+
 HANG_S = 30  # default seconds before a child still checking one input is a hang
 # A child's address space beyond the parent's: an input that makes LLVM allocate without bound ("LLVM ERROR:
 # out of memory") fails in the child at this much more, instead of swapping the machine (and the test run
@@ -155,31 +157,31 @@ class Isolated:
         return line[:300]
 
     def minimize(self, data: bytes, seconds: float, keep: int = 4) -> bytes:
-        """A smaller input with the same outcome (`Outcome.signature`), within `seconds`: first the
-        shortest prefix found by cutting halving amounts off the end (a bitstream survives a cut better
-        than a deletion, which shifts every later bit), then byte chunks removed while the outcome holds,
-        chunk sizes halving to one byte. The first `keep` bytes (bitcode's magic) stay."""
+        """A smaller input with the same outcome (`Outcome.signature`), within `seconds` (`shrink`). The
+        first `keep` bytes (bitcode's magic) stay."""
         wanted = self.run(data).signature
         ends = time.monotonic() + seconds
+        return shrink(
+            data, lambda candidate: time.monotonic() < ends and self.run(candidate).signature == wanted, keep
+        )
 
-        def same(candidate: bytes) -> bool:
-            return time.monotonic() < ends and self.run(candidate).signature == wanted
 
-        cut = len(data) // 2
-        while cut >= 1 and time.monotonic() < ends:
-            if len(data) - cut > keep and same(data[:-cut]):
-                data = data[:-cut]
-            else:
-                cut //= 2
-        chunk = max(len(data) // 2, 1)
-        while chunk >= 1 and time.monotonic() < ends:
-            at, changed = keep, False
-            while at < len(data) and time.monotonic() < ends:
-                candidate = data[:at] + data[at + chunk :]
-                if same(candidate):
-                    data, changed = candidate, True
-                else:
-                    at += chunk
-            if not changed:
-                chunk //= 2
-        return data
+def shrink(data: bytes, same: Callable[[bytes], bool], keep: int = 0, lines: bool = False) -> bytes:
+    """A smaller input for which `same` holds (it answers False once its time is up): for bitcode, whole
+    blocks and records left out (bitcode_reduce.py); with `lines`, whole lines left out (most of a module is
+    not needed to reach a parser's bug); then the shortest prefix found by cutting halving amounts off the
+    end (a bitstream survives a cut better than a deletion, which shifts every later bit); then byte chunks
+    left out, halving to one byte. The first `keep` bytes stay."""
+    from tests.reliability import bitcode_reduce
+
+    data = bitcode_reduce.reduce(data, same)
+    if lines:
+        parts = drop_chunks(data.splitlines(keepends=True), lambda kept: same(b"".join(kept)))
+        data = b"".join(parts)
+    cut = len(data) // 2
+    while cut >= 1:
+        if len(data) - cut > keep and same(data[:-cut]):
+            data = data[:-cut]
+        else:
+            cut //= 2
+    return bytes(drop_chunks(data, lambda kept: same(bytes(kept)), keep_first=keep))
