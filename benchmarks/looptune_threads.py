@@ -2,17 +2,17 @@
 
     python benchmarks/looptune_threads.py --out docs/bench/looptune_threads.md
 
-For every case the service's default decision (`policy_tiles`, with `threads` set) is asked for the
-schedule (its wall time is the decision time), then the chosen kernel (kernels/parallel.py: blocks of one
-output index on a thread pool) and the reference are timed in `--rounds` interleaved rounds, best per
-method: numpy's program for the contraction (kernels/reference.py: OpenBLAS matmul, im2col + tensordot for
-convolutions) and, for the 2-D convolutions, PyTorch's CPU convolution (`torch.nn.functional.conv2d`,
-oneDNN, stride 1, no padding: the same sums), each layer in both layouts: NCHW (`O[n,f,y,x] += I[n,c,y+r,x+s]
-* W[f,c,r,s]`, torch's default) and NHWC (`O[n,y,x,f] += I[n,y+r,x+s,c] * W[r,s,c,f]`, torch's
-`channels_last`, where oneDNN and our kernels both vectorize along channels). OpenBLAS fixes its
-thread count when it loads, so each thread count runs in a process of its own (`--threads`, with
-OPENBLAS_NUM_THREADS and torch.set_num_threads set to it); without `--threads` this script runs them one
-after the other (1, then every CPU) and writes one report from both (`--json-out` keeps the raw results).
+For every case the service's default decision (`policy_tiles`, with `threads` set) is asked for the schedule
+(its wall time is the decision time), then the chosen kernel (kernels/parallel.py: cells of one or two output
+indices, run by an OpenMP team, kernels/team.py) and the reference are timed in `--rounds` interleaved rounds,
+best per method: numpy's program for the contraction (kernels/reference.py: OpenBLAS matmul, im2col +
+tensordot for convolutions) and, for the 2-D convolutions, PyTorch's CPU convolution
+(`torch.nn.functional.conv2d`, oneDNN, stride 1, no padding: the same sums), each layer in both layouts: NCHW
+(`O[n,f,y,x] += I[n,c,y+r,x+s] * W[f,c,r,s]`, torch's default) and NHWC (`O[n,y,x,f] += I[n,y+r,x+s,c] *
+W[r,s,c,f]`, torch's `channels_last`, where oneDNN and our kernels both vectorize along channels). OpenBLAS
+fixes its thread count when it loads, so each thread count runs in a process of its own (`--threads`, with
+OPENBLAS_NUM_THREADS and torch.set_num_threads set to it); without `--threads` this script runs them one after
+the other (1, then every CPU) and writes one report from both (`--json-out` keeps the raw results).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ CONVS = (
 CUBES = (256, 1000, 2048)
 GROUPS = ("held-out", "sweep", "conv NCHW", "conv NHWC")
 SQUARES = (1000, 2048)
+SETTLE_S = 0.15  # between timing one library's threads and the next's (time_one)
 
 
 def cases() -> list[tuple[str, object, str | None]]:
@@ -121,11 +122,16 @@ def time_one(group: str, case, layer: str | None, threads: int, rounds: int) -> 
     if layer:
         references["torch"] = torch_conv(case.kind, spec.size_of, threads)
     best = dict.fromkeys(["optserve", *references], 0.0)
+    # idle threads of one library spin for a while after its last call (OpenBLAS ~0.1 s, libgomp ~10 ms)
+    # and would take cores from the next one timed: each waits until the other's have gone to sleep
+    settle_s = SETTLE_S if threads > 1 else 0.0
     try:
         for _ in range(rounds):
+            time.sleep(settle_s)
             timing = measure(kernel, runs=5, warmup_calls=2, run_seconds=1e-3)
             best["optserve"] = max(best["optserve"], timing.gflops)
             for name, call in references.items():
+                time.sleep(settle_s)
                 best[name] = max(best[name], spec.flops / best_seconds(call, 5) / 1e9)
     finally:
         kernel.close()
@@ -191,8 +197,8 @@ def report(data: dict) -> str:
         "- Read the all-thread rows with the load averages: where the machine's cores are busy with other"
         " work, a library whose threads meet at spinning barriers (OpenBLAS, oneDNN's OpenMP) waits a"
         " scheduler time slice per call, so its GFLOPS there measure the load; a kernel of ours runs on one"
-        " thread below 8 MFLOP per thread (kernels/parallel.py MIN_BLOCK_FLOPS), and the column 'threads"
-        " used' says how many it ran on.",
+        " thread below MIN_BLOCK_WORK per thread (kernels/parallel.py: 1 MFLOP, or 128 KiB streamed, where"
+        " an OpenMP team runs the cells), and the column 'threads used' says how many it ran on.",
         "",
         "## Summary",
         "",

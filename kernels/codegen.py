@@ -40,6 +40,11 @@ KERNEL_NAME = "kernel"
 # kernel_ws(out, in0, in1, ws0, ws1): the kernel packing into the caller's buffers (`workspace_floats` each)
 # instead of its module's own, so threads can run it at once (kernels/parallel.py)
 WORKSPACE_KERNEL_NAME = "kernel_ws"
+# the scheduled nest on packed operands (kernel(out, in0, in1) itself where nothing is packed) and, per
+# input, pack_inN(src, dst): the copy into a buffer; a parallel kernel packs an input once for all the
+# blocks that read the same part of it, then runs the blocks' nests (kernels/parallel.py)
+PACKED_NEST_NAME = "kernel_packed"
+PACK_NAMES = ("pack_in0", "pack_in1")
 UNROLL_TRIPS = 4  # reduction loops this short are unrolled inside a register tile
 BENCH_NAME = "bench"
 
@@ -471,7 +476,7 @@ def generate_ir(spec: LoopNestSpec, schedule: Schedule, target: Target) -> str:
         f"declare {_type(w)} {_fma(w)}({_type(w)}, {_type(w)}, {_type(w)})"
         for w in sorted(emitter.fma_widths)
     ] + [f"declare float {_reduce(w)}(float, {_type(w)})" for w in sorted(emitter.reduce_widths)]
-    nest_name = f"{KERNEL_NAME}_packed" if layout else KERNEL_NAME
+    nest_name = PACKED_NEST_NAME if layout else KERNEL_NAME
     return "\n".join(
         [
             f"; {spec.text()}  ({spec.sizes_text()})",
@@ -569,6 +574,14 @@ def _packing_ir(
             width = min(target.vector_widths[0], COPY_WIDTH) if target.vector_widths else 1
             shape, source = spec.shape(tensor), spec.layout_shape(tensor)
             lines += [pack_function_ir(f"pack{position}", shape, order, width, source), ""]
+        lines += [
+            f"define void @{PACK_NAMES[position]}(ptr %src, ptr %dst) {{",
+            "entry:",
+            f"  call void @pack{position}(ptr %src, ptr %dst)",
+            "  ret void",
+            "}",
+            "",
+        ]
         calls.append(f"  call void @pack{position}(ptr %in{position}, ptr @buffer{position})")
         workspace_calls.append(f"  call void @pack{position}(ptr %in{position}, ptr %ws{position})")
         arguments[position + 1] = f"ptr @buffer{position}"

@@ -15,7 +15,15 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 import numpy as np
 
-from optserve.kernels.codegen import BENCH_NAME, KERNEL_NAME, WORKSPACE_KERNEL_NAME, Target, generate_ir
+from optserve.kernels.codegen import (
+    BENCH_NAME,
+    KERNEL_NAME,
+    PACK_NAMES,
+    PACKED_NEST_NAME,
+    WORKSPACE_KERNEL_NAME,
+    Target,
+    generate_ir,
+)
 from optserve.kernels.schedule import Schedule
 from optserve.kernels.spec import LoopNestSpec
 
@@ -70,6 +78,8 @@ class CompiledKernel:
     _kernel: ctypes._CFuncPtr
     _bench: ctypes._CFuncPtr
     workspace: ctypes._CFuncPtr  # kernel_ws(out, in0, in1, ws0, ws1) on raw addresses (codegen.py)
+    nest_address: int = 0  # the nest on packed operands, (out, in0, in1): kernel's own where none is packed
+    pack_addresses: tuple[int, int] = (0, 0)  # per input, its copy (src, dst) into a buffer; 0: not packed
 
     def __call__(self, out: np.ndarray, lhs: np.ndarray, rhs: np.ndarray) -> None:
         self._check(out, lhs, rhs)
@@ -122,6 +132,9 @@ def compile_ir(
     kernel = _KERNEL_TYPE(engine.get_function_address(KERNEL_NAME))
     bench = _BENCH_TYPE(engine.get_function_address(BENCH_NAME))
     workspace = _WORKSPACE_TYPE(engine.get_function_address(WORKSPACE_KERNEL_NAME))
+    defined = {function.name for function in parsed.functions if not function.is_declaration}
+    nest = PACKED_NEST_NAME if PACKED_NEST_NAME in defined else KERNEL_NAME
+    packs = tuple(engine.get_function_address(n) if n in defined else 0 for n in PACK_NAMES)
     seconds = time.perf_counter() - start
     return CompiledKernel(
         spec=spec,
@@ -132,4 +145,6 @@ def compile_ir(
         _kernel=kernel,
         _bench=bench,
         workspace=workspace,
+        nest_address=engine.get_function_address(nest),
+        pack_addresses=packs,  # type: ignore[arg-type]
     )

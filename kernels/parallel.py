@@ -1,38 +1,70 @@
-"""Parallel kernels: the contraction cut into blocks along one output index, each block a thread's call.
+"""Parallel kernels: the contraction cut into blocks along one or two output indices, each cell a thread's.
 
-A ctypes call into the JIT releases the GIL, so a plain thread pool runs the blocks on all cores. Blocks are
-along an output index, so no two threads write one element: of the output indices with enough elements
-for every thread, the one whose loop is outermost in the schedule (its cache blocking stays as scheduled),
-else the one with the most. Each block runs the schedule's loop nest restricted to it (`restrict`) on the
-whole tensors in memory (LoopNestSpec.block: the block's sizes, the whole tensors' strides), called on
-pointers offset to the block's first element; blocks are whole multiples of the schedule's innermost loop
-over the index (a register tile), so at most the last block has other tails, and at most two kernels are
-compiled. A kernel that packs an operand packs it into a buffer of its block's own (codegen.py kernel_ws).
-A contraction too small to pay for the threads' hand-over (MIN_BLOCK_FLOPS each) runs as one kernel.
+Blocks are along output indices, so no two threads write one element. The cut (`plan_blocks`) is the
+grid of one or two output indices (M blocks x N blocks for a matmul) that gives the most speed-up for the
+threads, blocks being whole multiples of the schedule's innermost loop over their index (a register tile),
+so every cell but those at the grid's last row and column is one kernel, and at most four are compiled;
+of the grids within 3 % of the best speed-up, the one whose cells read the least of the inputs (a square
+grid rather than strips that each read all of B), then the fewest cells. Each cell runs the schedule's
+loop nest restricted to it (`restrict`) on the whole tensors in memory (LoopNestSpec.block: the cell's
+sizes, the whole tensors' strides), on pointers offset to the cell's first element.
+
+A packed operand (kernels/packing.py) is copied once per part of it that cells read: the cells that read
+the same columns of B share one buffer, filled by one task before any of them runs (the first phase of
+the kernel's task table, kernels/team.py); unshared, every strip of rows copied the whole of B again (16
+copies of it on 16 threads). A contraction too small to pay for the threads' hand-over runs as one
+kernel: below MIN_BLOCK_WORK per thread, where work is its floating-point operations or, for one that
+streams its operands (matvec), eight per byte it reads and writes.
 """
 
 from __future__ import annotations
 
-import functools
+import itertools
+import math
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from optserve.kernels import team
 from optserve.kernels.codegen import Target, workspace_floats
 from optserve.kernels.jit import CompiledKernel, check_operands, compile_schedule, host_target
 from optserve.kernels.schedule import Loop, Schedule, iteration_extents
 from optserve.kernels.spec import FLOAT_BYTES, LoopNestSpec
 
-MIN_BLOCK_FLOPS = 2**23  # ~0.1 ms of work on a core: below it a thread's hand-over costs about as much
+# work per thread (floating-point operations, or eight per byte streamed) below which a thread's hand-over
+# costs about as much as its share: ~10 us on a core where an OpenMP team runs the table, ~80 us where
+# Python threads do (kernels/team.py)
+MIN_BLOCK_WORK = 2**20
+MIN_BLOCK_WORK_PYTHON = 2**23
+BYTE_WORK = 8  # a streamed byte costs about eight multiply-adds' time (matvec ~13, matmul ~110 GFLOPS)
+NEAR_BEST = 0.97  # grids within this share of the best speed-up are compared by what their cells read
 
 
 @dataclass(frozen=True)
 class Block:
     start: int  # first element of the index
     size: int
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Blocks of one or two output indices; a cell (one block of each) is one thread's nest."""
+
+    cuts: tuple[tuple[str, tuple[Block, ...]], ...]
+
+    @property
+    def indices(self) -> tuple[str, ...]:
+        return tuple(index for index, _ in self.cuts)
+
+    @property
+    def cells(self) -> list[tuple[Block, ...]]:
+        return list(itertools.product(*(blocks for _, blocks in self.cuts)))
+
+    @property
+    def threads(self) -> int:
+        return math.prod(len(blocks) for _, blocks in self.cuts)
 
 
 def restrict(schedule: Schedule, spec: LoopNestSpec, index: str, size: int) -> Schedule:
@@ -51,27 +83,65 @@ def restrict(schedule: Schedule, spec: LoopNestSpec, index: str, size: int) -> S
     return Schedule(tuple(compute), Schedule.base(spec).writeback, schedule.pack)
 
 
+def work(spec: LoopNestSpec) -> int:
+    """The contraction's cost in multiply-add units: its FLOPs, or BYTE_WORK per byte of its tensors where
+    that is more (a matvec streams its matrix once)."""
+    nbytes = sum(math.prod(spec.shape(t)) for t in spec.tensors) * FLOAT_BYTES
+    return max(spec.flops, BYTE_WORK * nbytes)
+
+
 def plan_blocks(
-    spec: LoopNestSpec, schedule: Schedule, threads: int, min_block_flops: int = MIN_BLOCK_FLOPS
-) -> tuple[str, list[Block]] | None:
-    """The index to cut and its blocks (one per thread); None where one kernel should run it all."""
-    threads = min(threads, max(1, spec.flops // min_block_flops))
+    spec: LoopNestSpec, schedule: Schedule, threads: int, min_block_work: int | None = None
+) -> Grid | None:
+    """The grid of cells (at most `threads`); None where one kernel should run it all."""
+    if min_block_work is None:
+        min_block_work = MIN_BLOCK_WORK if team.native_available() else MIN_BLOCK_WORK_PYTHON
+    threads = min(threads, max(1, work(spec) // min_block_work))
     if threads < 2:
         return None
     size = spec.size_of
-    first = {}  # per output index: the position of its outermost loop
+    first: dict[str, int] = {}  # per output index: the position of its outermost loop
     for pos, loop in enumerate(schedule.compute):
         if loop.index in spec.output_indices:
             first.setdefault(loop.index, pos)
-    units = {i: _unit(schedule, i) for i in first}
-    tiles = {i: -(-size[i] // units[i]) for i in units}
-    enough = [i for i in tiles if tiles[i] >= threads]
-    index = min(enough, key=first.__getitem__) if enough else max(tiles, key=tiles.__getitem__)
-    if tiles[index] < 2:
+    order = sorted(first, key=first.__getitem__)
+    units = {i: _unit(schedule, i) for i in order}
+    tiles = {i: -(-size[i] // units[i]) for i in order}
+
+    def blocks(index: str, parts: int) -> tuple[Block, ...]:
+        per_block = -(-tiles[index] // parts) * units[index]
+        return tuple(Block(s, min(per_block, size[index] - s)) for s in range(0, size[index], per_block))
+
+    grids = []
+    for a, first_index in enumerate(order):
+        for parts in range(2, min(threads, tiles[first_index]) + 1):
+            grids.append(Grid(((first_index, blocks(first_index, parts)),)))
+        for second in order[a + 1 :]:
+            for parts in range(2, min(threads // 2, tiles[first_index]) + 1):
+                for other in range(2, min(threads // parts, tiles[second]) + 1):
+                    cut = ((first_index, blocks(first_index, parts)), (second, blocks(second, other)))
+                    grids.append(Grid(cut))
+    grids = [g for g in grids if 2 <= g.threads <= threads]
+    if not grids:
         return None
-    per_block = -(-tiles[index] // min(threads, tiles[index])) * units[index]
-    blocks = [Block(s, min(per_block, size[index] - s)) for s in range(0, size[index], per_block)]
-    return index, blocks
+    speedups = {g: _speedup(g) for g in grids}
+    best = max(speedups.values())
+    near = [g for g in grids if speedups[g] >= NEAR_BEST * best]
+    return min(near, key=lambda g: (_cell_reads(spec, g), g.threads, [first[i] for i in g.indices]))
+
+
+def _speedup(grid: Grid) -> float:
+    """Elements of the cut indices over those of the largest cell: the speed-up if cells cost their size."""
+    whole = math.prod(blocks[-1].start + blocks[-1].size for _, blocks in grid.cuts)
+    return whole / math.prod(blocks[0].size for _, blocks in grid.cuts)
+
+
+def _cell_reads(spec: LoopNestSpec, grid: Grid) -> int:
+    """Input elements the largest cell reads."""
+    cell = spec
+    for index, blocks in grid.cuts:
+        cell = cell.block(index, blocks[0].size)
+    return sum(math.prod(cell.shape(t)) for t in cell.inputs)
 
 
 def _unit(schedule: Schedule, index: str) -> int:
@@ -83,66 +153,81 @@ def _unit(schedule: Schedule, index: str) -> int:
     return 16 if schedule.compute[-1].index == index else 1
 
 
-@functools.cache
-def _pool(threads: int) -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=threads, thread_name_prefix="kernel-block")
-
-
 @dataclass
 class ParallelKernel:
-    """A contraction run as blocks on threads; called like CompiledKernel (one call at a time)."""
+    """A contraction run as cells on a team of threads; called like CompiledKernel (one call at a time)."""
 
     spec: LoopNestSpec
     schedule: Schedule
-    index: str
-    blocks: list[Block]
-    kernels: dict[int, CompiledKernel]  # per block size
+    grid: Grid
+    kernels: dict[tuple[int, ...], CompiledKernel]  # per cell's sizes along the grid's indices
     compile_seconds: float
-    workspaces: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
-    offsets: list[tuple[int, int, int]] = field(default_factory=list)  # per block: bytes into each tensor
+    native: bool = True  # an OpenMP team runs the table (kernels/team.py), else Python threads
+    buffers: list[np.ndarray] = field(default_factory=list)  # packed operands' copies, one per shared part
+    table: team.TaskTable = field(init=False)
 
     @property
     def threads(self) -> int:
-        return len(self.blocks)
+        return self.grid.threads
 
     @property
     def llvm_ir(self) -> str:
-        return self.kernels[self.blocks[0].size].llvm_ir
+        return self.kernels[self._sizes(self.grid.cells[0])].llvm_ir
+
+    def _sizes(self, cell: tuple[Block, ...]) -> tuple[int, ...]:
+        return tuple(block.size for block in cell)
 
     def __post_init__(self) -> None:
-        strides = [self.spec.strides(t)[self.index] for t in self.spec.tensors]
-        for block in self.blocks:
-            self.offsets.append(tuple(block.start * s * FLOAT_BYTES for s in strides))  # type: ignore[arg-type]
-            floats = workspace_floats(self.kernels[block.size].spec, self.kernels[block.size].schedule)
-            self.workspaces.append(tuple(np.empty(max(1, n), np.float32) for n in floats))  # type: ignore[arg-type]
+        strides = [self.spec.strides(t) for t in self.spec.tensors]
+        indices = self.grid.indices
+        packs: list[team.Task] = []
+        nests: list[team.Task] = []
+        shared: dict[tuple, int] = {}  # per input and part of it: its buffer's address
+        for cell in self.grid.cells:
+            kernel = self.kernels[self._sizes(cell)]
+            offsets = [
+                sum(b.start * s[i] for i, b in zip(indices, cell, strict=True)) * FLOAT_BYTES for s in strides
+            ]
+            floats = workspace_floats(kernel.spec, kernel.schedule)
+            arguments = [(0, offsets[0])]
+            for position in (0, 1):
+                tensor = position + 1
+                if not kernel.pack_addresses[position]:
+                    arguments.append((tensor, offsets[tensor]))
+                    continue
+                part = tuple(
+                    (i, b.start, b.size) for i, b in zip(indices, cell, strict=True) if strides[tensor][i]
+                )
+                key = (position, part, floats[position])
+                if key not in shared:
+                    self.buffers.append(np.empty(max(1, floats[position]), np.float32))
+                    shared[key] = self.buffers[-1].ctypes.data
+                    source = (tensor, offsets[tensor])
+                    packs.append(
+                        team.Task(kernel.pack_addresses[position], (source, (team.ABSOLUTE, shared[key])))
+                    )
+                arguments.append((team.ABSOLUTE, shared[key]))
+            nests.append(team.Task(kernel.nest_address, tuple(arguments)))
+        slots = len(nests)
+        phases = [[nests[s : s + 1] for s in range(slots)]]
+        if packs:
+            phases.insert(0, [packs[s::slots] for s in range(slots)])
+        self.table = team.TaskTable(phases, native=self.native)
+        self.native = self.table.native
 
     def __call__(self, out: np.ndarray, lhs: np.ndarray, rhs: np.ndarray) -> None:
         check_operands(self.spec, (out, lhs, rhs))
-        self._run(out.ctypes.data, lhs.ctypes.data, rhs.ctypes.data)
+        self.table.run(out.ctypes.data, lhs.ctypes.data, rhs.ctypes.data)
 
     def run_repeated(self, out: np.ndarray, lhs: np.ndarray, rhs: np.ndarray, repeats: int) -> float:
-        """Seconds for `repeats` calls one after the other (each one hands every block to a thread)."""
+        """Seconds for `repeats` calls one after the other (each one runs the whole table)."""
         check_operands(self.spec, (out, lhs, rhs))
         pointers = (out.ctypes.data, lhs.ctypes.data, rhs.ctypes.data)
+        run = self.table.run
         start = time.perf_counter()
         for _ in range(repeats):
-            self._run(*pointers)
+            run(*pointers)
         return time.perf_counter() - start
-
-    def _call_block(self, position: int, out: int, lhs: int, rhs: int) -> None:
-        block = self.blocks[position]
-        offsets = self.offsets[position]
-        ws0, ws1 = self.workspaces[position]
-        self.kernels[block.size].workspace(
-            out + offsets[0], lhs + offsets[1], rhs + offsets[2], ws0.ctypes.data, ws1.ctypes.data
-        )
-
-    def _run(self, out: int, lhs: int, rhs: int) -> None:
-        pool = _pool(self.threads - 1)
-        futures = [pool.submit(self._call_block, p, out, lhs, rhs) for p in range(1, self.threads)]
-        self._call_block(0, out, lhs, rhs)
-        for future in futures:
-            future.result()
 
     def close(self) -> None:
         for kernel in self.kernels.values():
@@ -155,30 +240,35 @@ def compile_parallel(
     threads: int,
     target: Target | None = None,
     keep_ir: bool = False,
-    min_block_flops: int = MIN_BLOCK_FLOPS,
+    min_block_work: int | None = None,
+    native: bool = True,
 ) -> CompiledKernel | ParallelKernel:
     """`schedule` compiled to run on up to `threads` threads: a ParallelKernel, or one CompiledKernel where
-    one thread should run it (threads 1, or too little work to share). Raises SpecError as
-    compile_schedule does."""
+    one thread should run it (threads 1, or too little work to share). `native` False: Python threads run
+    the cells even where an OpenMP team could. Raises SpecError as compile_schedule does."""
     schedule.check(spec)
-    plan = plan_blocks(spec, schedule, threads, min_block_flops) if threads > 1 else None
-    if plan is None:
+    grid = plan_blocks(spec, schedule, threads, min_block_work) if threads > 1 else None
+    if grid is None:
         return compile_schedule(spec, schedule, target=target or host_target(), keep_ir=keep_ir)
-    index, blocks = plan
     start = time.perf_counter()
-    kernels: dict[int, CompiledKernel] = {}
+    kernels: dict[tuple[int, ...], CompiledKernel] = {}
     try:
-        for size in sorted({b.size for b in blocks}, reverse=True):
-            block_spec = spec.block(index, size)
-            block_schedule = restrict(schedule, block_spec, index, size)
-            kernels[size] = compile_schedule(
-                block_spec, block_schedule, target=target or host_target(), keep_ir=keep_ir
+        for cell in grid.cells:
+            sizes = tuple(block.size for block in cell)
+            if sizes in kernels:
+                continue
+            cell_spec, cell_schedule = spec, schedule
+            for index, size in zip(grid.indices, sizes, strict=True):
+                cell_spec = cell_spec.block(index, size)
+                cell_schedule = restrict(cell_schedule, cell_spec, index, size)
+            kernels[sizes] = compile_schedule(
+                cell_spec, cell_schedule, target=target or host_target(), keep_ir=keep_ir
             )
     except Exception:
         for kernel in kernels.values():
             kernel.close()
         raise
-    return ParallelKernel(spec, schedule, index, blocks, kernels, time.perf_counter() - start)
+    return ParallelKernel(spec, schedule, grid, kernels, time.perf_counter() - start, native)
 
 
 def default_threads() -> int:

@@ -324,5 +324,5 @@ def _schedule_nest(
 
 def _threads_used(spec: LoopNestSpec, schedule: Schedule, threads: int) -> int:
     """Threads the kernel of `schedule` runs on when `threads` are allowed (kernels/parallel.py)."""
-    plan = plan_blocks(spec, schedule, threads)
-    return len(plan[1]) if plan else 1
+    grid = plan_blocks(spec, schedule, threads)
+    return grid.threads if grid else 1

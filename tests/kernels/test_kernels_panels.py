@@ -49,7 +49,7 @@ def _spec(kind: str, sizes: dict[str, int] = ODD) -> LoopNestSpec:
 
 
 def _run(spec: LoopNestSpec, schedule: Schedule, threads: int = 1) -> None:
-    kernel = compile_parallel(spec, schedule, threads, target=AVX512, min_block_flops=1)
+    kernel = compile_parallel(spec, schedule, threads, target=AVX512, min_block_work=1)
     rng = np.random.default_rng(5)
     out, lhs, rhs = (rng.uniform(-1, 1, spec.shape(t)).astype(np.float32) for t in spec.tensors)
     expected = reference(spec, out, lhs, rhs)

@@ -1,12 +1,14 @@
-"""Parallel kernels: blocks of an output index on threads give numpy's answer for every kind and tail."""
+"""Parallel kernels: cells of one or two output indices on threads give numpy's answer for every kind and
+tail."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from optserve.kernels import team
 from optserve.kernels.jit import host_target
-from optserve.kernels.parallel import ParallelKernel, compile_parallel, plan_blocks, restrict
+from optserve.kernels.parallel import Grid, ParallelKernel, compile_parallel, plan_blocks, restrict
 from optserve.kernels.reference import numpy_program
 from optserve.kernels.schedule import Schedule
 from optserve.kernels.spec import LoopNestSpec
@@ -44,17 +46,18 @@ def _schedules(spec: LoopNestSpec) -> list[Schedule]:
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
-@pytest.mark.parametrize("threads", [2, 3, 5])
-def test_every_kind_on_threads_matches_numpy(kind, threads):
+@pytest.mark.parametrize(("threads", "native"), [(2, True), (3, True), (5, True), (6, False)])
+def test_every_kind_on_threads_matches_numpy(kind, threads, native):
     spec = LoopNestSpec.parse(KINDS[kind], SIZES[kind])
     out, lhs, rhs = _operands(spec)
     _, program = numpy_program(spec)
     expected = out + program(lhs, rhs)
     for schedule in _schedules(spec):
-        kernel = compile_parallel(spec, schedule, threads, min_block_flops=1)
+        kernel = compile_parallel(spec, schedule, threads, min_block_work=1, native=native)
         try:
             assert isinstance(kernel, ParallelKernel), schedule.text()
             assert 2 <= kernel.threads <= threads
+            assert kernel.native == (native and team.native_available())
             got = out.copy()
             kernel(got, lhs, rhs)
             np.testing.assert_allclose(got, expected, rtol=2e-4, atol=2e-4, err_msg=schedule.text())
@@ -66,8 +69,9 @@ def test_every_kind_on_threads_matches_numpy(kind, threads):
 def test_blocks_cover_the_index_once_in_whole_register_tiles():
     spec = LoopNestSpec.parse(KINDS["matmul"], {"m": 1000, "k": 64, "n": 64})
     schedule = tiled_schedule(spec, TileTemplate(6, 4), 16)
-    index, blocks = plan_blocks(spec, schedule, 4, min_block_flops=1)
-    assert index == "m"
+    grid = plan_blocks(spec, schedule, 4, min_block_work=1)
+    assert grid.indices == ("m",)
+    blocks = grid.cuts[0][1]
     assert [b.start for b in blocks] == [0, 252, 504, 756] and blocks[-1].size == 244
     block_spec = spec.block("m", 252)
     restricted = restrict(schedule, block_spec, "m", 252)
@@ -75,6 +79,50 @@ def test_blocks_cover_the_index_once_in_whole_register_tiles():
     assert [lp for lp in restricted.compute if lp.index != "m"] == [
         lp for lp in schedule.compute if lp.index != "m"
     ]
+
+
+def test_a_large_matmul_is_cut_along_both_output_indices():
+    # 16 strips of rows would each read all of B; a 4 x 4 grid's cells read a quarter of it
+    spec = LoopNestSpec.parse(KINDS["matmul"], {"m": 2048, "k": 2048, "n": 2048})
+    schedule = tiled_schedule(spec, TileTemplate(12, 1), 16)
+    grid = plan_blocks(spec, schedule, 16)
+    assert grid.indices == ("m", "n") and grid.threads == 16
+    for index, blocks in grid.cuts:
+        assert sum(b.size for b in blocks) == 2048
+        assert all(b.size % (12 if index == "m" else 16) == 0 for b in blocks[:-1])
+
+
+def test_cells_that_read_the_same_columns_of_b_share_one_packed_copy():
+    # A·B^T vectorized along n packs B (as B'[k,n]); the cells of one column of the grid read the same part
+    spec = LoopNestSpec.parse(KINDS["matmul_bt"], {"m": 96, "k": 40, "n": 96})
+    schedule = tiled_schedule(spec, TileTemplate(6, 1, pack=True), host_target().vector_widths[0])
+    out, lhs, rhs = _operands(spec)
+    kernel = compile_parallel(spec, schedule, 4, min_block_work=1)
+    try:
+        assert isinstance(kernel, ParallelKernel) and len(kernel.grid.indices) == 2
+        columns = len(dict(kernel.grid.cuts)["n"])
+        assert len(kernel.buffers) == columns < kernel.threads  # one copy per column of cells
+        got = out.copy()
+        kernel(got, lhs, rhs)
+        np.testing.assert_allclose(got, out + lhs @ rhs.T, rtol=2e-4, atol=2e-4)
+    finally:
+        kernel.close()
+
+
+def test_a_matvec_that_streams_megabytes_runs_on_threads():
+    spec = LoopNestSpec.parse(KINDS["matvec"], {"m": 2048, "k": 2048})
+    grid = plan_blocks(spec, Schedule.base(spec), 16, min_block_work=2**20)
+    assert grid is not None and grid.threads == 16
+
+
+def test_a_grid_is_never_more_cells_than_threads():
+    spec = LoopNestSpec.parse(
+        KINDS["conv_nchw"], {"n": 1, "f": 64, "c": 64, "y": 56, "x": 56, "r": 3, "s": 3}
+    )
+    schedule = tiled_schedule(spec, TileTemplate(4, 4, k_block=64, r_block=64), 16)
+    for threads in (2, 3, 7, 16):
+        grid = plan_blocks(spec, schedule, threads, min_block_work=1)
+        assert isinstance(grid, Grid) and 2 <= grid.threads <= threads
 
 
 def test_small_contractions_run_on_one_thread():
