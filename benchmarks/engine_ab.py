@@ -20,9 +20,9 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from optserve.passlm.evaluation.engine_latency import load_average, percentile, small_functions, strategies
 
-from engine_bench import REPO, load_average, percentile, strategies, test_functions  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 LABELS = ("greedy", "PS@10", "PS@30")
 
@@ -101,7 +101,7 @@ def main() -> None:
     current = ModelEngine.load(args.model_dir, backend="torch")
     baseline_decoder = load_baseline(args.baseline).TorchDecoder(args.model_dir)
     baseline = ModelEngine(args.model_dir, baseline_decoder, baseline_decoder.context_length)
-    functions = test_functions(2048, args.functions)
+    functions = small_functions(REPO / "tests" / "data" / "c", 2048, args.functions)
     report = {
         "date": subprocess.run(["date", "-u"], capture_output=True, text=True).stdout.strip(),
         "command": "python " + " ".join(sys.argv),

@@ -23,10 +23,10 @@ prepare)
   # The functions of benchmarks/engine_bench.py (clang-19 -O0 of tests/data/c, normalized IR <= 2 KB).
   cd "$repo"
   python -c "
-import json, sys
-sys.path.insert(0, 'benchmarks')
-import engine_bench
-json.dump(engine_bench.test_functions(2048, 6), open('$functions_json', 'w'))
+import json
+from pathlib import Path
+from optserve.passlm.evaluation import engine_latency
+json.dump(engine_latency.small_functions(Path('tests/data/c'), 2048, 6), open('$functions_json', 'w'))
 print('$functions_json')"
   ;;
 bench)
@@ -52,8 +52,7 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, os.environ["REPO"] + "/benchmarks")
-import engine_bench  # the CPU benchmark's strategies and measurement loop
+from optserve.passlm.evaluation import engine_latency  # the CPU benchmark's strategies and measurement loop
 from optserve.engine.engine import ModelEngine
 
 device, model_dir, functions_json, json_out = sys.argv[1:5]
@@ -99,7 +98,7 @@ async def one(dtype_name):
         pass
 
     try:
-        results = await engine_bench.measure(engine, functions, no_cache, False)
+        results = await engine_latency.measure(engine, functions, no_cache, False)
         results["components"] = components(engine)
         results["network"] = type(engine.decoder.network).__name__.strip("_")
     finally:
@@ -128,8 +127,7 @@ render)
   cd "$repo"
   python - "$json" "$doc" <<'EOF'
 import json, sys
-sys.path.insert(0, "benchmarks")
-import engine_bench
+from optserve.passlm.evaluation import engine_latency
 
 report = json.load(open(sys.argv[1]))
 lines = [
@@ -142,7 +140,7 @@ lines = [
     "| strategy | dtype | p50 (ms) | p99 (ms) | model tokens / request | unique candidates / request |",
     "|---|---|---:|---:|---:|---:|",
 ]
-for label in engine_bench.STRATEGIES:
+for label in engine_latency.STRATEGIES:
     for dtype, results in report["results"].items():
         r = results[label]
         lines.append(f"| {label} | {dtype} | {r['p50_s'] * 1000:.1f} | {r['p99_s'] * 1000:.1f} | "

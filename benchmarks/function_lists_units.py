@@ -27,7 +27,6 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from passlm_units import clang_text, rows_and_meta, sample_units
 from tqdm import tqdm
 
 from optserve.compiler.function_lists import split_unit
@@ -37,6 +36,7 @@ from optserve.compiler.unit_search import measure_functions
 from optserve.compiler.workers import CompilerPool
 from optserve.corpus.journal import journaled
 from optserve.engine.coreset import Coreset
+from optserve.passlm.evaluation.held_out_units import clang_oz, rows_and_meta, sample_units
 
 OBJECTIVE = "text_size"
 COUNTS = (1, 3, 10)  # default lists per function / per unit; --counts asks for others
@@ -53,7 +53,7 @@ async def measure(
     started = time.perf_counter()
     (oz,) = await pool.evaluate_async(ir, [OZ], OBJECTIVE)
     row: dict = {"id": unit["id"], "package": unit["package"], "file": unit["file"], "bytes": len(ir)}
-    row.update(oz=oz.cost, oz_s=oz.seconds, clang=await asyncio.to_thread(clang_text, ir), per_fn={})
+    row.update(oz=oz.cost, oz_s=oz.seconds, clang=(await asyncio.to_thread(clang_oz, ir))[0], per_fn={})
     try:
         parts = await asyncio.to_thread(split_unit, ir)
     except IRError as err:

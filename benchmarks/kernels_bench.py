@@ -22,22 +22,13 @@ import json  # noqa: E402
 import math  # noqa: E402
 import multiprocessing as mp  # noqa: E402
 import platform  # noqa: E402
-import random  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+from optserve.looptune_training.evaluate import SAMPLE_SEED, search_sample  # noqa: E402
 from optserve.policies.methods import BASELINE_SEARCHES as SEARCHES  # noqa: E402
-
-SAMPLE_SEED = 1
-
-
-def sample_shapes(count: int) -> list:
-    from optserve.looptune_training.dataset import train_test_split
-
-    _, test = train_test_split()
-    return sorted(random.Random(SAMPLE_SEED).sample(test, count), key=lambda b: (b.m, b.k, b.n))
 
 
 def _pin(queue) -> None:
@@ -201,7 +192,7 @@ def main() -> int:
     from optserve.kernels.jit import host_description
     from optserve.kernels.measure import peak_gflops
 
-    shapes = sample_shapes(args.shapes)
+    shapes = search_sample("test", args.shapes)
     methods = [m for m in args.methods.split(",") if m]
     # numpy timings interleaved with the searches, so both run under the same machine load
     items = [(b.name, m, args.time_limit) for b in shapes for m in ("numpy", *methods)]

@@ -52,11 +52,10 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out", default="docs/bench/kernels_compile.md")
     args = parser.parse_args()
-    sys.path.insert(0, str(Path(__file__).parent))
-    from kernels_bench import sample_shapes
+    from optserve.looptune_training.evaluate import search_sample
 
     rows = {"base": [], "tiled": []}
-    for bench in sample_shapes(args.shapes):
+    for bench in search_sample("test", args.shapes):  # the shapes benchmarks/kernels_bench.py times
         spec = bench.spec()
         base = Schedule.base(spec)
         for name, schedule in (("base", base), ("tiled", tiled(base))):

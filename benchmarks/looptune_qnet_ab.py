@@ -25,8 +25,12 @@ import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).parent))
-from looptune_suite import geomean, recorded_command, run_meta, write_outputs  # noqa: E402
+from optserve.looptune_training.suite_timing import (  # noqa: E402
+    geomean,
+    recorded_command,
+    run_meta,
+    write_outputs,
+)
 
 BUNDLES = ("before", "after")
 

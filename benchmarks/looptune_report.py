@@ -213,8 +213,9 @@ REPRODUCE = [
     "### Reproduce",
     "",
     "1. Templates, lent machine (carry `.carry/llvmlite047.tar.xz` and the earlier collection; each call"
-    " `source benchmarks/looptune_lent_setup.sh; cd /tmp`): pass 1 `python3 benchmarks/looptune_templates.py"
-    " --jobs 15 --first-core 1 --pool-shapes 45 --templates 64 --budget-s 530 --old-data"
+    " `source benchmarks/looptune_lent_setup.sh; cd /tmp`): pass 1"
+    " `python3 -m optserve.looptune_training.measure_templates --jobs 15 --first-core 1 --pool-shapes 45"
+    " --templates 64 --budget-s 530 --old-data"
     " data/looptune/measured.json.gz --out $OUT/templates_v2.json.gz`; pass 2 re-times its templates:"
     " `--templates-from data/looptune/templates_v2.json.gz --rounds 2 --budget-s 480 --out"
     " $OUT/templates_v2_pass2.json.gz`. Keep them under data/looptune/.",

@@ -4,10 +4,10 @@
         --out docs/bench/looptune_sizes.md
 
 Every kind of `looptune_training.suites` is swept over one size (squares and cubes 16..2048 with non-powers
-of two, images 7..112 for the convolutions), none of them a training shape. Each point is timed as in
-benchmarks/looptune_suite.py (`time_case`: decision `policy_tiles`, the `tiles` search with
-`--search-time` seconds, numpy single-thread, the base nest compiled scalar; interleaved rounds, best per
-method). Writes a markdown table, one plot per kind beside it (`.png`) and the raw results.
+of two, images 7..112 for the convolutions), none of them a training shape. Each point is timed as the
+held-out suite's cases (looptune_training/suite_timing.py's `time_case`: decision `policy_tiles`, the
+`tiles` search with `--search-time` seconds, numpy single-thread, the base nest compiled scalar; interleaved
+rounds, best per method). Writes a markdown table, one plot per kind beside it (`.png`) and the raw results.
 """
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ import statistics  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).parent))
-from looptune_suite import (  # noqa: E402
+from optserve.looptune_training.suite_timing import (  # noqa: E402
     NAIVE,
     SHARED_NOTE,
     add_run_arguments,

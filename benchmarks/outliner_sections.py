@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from passlm_units import sample_units
+from optserve.passlm.evaluation.held_out_units import sample_units
 
 OUTLINER = ["-mllvm", "-enable-machine-outliner"]
 _SECTION = re.compile(r"\s*\[\s*\d+\]\s+(\S+)\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+([0-9a-f]+)\s+\S+\s+(\S*)")

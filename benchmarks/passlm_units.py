@@ -34,8 +34,6 @@ import json
 import platform
 import random
 import statistics
-import subprocess
-import tempfile
 import time
 from datetime import date
 from pathlib import Path
@@ -44,9 +42,9 @@ from tqdm import tqdm
 
 from optserve.compiler.autotune import autotune, random_pass_list
 from optserve.compiler.cache import ResultCache
-from optserve.compiler.cost import text_size
 from optserve.compiler.workers import CompilerPool
 from optserve.config import load_settings
+from optserve.passlm.evaluation.held_out_units import clang_oz, sample_units
 from optserve.serve import schemas
 from optserve.serve.optimize.optimizer import Optimizer
 from optserve.serve.replicas.engine_host import EngineHost
@@ -59,40 +57,6 @@ REQUESTS = {
 }
 OBJECTIVE = "text_size"
 LONG_UNIT_BYTES = 50_000  # IR bytes; 65 KB of a real unit was 17k tokens
-
-
-def sample_units(root: Path, count: int, max_bytes: int) -> list[dict]:
-    import hashlib
-
-    from optserve.corpus.journal import read_jsonl
-    from optserve.corpus.real_corpus import RealCorpusLayout
-
-    corpus = RealCorpusLayout(root).corpus("units")
-    units = [u for shard in corpus.shards(("test",)) for u in read_jsonl(shard) if len(u["ir"]) <= max_bytes]
-    units.sort(key=lambda u: hashlib.sha256(u["id"].encode()).hexdigest())
-    return units[:count]
-
-
-def rows_and_meta(args: argparse.Namespace, run) -> tuple[list[dict], dict]:
-    """A unit benchmark's rows and meta: read back with `--from-rows` (meta from its `.meta.json`), else
-    measured by `asyncio.run(run(args))`, the meta written beside `--rows`."""
-    if args.from_rows:
-        rows = [json.loads(line) for line in args.from_rows.read_text().splitlines()]
-        return rows, json.loads(args.from_rows.with_suffix(".meta.json").read_text())
-    rows, meta = asyncio.run(run(args))
-    if args.rows:
-        args.rows.with_suffix(".meta.json").write_text(json.dumps(meta))
-    return rows, meta
-
-
-def clang_text(ir: str) -> int | None:
-    with tempfile.TemporaryDirectory() as tmp:
-        source, obj = Path(tmp) / "unit.ll", Path(tmp) / "unit.o"
-        source.write_text(ir)
-        done = subprocess.run(
-            ["clang-19", "-Oz", "-c", "-x", "ir", str(source), "-o", str(obj), "-w"], capture_output=True
-        )
-        return text_size(obj.read_bytes()) if done.returncode == 0 else None
 
 
 async def measure(unit: dict, optimizer: Optimizer, pool: CompilerPool) -> dict:
@@ -123,7 +87,7 @@ async def measure(unit: dict, optimizer: Optimizer, pool: CompilerPool) -> dict:
     row["random@10"] = min([row["oz"], *costs])
     tuned = await asyncio.to_thread(autotune, ir, budget=100, objective=OBJECTIVE, seed=1, pool=pool)
     row["autotune@100"] = min(row["oz"], tuned.best_cost)
-    row["clang"] = await asyncio.to_thread(clang_text, ir)
+    row["clang"] = (await asyncio.to_thread(clang_oz, ir))[0]
     return row
 
 

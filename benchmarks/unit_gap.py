@@ -33,16 +33,12 @@ import asyncio
 import json
 import platform
 import statistics
-import subprocess
-import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from passlm_units import rows_and_meta, sample_units
 from tqdm import tqdm
 
-from optserve.compiler.cost import text_size
 from optserve.compiler.function_lists import FunctionLists, split_unit
 from optserve.compiler.ir import IRError
 from optserve.compiler.pipeline import OZ
@@ -50,21 +46,9 @@ from optserve.compiler.unit_search import FunctionCosts, measure_functions, refi
 from optserve.compiler.workers import CompilerPool
 from optserve.corpus.journal import journaled
 from optserve.engine.coreset import Coreset
+from optserve.passlm.evaluation.held_out_units import clang_oz, rows_and_meta, sample_units
 
 OBJECTIVE = "text_size"
-
-
-def clang(ir: str) -> tuple[int | None, float]:
-    """clang-19 -Oz -c of the IR: `.text` and seconds (the budget optcc gives the service is 2x this)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        source, obj = Path(tmp) / "unit.ll", Path(tmp) / "unit.o"
-        source.write_text(ir)
-        started = time.perf_counter()
-        done = subprocess.run(
-            ["clang-19", "-Oz", "-c", "-x", "ir", str(source), "-o", str(obj), "-w"], capture_output=True
-        )
-        seconds = time.perf_counter() - started
-        return (text_size(obj.read_bytes()) if done.returncode == 0 else None), seconds
 
 
 async def _one(pool: CompilerPool, ir: str, job) -> tuple[int | None, float]:
@@ -93,7 +77,7 @@ async def measure(
     started = time.perf_counter()
     row: dict = {"id": unit["id"], "package": unit["package"], "bytes": len(ir), "v": {}}
     row["oz"], row["oz_s"] = await _one(pool, ir, OZ)
-    row["clang"], row["clang_s"] = await asyncio.to_thread(clang, ir)
+    row["clang"], row["clang_s"] = await asyncio.to_thread(clang_oz, ir)
     try:
         parts = await asyncio.to_thread(split_unit, ir)
     except IRError as err:

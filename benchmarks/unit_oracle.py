@@ -5,7 +5,7 @@ the unit the best of -Oz and the coreset's first k lists, measured on its own mo
 function can at best find what a search finds. This measures that ceiling, on the same test units and from the
 same measurements as fn@k:
 
-  modules   split each sampled test unit (benchmarks/passlm_units.sample_units: test split, fixed hash order)
+  modules   split each sampled test unit (passlm/evaluation/held_out_units.py: test split, fixed hash order)
             into its function modules (`split_unit`) and write them as a corpus to label;
   (label)   the labeller's local search from the coreset, `.text`, budget B per module (here or on the lent
             machine: `optserve dataset bundle`, corpus/label_remote.sh, `optserve dataset merge`);
@@ -37,9 +37,7 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 
-from passlm_units import sample_units
 from tqdm import tqdm
-from unit_gap import clang
 
 from optserve.compiler.function_lists import FunctionLists, split_unit
 from optserve.compiler.ir import IRError
@@ -50,6 +48,7 @@ from optserve.corpus.journal import read_jsonl
 from optserve.corpus.label import iter_labelled, searched_labels
 from optserve.corpus.label_store import seed_sets
 from optserve.corpus.layout import CorpusLayout
+from optserve.passlm.evaluation.held_out_units import clang_oz, sample_units
 
 OBJECTIVE = "text_size"
 SHARD_SIZE = 200  # modules per examples shard
@@ -122,7 +121,7 @@ async def measure_unit(unit: dict, chosen: dict[str, dict], variants: list[str],
     ir = unit["ir"]
     row: dict = {"id": unit["id"], "package": unit["package"], "bytes": len(ir), "functions": len(chosen)}
     (oz,) = await pool.evaluate_async(ir, [OZ], OBJECTIVE)
-    row["oz"], row["clang"] = oz.cost, (await asyncio.to_thread(clang, ir))[0]
+    row["oz"], row["clang"] = oz.cost, (await asyncio.to_thread(clang_oz, ir))[0]
     row["modules_oz"] = sum(c["oz"] for c in chosen.values())
     jobs, names = [], []
     for variant in variants:

@@ -41,7 +41,7 @@ def nest_text(schedule: Schedule) -> str:
 
 
 def nest_structure(text: str) -> str:
-    """`structure` of a compute nest written `index:size:tail;...` (benchmarks/looptune_collect.py)."""
+    """`structure` of a compute nest written `index:size:tail;...` (looptune_training/collect.py)."""
     return structure(tuple(Loop(i, int(s), int(t)) for i, s, t in (p.split(":") for p in text.split(";"))))
 
 

@@ -1,9 +1,9 @@
 """Train the LoopTune policy: Q-learning from measured returns on the template tree, plus a cost model.
 
 Measuring a schedule costs ~40 ms and the lent machine's cores drift in speed, so the policy learns from
-templates measured on every training shape (`benchmarks/looptune_templates.py`, tree_q.py): exact,
+templates measured on every training shape (`looptune_training/measure_templates.py`, tree_q.py): exact,
 measured Bellman targets for the episodes the templates span, with a DQfD margin on the best measured action.
-A GFLOPS cost model (thesis §3.10.2) is fitted to every measured nest (looptune_collect.py and the
+A GFLOPS cost model (thesis §3.10.2) is fitted to every measured nest (collect.py and the
 template passes): it gives the service's predicted GFLOPS and the rewards of the optional DQN fine-tuning
 phase (`--iterations`, a DQN-family learner run here on CPU without Ray: double DQN with n-step returns,
 replay, epsilon-greedy exploration, a soft-updated target network and the best measured template of each shape
@@ -576,9 +576,9 @@ def soft_update(target: nn.Module, source: nn.Module, tau: float) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--data", nargs="*", default=["data/looptune/measured.json.gz"], help="looptune_collect.py outputs"
+        "--data", nargs="*", default=["data/looptune/measured.json.gz"], help="collect.py outputs"
     )
-    parser.add_argument("--templates", nargs="*", default=[], help="looptune_templates.py passes")
+    parser.add_argument("--templates", nargs="*", default=[], help="measure_templates.py passes")
     parser.add_argument("--run", default="runs/looptune", help="folder for curves and checkpoints")
     parser.add_argument("--bundle", default="models/looptune", help="where to write the served policy")
     parser.add_argument("--tree-epochs", type=int, default=TrainConfig.tree_epochs)

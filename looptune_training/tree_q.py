@@ -1,7 +1,7 @@
 """Q-learning from measured returns on the template tree (the policy's main training phase).
 
 Every template (templates.py), padded with cursor moves to the 10-step episode, is one episode per
-training shape, and its final schedule was measured (benchmarks/looptune_templates.py). With gamma = 1 the
+training shape, and its final schedule was measured (measure_templates.py). With gamma = 1 the
 published reward (GFLOPS(s') - GFLOPS(s)) / peak telescopes, so the optimal Q-value of an action on these
 episodes is the best final GFLOPS measured below it, minus the state's own GFLOPS, which is the same for
 every action of the state. The network is fitted to that Bellman-optimal target in log space, relative to the
@@ -42,7 +42,7 @@ class TemplateData:
 
 
 def load_templates(paths: list[Path]) -> TemplateData:
-    """One or more passes of benchmarks/looptune_templates.py over the same templates."""
+    """One or more passes of measure_templates.py over the same templates."""
     passes = []
     for path in paths:
         with gzip.open(path, "rt") as f:

@@ -23,5 +23,6 @@ model never mixes with old results. Generation of one function overlaps the comp
 Modules, one job each: `methods` (what a method is, the run's configuration), `metrics` (the table's
 numbers, pure), `journal` (fingerprints and records: what is reused), `candidates` (each method's pass lists
 for one function, and compiling them), `pipeline` (the resumable run over functions), `report` (the journal
-read back into rows, timings and the markdown table), `plot` (improvement vs samples).
+read back into rows, timings and the markdown table), `plot` (improvement vs samples), `served_mix` (the
+service's mixes of a model's and the coreset's candidates, from journals).
 """

@@ -1,13 +1,8 @@
-"""benchmarks/passlm_served_mix.py: the served mixes of a model's and the coreset's measured candidates."""
+"""passlm/evaluation/served_mix.py: the served mixes of a model's and the coreset's measured candidates."""
 
-import importlib.util
 import json
-from pathlib import Path
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "passlm_served_mix.py"
-_SPEC = importlib.util.spec_from_file_location("passlm_served_mix", _PATH)
-mix = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(mix)
+from optserve.passlm.evaluation import served_mix as mix
 
 
 def _record(function, method, costs, oz=10, unoptimized=20, skipped=None):

@@ -5,8 +5,8 @@ For each training shape (fixed-seed order), a worker pinned to its own core runs
 records every distinct compute nest it measured (GFLOPS, best of 10 runs) plus the best action sequence
 of each search. Work stops at `--budget-s` wall seconds; everything finished by then is written.
 
-    OPENBLAS_NUM_THREADS=1 python benchmarks/looptune_collect.py --jobs 15 --first-core 1 --budget-s 330 \
-        --out data/looptune/measured.json.gz
+    OPENBLAS_NUM_THREADS=1 python -m optserve.looptune_training.collect --jobs 15 --first-core 1 \
+        --budget-s 330 --out data/looptune/measured.json.gz
 
 Output (gzip JSON): {"meta": {...}, "shapes": [{"shape", "beam": {actions, gflops}, "random": {...},
 "nests": [[compute_nest, gflops], ...]}]} where compute_nest is `index:size:tail;...` outermost first.

@@ -6,12 +6,12 @@ templates on every training shape (fixed-seed order) until `--budget-s` wall sec
 pinned one per core; GFLOPS are best of 10 timed runs after 20 warm-up calls (best of `--rounds`
 interleaved rounds), once per compute nest within a shape.
 
-    OPENBLAS_NUM_THREADS=1 python benchmarks/looptune_templates.py --jobs 15 --first-core 1 \
+    OPENBLAS_NUM_THREADS=1 python -m optserve.looptune_training.measure_templates --jobs 15 --first-core 1 \
         --old-data data/looptune/measured.json.gz --budget-s 480 --out data/looptune/templates.json.gz
 
 Output (gzip JSON): {"meta", "pool": [actions...], "stage1": {"shapes", "gflops": [[per pool entry]]},
 "templates": [actions...], "shapes": [{"shape", "gflops": [per template, null = unavailable], "nests":
-[[compute_nest, gflops], ...]}]}; "nests" has the format of benchmarks/looptune_collect.py, so the cost model
+[[compute_nest, gflops], ...]}]}; "nests" has the format of collect.py's, so the cost model
 trains on both files.
 """
 
@@ -72,9 +72,7 @@ def main() -> int:
         "--pool-shapes", type=int, default=45, help="stage 1: shapes that rank the candidates"
     )
     parser.add_argument("--templates", type=int, default=64, help="stage 2: templates kept")
-    parser.add_argument(
-        "--old-data", default=None, help="looptune_collect.py output: adds its best structures"
-    )
+    parser.add_argument("--old-data", default=None, help="collect.py output: adds its best structures")
     parser.add_argument(
         "--templates-from", default=None, help="an earlier output: skip stage 1, remeasure its templates"
     )
