@@ -6,7 +6,8 @@ For each shape the default decision (`policy_tiles` at `--threads`) picks the sc
 (kernels/parallel.py) is timed whole, then by phase: an empty table (the team's hand-over alone), the
 packing phase alone, the nests alone (on the buffers the packing left), and the same cells on Python
 threads instead of the OpenMP team (kernels/team.py); then the kernel on one thread and numpy at
-OPENBLAS_NUM_THREADS. Microseconds per call, best of `--runs` runs of ~2 ms each.
+OPENBLAS_NUM_THREADS. Microseconds per call, best of `--runs` runs of ~2 ms each, each measurement 0.15 s
+after the one before (idle OpenBLAS and libgomp threads spin for a while and take cores from the next).
 """
 
 from __future__ import annotations
@@ -31,8 +32,11 @@ SHAPES = (
     ("vecmat", {"k": 2048, "n": 2048}),
 )
 
+SETTLE_S = 0.15
+
 
 def best_us(call, runs: int) -> float:
+    time.sleep(SETTLE_S)  # the idle threads of what ran before (OpenBLAS, the team) stop spinning first
     call()
     start = time.perf_counter()
     call()

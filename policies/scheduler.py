@@ -134,7 +134,8 @@ def schedule_nest(
 ) -> ScheduleResult:
     """Search a schedule for `spec` with `method` within `time_limit_s` seconds, for a kernel on up to
     `threads` threads (None: `settings.threads`, else the CPUs this process may run on): candidates are
-    timed on that many (kernels/parallel.py).
+    timed on that many (kernels/parallel.py), those of a sub-problem (a contraction larger than
+    `settings.timed_flops`, policies/proxy.py) on one.
 
     Searches measure every candidate as they go; `measure` additionally makes sure the chosen schedule is
     timed and the JIT compile time reported ("base" with measure=False compiles nothing unless `emit_ir`).
@@ -259,11 +260,15 @@ def _schedule_nest(
     def measure_fn(s: LoopNestSpec, schedule: Schedule) -> float:
         # until one schedule ran, none is cut short: the answer needs one timed in full, deadline or not
         cut = cut_at if any(evaluator.cache.values()) else None
-        gflops = measure_schedule(s, schedule, settings, compile_log, quick, cut, threads)
+        gflops = measure_schedule(s, schedule, settings, compile_log, quick, cut, timing_threads)
         compile_seconds[schedule.compute_key()] = compile_log[-1]
         return gflops
 
     timed = timed_spec(spec, settings.timed_flops)
+    # a sub-problem cut into cells for every thread times blocks a fraction of the whole's cells (512^3 on
+    # 16 threads: 128 x 128 cells for the whole 2048^3's 512 x 512), so its candidates run on one thread,
+    # where the cache blocking they are chosen for meets cells of about the whole's size
+    timing_threads = threads if timed is spec else 1
     evaluator = Evaluator(timed, measure_fn)
     base = Schedule.base(timed)
     if method == SearchMethod.BASE and not measure:
