@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from optserve.deadline import Deadline
 from optserve.engine.grammar import TokenGrammar
 
 
@@ -28,7 +29,7 @@ class DecodeRequest:
     grammar: TokenGrammar  # the whole answer's automaton
     max_new_tokens: int
     top_k: int  # best allowed tokens reported per step (the chosen one and top_k - 1 alternatives)
-    deadline: float | None = None  # time.monotonic() after which decoding gives up
+    deadline: Deadline | None = None  # when decoding gives up
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
+from optserve.deadline import Deadline
 from optserve.engine.backend import Continuation, DecodeSession
 
 
@@ -76,7 +76,7 @@ async def priority_sampling(
     options: PriorityOptions,
     identity: Identity,
     branchable: Branchable,
-    deadline: float | None = None,
+    deadline: Deadline | None = None,
 ) -> SearchResult:
     """Algorithm 1 (width 1), or its batched form (width > 1: the best `width` queue heads at once)."""
     queue: list[_Branch] = []
@@ -102,7 +102,7 @@ async def priority_sampling(
         wanted = options.samples - len(result.samples)
         if wanted <= 0:
             break
-        if deadline is not None and time.monotonic() > deadline:
+        if deadline is not None and deadline.passed():
             result.deadline_hit = True
             break
         if expansions >= max_expansions:
@@ -149,11 +149,11 @@ async def nucleus_sampling(
     seed: int,
     identity: Identity,
     branchable: Branchable,
-    deadline: float | None = None,
+    deadline: Deadline | None = None,
 ) -> SearchResult:
     """`samples` seeded draws at `temperature` / `top_p`; the unique valid ones in the order drawn."""
     continuations = await session.sample(samples, temperature, top_p, seed)
-    result = SearchResult(samples=[], deadline_hit=deadline is not None and time.monotonic() > deadline)
+    result = SearchResult(samples=[], deadline_hit=deadline is not None and deadline.passed())
     seen: set[Hashable] = set()
     for continuation in continuations:
         key = identity(continuation.tokens) if continuation.finished else None

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -21,6 +20,7 @@ from typing import Protocol
 import torch
 import torch.nn.functional as F
 
+from optserve.deadline import Deadline
 from optserve.engine.backend import Continuation, DecodeRequest, Step
 from optserve.engine.grammar import TokenGrammar
 from optserve.engine.llama_forward import CompactLlama
@@ -432,5 +432,5 @@ class TorchSession:
         ]
 
 
-def _past(deadline: float | None) -> bool:
-    return deadline is not None and time.monotonic() > deadline
+def _past(deadline: Deadline | None) -> bool:
+    return deadline is not None and deadline.passed()

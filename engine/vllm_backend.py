@@ -16,13 +16,13 @@ import asyncio
 import itertools
 import os
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
 
+from optserve.deadline import StoppedError
 from optserve.engine.backend import Continuation, DecoderDeadError, DecodeRequest, Step
 from optserve.engine.grammar import TokenGrammar
 
@@ -237,10 +237,10 @@ class VllmSession:
         )
         request_id = self.decoder.next_request_id()
         prompt = TokensPrompt(prompt_token_ids=[*request.prompt_ids, *prefix])
-        timeout = None if request.deadline is None else max(0.0, request.deadline - time.monotonic())
+        final = self._final(prompt, params, request_id)
         try:
-            output = await asyncio.wait_for(self._final(prompt, params, request_id), timeout)
-        except TimeoutError:
+            output = await (final if request.deadline is None else request.deadline.within(final, "decoding"))
+        except StoppedError:
             await self.decoder.engine.abort(request_id)
             return unfinished
         completion = output.outputs[0]

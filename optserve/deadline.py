@@ -25,6 +25,23 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
+# The service's deadline budgets, in one table. The deadlines themselves and their limits are settings
+# (optserve/config.py: serve.default_deadline_s and max_deadline_s for Optimize,
+# looptune.search_time_limit_s for Schedule).
+# Of a gRPC call's time, kept for the answer (serve/edges/call_deadline.py `work_deadline`): the Optimizer
+# waits up to BACKEND_GRACE_S past its deadline for a backend, then the answer goes back through the proxy,
+# slow on a loaded machine (with 0.5 s, a 4 s call was answered at 3.79 s at load 1.5). A short call keeps
+# half of what is left instead.
+ANSWER_MARGIN_S = 1.0
+# How long past the request's deadline the Optimizer waits for a backend that did not stop on its own.
+BACKEND_GRACE_S = 0.25
+# Of the time left before a Schedule's deadline, the search's share (serve/replicas/looptune.py): a timing
+# started near the end of its limit may run 20% past it (policies/scheduler.py), the chosen schedule's compile
+# (and IR) follows, and a replica's first Schedule also measures the core's peak GFLOPS (~0.3 s here).
+SEARCH_SHARE = 2 / 3
+# grpc.aio reports "no deadline" as a remaining time this large, or none at all.
+NO_DEADLINE_S = 1e8
+
 
 class StoppedError(RuntimeError):
     """Work stopped before it was done: its deadline came (the message says so), its caller gave up, or a

@@ -8,14 +8,10 @@ clock on one machine; on a cluster their clocks must agree to well under the dea
 
 from __future__ import annotations
 
-from optserve.deadline import Deadline
+from optserve.deadline import ANSWER_MARGIN_S, Deadline
 from optserve.serve import schemas
 
 DEADLINE_KEY = "optserve-deadline"  # invocation metadata: the call's deadline, Unix time in seconds
-# Of what is left of the call, kept for the answer: the optimizer waits up to 0.25 s past its budget for a
-# backend (BACKEND_GRACE_S), then the answer goes back through the proxy, slow on a loaded machine (with
-# 0.5 s, a 4 s call was answered at 3.79 s at load 1.5). A short call keeps half of what is left instead.
-ANSWER_MARGIN_S = 1.0
 
 
 def call_deadline(metadata) -> Deadline | None:

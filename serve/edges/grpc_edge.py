@@ -15,11 +15,11 @@ before and says so in its log.
 from __future__ import annotations
 
 import logging
-import time
 
 import grpc
 
 from optserve.clients.python.retry import PUSHBACK_KEY
+from optserve.deadline import NO_DEADLINE_S, Deadline
 from optserve.serve.edges.call_deadline import DEADLINE_KEY
 from optserve.serve.errors import RETRY_AFTER_S
 
@@ -28,8 +28,6 @@ log = logging.getLogger(__name__)
 _WRAPPED = "_optserve_edge"
 # Answers that say "try again later": the proxy's own refusals (its queue full, no replica) get retry info.
 _RETRY_LATER_CODES = (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE)
-# grpc.aio reports "no deadline" as a remaining time this large or none at all.
-_NO_DEADLINE_S = 1e8
 
 
 def install(server) -> None:
@@ -71,8 +69,8 @@ class _EdgeContext:
     def invocation_metadata(self):
         metadata = [(k, v) for k, v in self._context.invocation_metadata() or () if k != DEADLINE_KEY]
         remaining = self._context.time_remaining()
-        if remaining is not None and remaining < _NO_DEADLINE_S:
-            metadata.append((DEADLINE_KEY, f"{time.time() + remaining:.6f}"))
+        if remaining is not None and remaining < NO_DEADLINE_S:
+            metadata.append((DEADLINE_KEY, f"{Deadline.after(remaining).wall():.6f}"))
         return tuple(metadata)
 
     def set_trailing_metadata(self, trailing_metadata) -> None:

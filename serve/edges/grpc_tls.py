@@ -23,6 +23,7 @@ from grpc_health.v1 import health_pb2
 from grpc_reflection.v1alpha import reflection_pb2
 from ray.serve.generated import serve_pb2
 
+from optserve.deadline import NO_DEADLINE_S
 from optserve.serve.edges.grpc_services import decode_problem
 from optserve.v1 import optserve_pb2
 
@@ -37,8 +38,6 @@ _FORWARDED_SERVICES = [
 ]
 # Metadata that gRPC itself sets on each hop, never copied from one call to the next.
 _HOP_METADATA = {"user-agent", "te", "content-type"}
-# grpc.aio reports "no deadline" as a remaining time this large or none at all.
-_NO_DEADLINE_S = 1e8
 
 
 @dataclass(frozen=True)
@@ -71,7 +70,7 @@ def _end_to_end(metadata) -> tuple[tuple[str, str | bytes], ...]:
 
 def _timeout(context: grpc.aio.ServicerContext) -> float | None:
     remaining = context.time_remaining()
-    return None if remaining is None or remaining > _NO_DEADLINE_S else max(remaining, 0.0)
+    return None if remaining is None or remaining > NO_DEADLINE_S else max(remaining, 0.0)
 
 
 def _parse_error(method: RelayedMethod, raw: bytes) -> str | None:

@@ -46,7 +46,7 @@ from optserve.compiler.workers import (
     llvm_failure,
 )
 from optserve.config import Settings
-from optserve.deadline import Deadline, StoppedError, exceeded
+from optserve.deadline import BACKEND_GRACE_S, Deadline, StoppedError, exceeded
 from optserve.engine.coreset import Coreset
 from optserve.engine.feedback import generate_with_feedback
 from optserve.engine.interface import Engine, Generation, SamplingOptions, Strategy
@@ -64,8 +64,6 @@ if TYPE_CHECKING:  # the tuning store's modules load with the store (`Optimizer(
 OZ_PASS_LIST = ("-Oz",)
 MEASURED_BESIDE = (OZ_PASS_LIST,)  # compiled beside the model for every request: no candidate repeats it
 RANKED_CORESET_LISTS = 100  # strategy ranked_coreset: the model ranks this many of the coreset's first lists
-# How long past the request's deadline we wait for a backend that did not stop on its own.
-BACKEND_GRACE_S = 0.25
 # Strategies that need no model: answered while the model is not ready.
 MODEL_FREE_STRATEGIES = (ServedStrategy.CORESET, ServedStrategy.STORED)
 

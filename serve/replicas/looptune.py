@@ -10,7 +10,7 @@ for a gRPC call, by the call's deadline: the search's time limit is cut so that 
 from __future__ import annotations
 
 from optserve.config import Settings
-from optserve.deadline import Deadline
+from optserve.deadline import SEARCH_SHARE, Deadline
 from optserve.kernels.spec import LoopNestSpec, SpecError
 from optserve.policies.methods import SearchMethod
 from optserve.serve import schemas
@@ -18,10 +18,6 @@ from optserve.serve.errors import ErrorKind, ServiceError, invalid
 
 DEFAULT_METHOD = SearchMethod.POLICY_TILES  # learned tile cover + the Q-policy, within the polish budget
 DEFAULT_TIME_LIMIT_S = 10.0
-# Of the time left before the deadline, the search's share: a timing started near the end of its limit may
-# run CUT_SLACK (20%) past it (policies/scheduler.py), the chosen schedule's compile (and IR) follows, and a
-# replica's first Schedule also measures the core's peak GFLOPS (~0.3 s here).
-SEARCH_SHARE = 2 / 3
 
 
 def time_limit_within(asked_s: float, deadline: Deadline | None, max_s: float) -> float:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import math
-import time
 from asyncio import run
 
 import outlines_core
 import pytest
 import torch
 
+from optserve.deadline import Deadline
 from optserve.engine.backend import DecodeRequest
 from optserve.engine.grammar import TokenGrammar, token_bytes
 from optserve.engine.sampling import PriorityOptions, priority_sampling
@@ -115,14 +115,14 @@ class _SlowSession:
 
     async def greedy(self, prefixes):
         continuations = await self.session.greedy(prefixes)
-        await asyncio.sleep(max(0.0, self.deadline - time.monotonic()) + 0.01)
+        await asyncio.sleep(max(0.0, self.deadline.remaining_s()) + 0.01)
         return continuations
 
 
 def test_deadline_returns_the_samples_found_so_far(torch_engine, small_tree):
     grammar, prompt_ids = small_tree
     request = DecodeRequest(tuple(prompt_ids), grammar, max_new_tokens=16, top_k=TOP_K)
-    deadline = time.monotonic() + 0.05
+    deadline = Deadline.after(0.05)
     session = _SlowSession(torch_engine.decoder.session(request), deadline)
     options = PriorityOptions(samples=30, branching=TOP_K)
     result = run(priority_sampling(session, options, lambda t: t, lambda _: True, deadline=deadline))

@@ -293,7 +293,8 @@ def test_the_compiler_client_sends_the_deadline_as_wall_clock_time_and_the_repli
 
 
 def test_the_call_s_deadline_cuts_a_schedule_search_to_what_the_call_leaves():
-    from optserve.serve.replicas.looptune import SEARCH_SHARE, time_limit_within
+    from optserve.deadline import SEARCH_SHARE
+    from optserve.serve.replicas.looptune import time_limit_within
 
     call = Deadline.after(4.0)
     assert time_limit_within(10.0, None, max_s=60.0) == 10.0  # no deadline (HTTP): as asked
