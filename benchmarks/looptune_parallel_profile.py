@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -36,19 +35,10 @@ SETTLE_S = 0.15
 
 
 def best_us(call, runs: int) -> float:
+    from optserve.kernels.measure import best_call_seconds
+
     time.sleep(SETTLE_S)  # the idle threads of what ran before (OpenBLAS, the team) stop spinning first
-    call()
-    start = time.perf_counter()
-    call()
-    once = max(time.perf_counter() - start, 1e-7)
-    repeats = max(1, math.ceil(2e-3 / once))
-    best = math.inf
-    for _ in range(runs):
-        start = time.perf_counter()
-        for _ in range(repeats):
-            call()
-        best = min(best, (time.perf_counter() - start) / repeats)
-    return best * 1e6
+    return best_call_seconds(call, runs, run_seconds=2e-3, budget_s=5.0) * 1e6
 
 
 def profile(kind: str, sizes: dict[str, int], threads: int, runs: int) -> dict:

@@ -76,27 +76,11 @@ def torch_conv(kind: str, sizes: dict[str, int], threads: int):
     return lambda: torch.nn.functional.conv2d(image, weight)
 
 
-def best_seconds(call, runs: int, budget_s: float = 0.3) -> float:
-    """Warm-up, then the best of `runs` timed runs of enough calls to last ~1 ms each (at most `budget_s`)."""
-    start = time.perf_counter()
-    call()
-    first = time.perf_counter() - start
-    repeats = max(1, math.ceil(1e-3 / max(first, 1e-9)))
-    runs = max(1, min(runs, int(budget_s / max(first * repeats, 1e-9))))
-    best = math.inf
-    for _ in range(runs):
-        start = time.perf_counter()
-        for _ in range(repeats):
-            call()
-        best = min(best, (time.perf_counter() - start) / repeats)
-    return best
-
-
 def time_one(group: str, case, layer: str | None, threads: int, rounds: int) -> dict:
     import numpy as np
 
     from optserve.config import LoopTuneSettings
-    from optserve.kernels.measure import measure
+    from optserve.kernels.measure import best_call_seconds, measure
     from optserve.kernels.parallel import ParallelKernel, compile_parallel
     from optserve.kernels.reference import numpy_program
     from optserve.kernels.schedule import Schedule
@@ -132,7 +116,7 @@ def time_one(group: str, case, layer: str | None, threads: int, rounds: int) -> 
             best["optserve"] = max(best["optserve"], timing.gflops)
             for name, call in references.items():
                 time.sleep(settle_s)
-                best[name] = max(best[name], spec.flops / best_seconds(call, 5) / 1e9)
+                best[name] = max(best[name], spec.flops / best_call_seconds(call, 5) / 1e9)
     finally:
         kernel.close()
     used = kernel.threads if isinstance(kernel, ParallelKernel) else 1

@@ -67,6 +67,26 @@ def measure(
     return Timing(gflops=kernel.spec.flops / best / 1e9, seconds=best, repeats=repeats)
 
 
+def best_call_seconds(
+    call: Callable[[], object], runs: int = 5, run_seconds: float = 1e-3, budget_s: float = 0.3
+) -> float:
+    """Seconds per call of a Python callable (a library's, compared with a kernel's `measure`): a warm-up
+    call, then the best of `runs` timed runs of enough calls to last about `run_seconds` each (fewer runs
+    where they would take more than `budget_s`)."""
+    start = time.perf_counter()
+    call()
+    first = time.perf_counter() - start
+    repeats = max(1, math.ceil(run_seconds / max(first, 1e-9)))
+    runs = max(1, min(runs, int(budget_s / max(first * repeats, 1e-9))))
+    best = math.inf
+    for _ in range(runs):
+        start = time.perf_counter()
+        for _ in range(repeats):
+            call()
+        best = min(best, (time.perf_counter() - start) / repeats)
+    return best
+
+
 @functools.cache
 def peak_gflops(runs: int = 10) -> float:
     """Empirical single-core peak: independent FMA chains on registers only, best of `runs`."""

@@ -11,6 +11,11 @@ nest reads them). Where no libgomp can be loaded, a Python thread pool runs the 
 The table: records of five int64 (function address; argument count, 2 or 3; three pointer arguments), and
 per phase and thread slot a [start, end) range of records. A team smaller than asked (a nested region,
 OMP_THREAD_LIMIT) still runs every slot: thread t runs slots t, t + team, ...
+
+On a host whose load average is more than OVERSUBSCRIBED times its CPUs, a team that meets at spinning
+barriers waits scheduler time slices at every call (a 2-cell matvec on the shared 2-core machine at load
+36: 18 ms, against 24 us on one thread; Python threads that sleep while they wait: 75 us), so the table
+runs on a team of one there, every slot in order on the calling thread; the load is read once a second.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +36,7 @@ from optserve.kernels.jit import new_target_machine
 
 RECORD = 5  # int64 per record: function, argument count, three arguments
 ABSOLUTE = 3  # an argument's base: 0..2 the call's out, in0, in1; ABSOLUTE: its offset is an address
+OVERSUBSCRIBED = 2.0  # load average per CPU above which a table runs on a team of one
 
 _RUNTIME_IR = """
 declare void @GOMP_parallel(ptr, ptr, i32, i32)
@@ -110,8 +118,9 @@ done:
 
 define void @run_tasks(ptr %data) {
 entry:
-  %slots = load i64, ptr %data
-  %threads = trunc i64 %slots to i32
+  %team.at = getelementptr inbounds i64, ptr %data, i64 4
+  %team = load i64, ptr %team.at
+  %threads = trunc i64 %team to i32
   call void @GOMP_parallel(ptr @body, ptr %data, i32 %threads, i32 0)
   ret void
 }
@@ -146,6 +155,22 @@ def _native_runner() -> tuple[object, ctypes._CFuncPtr] | None:
     except (RuntimeError, OSError):  # pragma: no cover - a libgomp without the GOMP_parallel entry
         return None
     return engine, ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
+
+
+_load_checked = [0.0, False]  # when the load was last read, and whether the host was oversubscribed then
+
+
+def oversubscribed() -> bool:
+    """Whether the 1-minute load average exceeds OVERSUBSCRIBED times this process's CPUs (read at most
+    once a second)."""
+    now = time.monotonic()
+    if now - _load_checked[0] > 1.0:
+        try:
+            cpus = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):  # pragma: no cover - not Linux
+            cpus = os.cpu_count() or 1
+        _load_checked[:] = [now, os.getloadavg()[0] > OVERSUBSCRIBED * cpus]
+    return bool(_load_checked[1])
 
 
 def native_available() -> bool:
@@ -208,7 +233,8 @@ class TaskTable:
         self._offsets = np.array(offsets or [[0] * 3], dtype=np.int64).reshape(-1, 3)
         self._ranges = np.array(ranges, dtype=np.int64)
         self._header = np.array(
-            [slots, len(self.phases), self._ranges.ctypes.data, self._records.ctypes.data], dtype=np.int64
+            [slots, len(self.phases), self._ranges.ctypes.data, self._records.ctypes.data, slots],
+            dtype=np.int64,
         )
 
     def run(self, out: int, in0: int, in1: int) -> None:
@@ -217,10 +243,14 @@ class TaskTable:
             addresses = np.array([out, in0, in1, 0], dtype=np.int64)
             self._records[:, 2:] = addresses[self._bases] + self._offsets
             self._last = (out, in0, in1)
+        slots = self.slots
         if self.native:
+            self._header[4] = 1 if oversubscribed() else slots
             _native_runner()[1](self._header.ctypes.data)  # type: ignore[index]
             return
-        slots = self.slots
+        if oversubscribed():
+            self._run_span(0, int(self._ranges[-1]))  # every record, phase after phase, in order
+            return
         pool = _pool(slots - 1) if slots > 1 else None
         for phase in range(len(self.phases)):
             row = phase * slots

@@ -66,6 +66,23 @@ def test_every_kind_on_threads_matches_numpy(kind, threads, native):
             kernel.close()
 
 
+@pytest.mark.parametrize("native", [True, False])
+def test_an_oversubscribed_host_runs_every_cell_on_the_calling_thread(native, monkeypatch):
+    monkeypatch.setattr(team, "OVERSUBSCRIBED", -1.0)  # any load
+    monkeypatch.setattr(team, "_load_checked", [0.0, False])
+    spec = LoopNestSpec.parse(KINDS["matmul_bt"], {"m": 96, "k": 40, "n": 96})
+    schedule = tiled_schedule(spec, TileTemplate(6, 1, pack=True), host_target().vector_widths[0])
+    out, lhs, rhs = _operands(spec)
+    kernel = compile_parallel(spec, schedule, 4, min_block_work=1, native=native)
+    try:
+        assert team.oversubscribed()
+        got = out.copy()
+        kernel(got, lhs, rhs)  # packing phase, then the nests: in order on one thread
+        np.testing.assert_allclose(got, out + lhs @ rhs.T, rtol=2e-4, atol=2e-4)
+    finally:
+        kernel.close()
+
+
 def test_blocks_cover_the_index_once_in_whole_register_tiles():
     spec = LoopNestSpec.parse(KINDS["matmul"], {"m": 1000, "k": 64, "n": 64})
     schedule = tiled_schedule(spec, TileTemplate(6, 4), 16)
