@@ -254,6 +254,24 @@ def emitted_statements(node: object, memo: dict | None = None) -> int:
     return memo[id(node)]
 
 
+def check_code_size(spec: LoopNestSpec, schedule: Schedule, target: Target) -> None:
+    """Raise SpecError where `generate_ir` would (more straight-line code than the target takes), without
+    writing or compiling the IR."""
+    layout = packed_layout(spec, schedule.compute[-1].index, schedule.pack)
+    _checked_plan(_Planner(layout.spec if layout else spec, schedule, target), target)
+
+
+def _checked_plan(planner: _Planner, target: Target) -> object:
+    plan = planner.plan()
+    statements = emitted_statements(plan)
+    if statements > target.max_total_statements:
+        raise SpecError(
+            f"schedule needs {statements} multiply-adds of straight-line code (tails of tails),"
+            f" limit {target.max_total_statements}"
+        )
+    return plan
+
+
 def plan_schedule(spec: LoopNestSpec, schedule: Schedule, target: Target) -> tuple[object, bool]:
     """The plan of a schedule and whether its innermost loop is vectorized (on packed operands, if any)."""
     layout = packed_layout(spec, schedule.compute[-1].index, schedule.pack)
@@ -464,13 +482,7 @@ def generate_ir(spec: LoopNestSpec, schedule: Schedule, target: Target) -> str:
     scheduled = layout.spec if layout else spec
     panels = schedule_panels(spec, schedule)
     emitter = _Emitter(scheduled, schedule, target, panels)
-    plan = emitter.planner.plan()
-    statements = emitted_statements(plan)
-    if statements > target.max_total_statements:
-        raise SpecError(
-            f"schedule needs {statements} multiply-adds of straight-line code (tails of tails),"
-            f" limit {target.max_total_statements}"
-        )
+    plan = _checked_plan(emitter.planner, target)
     body = emitter.emit(plan)
     declarations = [
         f"declare {_type(w)} {_fma(w)}({_type(w)}, {_type(w)}, {_type(w)})"

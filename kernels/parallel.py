@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from optserve.kernels import team
-from optserve.kernels.codegen import Target, workspace_floats
+from optserve.kernels.codegen import Target, check_code_size, workspace_floats
 from optserve.kernels.jit import CompiledKernel, check_operands, compile_schedule, host_target
 from optserve.kernels.schedule import Loop, Schedule, iteration_extents
 from optserve.kernels.spec import FLOAT_BYTES, LoopNestSpec
@@ -253,14 +253,7 @@ def compile_parallel(
     start = time.perf_counter()
     kernels: dict[tuple[int, ...], CompiledKernel] = {}
     try:
-        for cell in grid.cells:
-            sizes = tuple(block.size for block in cell)
-            if sizes in kernels:
-                continue
-            cell_spec, cell_schedule = spec, schedule
-            for index, size in zip(grid.indices, sizes, strict=True):
-                cell_spec = cell_spec.block(index, size)
-                cell_schedule = restrict(cell_schedule, cell_spec, index, size)
+        for sizes, (cell_spec, cell_schedule) in cell_nests(spec, schedule, grid).items():
             kernels[sizes] = compile_schedule(
                 cell_spec, cell_schedule, target=target or host_target(), keep_ir=keep_ir
             )
@@ -269,6 +262,34 @@ def compile_parallel(
             kernel.close()
         raise
     return ParallelKernel(spec, schedule, grid, kernels, time.perf_counter() - start, native)
+
+
+def cell_nests(
+    spec: LoopNestSpec, schedule: Schedule, grid: Grid
+) -> dict[tuple[int, ...], tuple[LoopNestSpec, Schedule]]:
+    """Per distinct cell size along the grid's indices: the cell's contraction and its restricted nest."""
+    nests: dict[tuple[int, ...], tuple[LoopNestSpec, Schedule]] = {}
+    for cell in grid.cells:
+        sizes = tuple(block.size for block in cell)
+        if sizes in nests:
+            continue
+        cell_spec, cell_schedule = spec, schedule
+        for index, size in zip(grid.indices, sizes, strict=True):
+            cell_spec = cell_spec.block(index, size)
+            cell_schedule = restrict(cell_schedule, cell_spec, index, size)
+        nests[sizes] = (cell_spec, cell_schedule)
+    return nests
+
+
+def check_parallel(
+    spec: LoopNestSpec, schedule: Schedule, threads: int, target: Target | None = None
+) -> None:
+    """Raise SpecError where compile_parallel would, without generating or compiling any code."""
+    schedule.check(spec)
+    grid = plan_blocks(spec, schedule, threads) if threads > 1 else None
+    nests = cell_nests(spec, schedule, grid).values() if grid else [(spec, schedule)]
+    for nest_spec, nest_schedule in nests:
+        check_code_size(nest_spec, nest_schedule, target or host_target())
 
 
 def default_threads() -> int:

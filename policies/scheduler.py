@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from optserve.config import LoopTuneSettings
 from optserve.kernels.jit import host_target
 from optserve.kernels.measure import measure, numpy_gflops, peak_gflops
-from optserve.kernels.parallel import compile_parallel, default_threads, plan_blocks
+from optserve.kernels.parallel import check_parallel, compile_parallel, default_threads, plan_blocks
 from optserve.kernels.schedule import Schedule
 from optserve.kernels.spec import LoopNestSpec, SpecError
 from optserve.policies import clock
@@ -44,7 +44,8 @@ class ScheduleResult:
     seconds: float  # wall time of the whole call
     search_seconds: float
     evaluations: int  # distinct schedules compiled and measured
-    compile_ms: float | None  # JIT compile time of the chosen schedule
+    # JIT compile time of the chosen schedule (decided on a sub-problem: of its kernel there)
+    compile_ms: float | None
     mean_compile_ms: float | None  # mean JIT compile time over every schedule the search measured
     peak_gflops: float | None
     timed_out: bool
@@ -271,6 +272,7 @@ def _schedule_nest(
     timing_threads = threads if timed is spec else 1
     evaluator = Evaluator(timed, measure_fn)
     base = Schedule.base(timed)
+    timed_key = None  # the chosen schedule's on the timed contraction
     if method == SearchMethod.BASE and not measure:
         outcome_schedule, actions, gflops, timed_out = Schedule.base(spec), (), None, False
     else:
@@ -283,6 +285,7 @@ def _schedule_nest(
         )
         if measure and gflops is None:
             gflops = evaluator.gflops(outcome_schedule)
+        timed_key = outcome_schedule.compute_key()
         if timed is not spec:
             outcome_schedule = replay(spec, actions, host_target(settings.max_kernel_statements), timed)
     search_seconds = time.perf_counter() - start
@@ -292,6 +295,15 @@ def _schedule_nest(
     compile_ms, ir_text = None, None
     if measure and not emit_ir and outcome_schedule.compute_key() in compile_seconds:
         compile_ms = compile_seconds[outcome_schedule.compute_key()] * 1e3
+    elif measure and not emit_ir and timed is not spec:
+        # decided on a sub-problem: the whole's kernel is not compiled (its JIT cost about a third of such a
+        # decision on busy cores); the replayed schedule is checked to fit the code-size limit, and the JIT
+        # time reported is the chosen schedule's on the sub-problem
+        try:
+            check_parallel(spec, outcome_schedule, threads, host_target(settings.max_kernel_statements))
+            compile_ms = compile_seconds[timed_key] * 1e3 if timed_key in compile_seconds else None
+        except SpecError:  # replayed on the whole, the tails made more code than the backend takes
+            outcome_schedule, actions = Schedule.base(spec), ()
     elif emit_ir or measure or timed is not spec:
         target = host_target(settings.max_kernel_statements)
         try:

@@ -7,11 +7,19 @@ import numpy as np
 import pytest
 
 from optserve.kernels import team
+from optserve.kernels.codegen import Target
 from optserve.kernels.jit import host_target
-from optserve.kernels.parallel import Grid, ParallelKernel, compile_parallel, plan_blocks, restrict
+from optserve.kernels.parallel import (
+    Grid,
+    ParallelKernel,
+    check_parallel,
+    compile_parallel,
+    plan_blocks,
+    restrict,
+)
 from optserve.kernels.reference import numpy_program
 from optserve.kernels.schedule import Schedule
-from optserve.kernels.spec import LoopNestSpec
+from optserve.kernels.spec import LoopNestSpec, SpecError
 from optserve.kernels.tiling import TileTemplate, tiled_schedule
 from optserve.looptune_training.suites import KINDS
 
@@ -140,6 +148,18 @@ def test_a_grid_is_never_more_cells_than_threads():
     for threads in (2, 3, 7, 16):
         grid = plan_blocks(spec, schedule, threads, min_block_work=1)
         assert isinstance(grid, Grid) and 2 <= grid.threads <= threads
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_the_code_size_check_refuses_what_compiling_refuses(threads):
+    spec = LoopNestSpec.parse(KINDS["matmul"], {"m": 1000, "k": 64, "n": 1000})
+    schedule = tiled_schedule(spec, TileTemplate(6, 4), 16)
+    check_parallel(spec, schedule, threads, host_target())  # fits: no error, nothing compiled
+    tiny = Target(vector_widths=(16, 8), accumulator_registers=28, max_total_statements=4)
+    with pytest.raises(SpecError, match="straight-line code"):
+        check_parallel(spec, schedule, threads, tiny)
+    with pytest.raises(SpecError, match="straight-line code"):
+        compile_parallel(spec, schedule, threads, target=tiny)
 
 
 def test_small_contractions_run_on_one_thread():
