@@ -219,7 +219,12 @@ class ServeSettings(_Section):
     default_deadline_s: float = Field(30.0, gt=0, description="Optimize budget when the request gives none")
     max_deadline_s: float = Field(300.0, gt=0)
     result_cache_entries: int = Field(10_000, ge=0, description="Optimize answers kept per ingress replica")
-    ingress_replicas: int = Field(1, gt=0)
+    ingress_replicas: int = Field(
+        2,
+        gt=0,
+        description="a killed one is no outage: the proxy routes to the other while Serve replaces it (each "
+        "~210 MB RSS, ~1 % of a core idle; docs/bench/reliability.md); 1 saves that memory",
+    )
     compiler_replicas: int = Field(1, gt=0, description="min replicas; autoscaling adds up to 4x")
     engine_replicas: int = Field(1, gt=0)
     looptune_replicas: int = Field(1, gt=0)

@@ -29,8 +29,9 @@ GRPC_SERVICER_FUNCTIONS = [
 # (`compiler.workers`): that is where the compiling runs, so Ray never places more compile processes on a node
 # than it has CPUs, and autoscaling adds compiler replicas only where CPUs are free. The other deployments
 # mostly wait (ingress, LoopTune between kernel timings) or run the engine's threads: small fractions, one
-# CPU together, so the default app (`compiler.workers` = CPUs - 1) fits a 2-core machine exactly. A Serve
-# config file can override any of these per deployment (ray_actor_options).
+# CPU together, so the default app (`compiler.workers` = CPUs - 1) fits a 2-core machine exactly. The ingress
+# replicas share INGRESS_CPUS (two by default: a killed one is not an outage). A Serve config file can
+# override any of these per deployment (ray_actor_options).
 INGRESS_CPUS = 0.25
 ENGINE_CPUS = 0.5
 LOOPTUNE_CPUS = 0.25
@@ -94,7 +95,7 @@ def build_app(settings: Settings) -> Application:
     ).bind(config)
     return Ingress.options(
         num_replicas=serve_settings.ingress_replicas,
-        ray_actor_options={"num_cpus": INGRESS_CPUS},
+        ray_actor_options={"num_cpus": INGRESS_CPUS / serve_settings.ingress_replicas},
         max_ongoing_requests=serve_settings.max_ongoing_requests,
         max_queued_requests=queue_limit,
         backpressure_config=backpressure,

@@ -16,10 +16,14 @@ import grpc
 from pydantic import BaseModel, ConfigDict, Field
 
 PUSHBACK_KEY = "grpc-retry-pushback-ms"  # gRPC's trailing metadata for "retry after this long" (gRFC A6)
+# How Ray Serve's proxy answers a call whose replica died while it had the call (a killed ingress replica):
+# INTERNAL with the actor's death, though the call never ran to an answer and another replica may take it.
+REPLICA_DIED = "The actor died unexpectedly before finishing this task."
 
 
 class RetryPolicy(BaseModel):
-    """Tries of a call answered with one of `codes`: at most `attempts` in all; the pause before the n-th
+    """Tries of a call answered with one of `codes` (or INTERNAL for a replica that died with the call, which
+    Ray Serve's proxy answers so: `retried`): at most `attempts` in all; the pause before the n-th
     retry is min(initial_backoff_s * multiplier**(n-1), max_backoff_s), give or take `jitter` (a fraction),
     unless the server asks for another (`grpc-retry-pushback-ms`; a negative one means: do not retry).
     `attempts=1`: no retries."""
@@ -35,13 +39,25 @@ class RetryPolicy(BaseModel):
 
     def pause_s(self, retry: int, err: grpc.RpcError, rng: random.Random) -> float | None:
         """Seconds to wait before retry number `retry` (1: the first) after `err`; None: do not retry."""
-        if retry >= self.attempts or err.code().name not in self.codes:
+        if retry >= self.attempts or not self.retried(err):
             return None
         pushback_s = _pushback_s(err)
         if pushback_s is not None:
             return pushback_s if pushback_s >= 0 else None
         backoff = min(self.initial_backoff_s * self.multiplier ** (retry - 1), self.max_backoff_s)
         return backoff * rng.uniform(1 - self.jitter, 1 + self.jitter)
+
+    def retried(self, err: grpc.RpcError) -> bool:
+        """Whether an answer is tried again: its code is one of `codes`, or (with UNAVAILABLE among them) it
+        says the replica that had the call died."""
+        code = err.code().name
+        if code in self.codes:
+            return True
+        return (
+            code == "INTERNAL"
+            and "UNAVAILABLE" in self.codes
+            and (err.details() or "").startswith(REPLICA_DIED)
+        )
 
 
 DEFAULT_RETRY = RetryPolicy()

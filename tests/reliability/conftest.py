@@ -5,9 +5,10 @@ The ports are the serve tests' (OPTSERVE_TEST_HTTP_PORT / OPTSERVE_TEST_GRPC_POR
 worktree's own test ports keep its reliability tests from reaching another run's service.
 
 It reuses the serve tests' builders (tests/serve/serve_helpers.py): the same tiny stand-in model, small limits
-and token; only the ports differ, and HTTP is served over TLS with a self-signed certificate made here, so
-every HTTP call in this folder also exercises TLS. The same certificate serves gRPC over TLS on GRPC_TLS_PORT
-(serve/edges/grpc_tls.py); `grpc_client` talks plaintext gRPC over loopback, `grpc_tls_client` TLS.
+and token; the ports differ, two ingress replicas serve (the default; the serve tests run one), and HTTP is
+served over TLS with a self-signed certificate made here, so every HTTP call in this folder also exercises
+TLS. The same certificate serves gRPC over TLS on GRPC_TLS_PORT (serve/edges/grpc_tls.py); `grpc_client`
+talks plaintext gRPC over loopback, `grpc_tls_client` TLS.
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ def rel_service(tmp_path_factory, tls_files):
         grpc_tls_port=GRPC_TLS_PORT,
         tls_certfile=str(cert),
         tls_keyfile=str(key),
+        ingress_replicas=2,  # the default: test_reliability_ingress.py kills one
     )
     endpoints = server.start(settings)
     yield endpoints, settings

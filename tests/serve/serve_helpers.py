@@ -49,6 +49,9 @@ def service_settings(model_dir: Path, **serve_fields) -> Settings:
                 "max_queued_requests": MAX_QUEUED,
                 "max_ongoing_requests": MAX_ONGOING,
                 "default_deadline_s": 60.0,
+                # One ingress replica (the default is 2): the tests read one replica's result cache and
+                # counts; tests/reliability runs two, tests/serve/test_serve_sockets.py the default.
+                "ingress_replicas": 1,
             }
             | serve_fields,
         }
