@@ -109,6 +109,12 @@ RECIPES = (
         "meson setup _build --buildtype=plain -Ddefault_library=static -Dtests=true",
         "ninja -C _build -j2", "meson test -C _build --num-processes 2", "ninja -C _build clean",
     ),
+    # COMPILE_SIZE=1 puts -Os before $CFLAGS (-Oz, the last level wins) instead of -O3 -funroll-loops.
+    Recipe(
+        "libtommath", "plain make (makefile)", "C", True,
+        "true",
+        "make -j2 COMPILE_SIZE=1", "make -j2 COMPILE_SIZE=1 test && ./test", "make clean",
+    ),
     # Its Makefile sets CXXFLAGS = -fPIC itself: given on make's command line, with the size level.
     Recipe(
         "tinyxml2", "plain make", "C++", False,
