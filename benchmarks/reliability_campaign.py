@@ -241,12 +241,12 @@ def _minimize_one(item: tuple[str, dict, float]) -> tuple[str, str]:
     ends = time.monotonic() + seconds
 
     def same(candidate: bytes) -> bool:
-        return time.monotonic() < ends and signature(kind, isolated.run(candidate)) == key
+        return signature(kind, isolated.run(candidate)) == key
 
     if not same(data):  # not reproduced alone (it needed the child's state): kept as found
         return key, base64.b64encode(data).decode()
     keep = len(bitcode_mutations.MAGIC) if kind == "bitcode" else 0
-    data = shrink(data, same, keep, lines=kind == "text")
+    data = shrink(data, same, keep, lines=kind == "text", ends=ends)
     return key, base64.b64encode(data).decode()
 
 
@@ -277,9 +277,10 @@ def _shrink_file(item: tuple[Path, float]) -> tuple[str, int, bytes | None, str]
     ends = time.monotonic() + seconds
 
     def same(candidate: bytes) -> bool:
-        return time.monotonic() < ends and signature(kind, isolated.run(candidate)) == wanted
+        return signature(kind, isolated.run(candidate)) == wanted
 
-    small = shrink(data, same, len(bitcode_mutations.MAGIC) if kind == "bitcode" else 0, lines=kind == "text")
+    keep = len(bitcode_mutations.MAGIC) if kind == "bitcode" else 0
+    small = shrink(data, same, keep, lines=kind == "text", ends=ends)
     return path.name, len(data), small if len(small) < len(data) else None, wanted
 
 

@@ -38,6 +38,7 @@ class Item:
     width: int = 0
     items: tuple[Item, ...] = ()
     aligned: tuple[int, ...] = ()
+    code: int = -1  # a record's code
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,7 @@ def _read_block(reader: _Reader, width: int, block_id: int, info: dict[int, list
             inner_items = _read_block(reader, inner_width, inner, info)
             items.append(Item(start, header_end, "block", inner, inner_width, tuple(inner_items)))
             continue
-        kind = "record"
+        kind, record = "record", -1
         if code == 2:  # DEFINE_ABBREV
             kind = "abbreviation"
             operands = _read_abbreviation(reader)
@@ -173,10 +174,11 @@ def _read_block(reader: _Reader, width: int, block_id: int, info: dict[int, list
             if code - 4 >= len(abbreviations):
                 raise ValueError(f"abbreviation id {code} undefined")
             values = _read_abbreviated(reader, abbreviations[code - 4])
+            record = values[0] if values else -1
             if block_id == BLOCKINFO and values and values[0] == 1 and len(values) > 1:
                 current = values[1]
         aligned = tuple(reader.aligned[aligned_before:])
-        items.append(Item(start, reader.position, kind, block_id, aligned=aligned))
+        items.append(Item(start, reader.position, kind, block_id, aligned=aligned, code=record))
 
 
 @functools.cache

@@ -7,7 +7,9 @@ Here the walker of bitcode_records.py reads the file into its blocks and their e
 writes the stream again with those entries left out, copying every kept entry's bits as they were (a
 record means the same in any position: its abbreviation ids are its block's, and its blob padding is made
 again), and each block's END_BLOCK, padding and length word new. Abbreviation definitions and the BLOCKINFO
-block are kept (leaving one out would renumber the abbreviations after it).
+block are kept (leaving one out would renumber the abbreviations after it). First of all it tries to leave out
+the module's function offsets (VSTOFFSET and the module-level symbol table): while they stay, leaving out
+anything before a function block points LLVM at the wrong place, and the crash under test is gone.
 """
 
 from __future__ import annotations
@@ -17,6 +19,12 @@ from collections.abc import Callable
 from tests.reliability.bitcode_mutations import MAGIC, read_bits
 from tests.reliability.bitcode_records import BLOCKINFO, Item, top_level_items
 from tests.reliability.delta import drop_chunks
+
+MODULE_BLOCK, VALUE_SYMTAB, VSTOFFSET = (
+    8,
+    14,
+    13,
+)  # LLVM's MODULE_BLOCK_ID, VALUE_SYMTAB_BLOCK_ID, MODULE_CODE_VSTOFFSET
 
 
 class _Writer:
@@ -95,29 +103,47 @@ class Bitstream:
             writer.copy(self.data, position, item.end)
 
 
-def reduce(data: bytes, same: Callable[[bytes], bool]) -> bytes:
+def reduce(data: bytes, same: Callable[[bytes], bool], stop: Callable[[], bool] = lambda: False) -> bytes:
     """`data` with as many blocks, then records, left out as `same` allows (it says whether a candidate still
-    reads the same way); `data` itself where it is no bitcode the walker reads."""
+    reads the same way) before `stop()`; `data` itself where it is no bitcode the walker reads."""
     stream = Bitstream.read(data)
     if stream is None:
         return data
     dropped: set[int] = set()
+    offsets = _function_offsets(stream)
+    if offsets and same(stream.without(offsets)):
+        dropped |= offsets
     for kind in ("block", "record"):
         inside_dropped = {id(inner) for block in stream.entries("block") if id(block) in dropped
                           for inner in _inside(block)}  # fmt: skip
         units = [item for item in stream.entries(kind) if id(item) not in dropped | inside_dropped]
-        dropped |= _left_out(stream, units, dropped, same)
+        dropped |= _left_out(stream, units, dropped, same, stop)
     return stream.without(dropped)
 
 
-def _left_out(stream: Bitstream, units: list[Item], dropped: set[int], same) -> set[int]:
+def _function_offsets(stream: Bitstream) -> set[int]:
+    """Ids of the module's VSTOFFSET record and its value symbol table: LLVM finds function blocks at the
+    offsets these hold, which leaving out anything before a function block would make wrong; without both,
+    it reads the function blocks in order."""
+    found = set()
+    for module in (block for block in stream.blocks if block.block_id == MODULE_BLOCK):
+        for item in module.items:
+            if (item.kind, item.code) == ("record", VSTOFFSET) or (item.kind, item.block_id) == (
+                "block",
+                VALUE_SYMTAB,
+            ):
+                found.add(id(item))
+    return found
+
+
+def _left_out(stream: Bitstream, units: list[Item], dropped: set[int], same, stop) -> set[int]:
     """Ids of the `units` that can be left out beside `dropped`, as `same` finds."""
     every = {id(item) for item in units}
 
     def keeps(kept: list[Item]) -> bool:
         return same(stream.without(dropped | (every - {id(item) for item in kept})))
 
-    return every - {id(item) for item in drop_chunks(units, keeps)}
+    return every - {id(item) for item in drop_chunks(units, keeps, stop=stop)}
 
 
 def _inside(block: Item) -> list[Item]:

@@ -161,27 +161,30 @@ class Isolated:
         first `keep` bytes (bitcode's magic) stay."""
         wanted = self.run(data).signature
         ends = time.monotonic() + seconds
-        return shrink(
-            data, lambda candidate: time.monotonic() < ends and self.run(candidate).signature == wanted, keep
-        )
+        return shrink(data, lambda candidate: self.run(candidate).signature == wanted, keep, ends=ends)
 
 
-def shrink(data: bytes, same: Callable[[bytes], bool], keep: int = 0, lines: bool = False) -> bytes:
-    """A smaller input for which `same` holds (it answers False once its time is up): for bitcode, whole
+def shrink(
+    data: bytes, same: Callable[[bytes], bool], keep: int = 0, lines: bool = False, ends: float = float("inf")
+) -> bytes:
+    """A smaller input for which `same` holds, found before `ends` (time.monotonic()): for bitcode, whole
     blocks and records left out (bitcode_reduce.py); with `lines`, whole lines left out (most of a module is
     not needed to reach a parser's bug); then the shortest prefix found by cutting halving amounts off the
     end (a bitstream survives a cut better than a deletion, which shifts every later bit); then byte chunks
     left out, halving to one byte. The first `keep` bytes stay."""
     from tests.reliability import bitcode_reduce
 
-    data = bitcode_reduce.reduce(data, same)
+    def stop() -> bool:
+        return time.monotonic() >= ends
+
+    data = bitcode_reduce.reduce(data, same, stop)
     if lines:
-        parts = drop_chunks(data.splitlines(keepends=True), lambda kept: same(b"".join(kept)))
+        parts = drop_chunks(data.splitlines(keepends=True), lambda kept: same(b"".join(kept)), stop=stop)
         data = b"".join(parts)
     cut = len(data) // 2
-    while cut >= 1:
+    while cut >= 1 and not stop():
         if len(data) - cut > keep and same(data[:-cut]):
             data = data[:-cut]
         else:
             cut //= 2
-    return bytes(drop_chunks(data, lambda kept: same(bytes(kept)), keep_first=keep))
+    return bytes(drop_chunks(data, lambda kept: same(bytes(kept)), keep_first=keep, stop=stop))
