@@ -227,8 +227,8 @@ def report(args, results: list[dict], load_before, load_after, date: str) -> Non
 - date: {date}; machine: {machine()} (shared with other jobs; `nice -n 10`); load average (1, 5, 15 min)
   {", ".join(f"{x:.1f}" for x in load_before)} before, {", ".join(f"{x:.1f}" for x in load_after)} after
 - command: `nice -n 10 python benchmarks/reliability_ingress.py \
---replicas {" ".join(map(str, args.replicas))} --users {args.users} --idle-s {args.idle_s:g} \
---after-s {args.after_s:g}`
+--replicas {" ".join(map(str, args.replicas))} --users {args.users} --settle-s {args.settle_s:g} \
+--idle-s {args.idle_s:g} --after-s {args.after_s:g}`
 - service: `optserve serve` with default settings (bundled model, Ray's CPUs = the machine's),
   `OPTSERVE_SERVE__INGRESS_REPLICAS` = the count; ready: from the command's start until `/v2/health/ready`
   is 200 with every ingress replica running; memory and CPU of each Ingress replica process over
