@@ -8,8 +8,9 @@ needs for most units of xz-utils, and optcc is a fresh process per unit. This mo
 request's plus DEADLINE_MARGIN_S), same errors (CallError); the token and CA certificate come from the
 same environment variables, and channel_policy.py decides whether and how they are used (no plaintext
 beyond loopback unless OPTCC_INSECURE=1, and never a token over plaintext beyond loopback). UNAVAILABLE
-and RESOURCE_EXHAUSTED are tried again, as the Python client's default policy does, up to ATTEMPTS tries
-within the call's deadline.
+and RESOURCE_EXHAUSTED (and the proxy's INTERNAL for a replica that died with the call: requests.py
+replica_died) are tried again, as the Python client's default policy does, up to ATTEMPTS tries within the
+call's deadline.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import time
 import grpc
 
 from optserve.clients import channel_policy
-from optserve.clients.python.requests import CallError, optimize_request, optimize_timeout_s
+from optserve.clients.python.requests import CallError, optimize_request, optimize_timeout_s, replica_died
 from optserve.v1 import optserve_pb2 as pb
 
 OPTIMIZE = "/optserve.v1.PassOrdering/Optimize"
@@ -62,7 +63,7 @@ def optimize(server: str, bitcode: bytes, **options) -> pb.OptimizeResponse:
                 return call(request, timeout=remaining_s, metadata=metadata)
             except grpc.RpcError as err:
                 pause_s = FIRST_PAUSE_S * 2**attempt
-                last = attempt + 1 == ATTEMPTS or err.code() not in RETRIED
+                last = attempt + 1 == ATTEMPTS or not (err.code() in RETRIED or replica_died(err))
                 if last or (ends is not None and time.monotonic() + pause_s >= ends):
                     failure = CallError.of(err)
                     if channel_plan.token_withheld and failure.code is grpc.StatusCode.UNAUTHENTICATED:

@@ -19,6 +19,17 @@ DEFAULT_TIMEOUT_S = 120.0
 SCHEDULE_MARGIN_S = 30.0  # JIT compiling and timing the chosen schedule, after the search's own limit
 
 
+# How Ray Serve's proxy answers a call whose replica died while it had the call (a killed ingress replica):
+# INTERNAL with the actor's death, though the call never ran to an answer and another replica may take it.
+REPLICA_DIED = "The actor died unexpectedly before finishing this task."
+
+
+def replica_died(err: grpc.RpcError) -> bool:
+    """Whether an answer is the proxy's INTERNAL for a replica that died with the call: retried as
+    UNAVAILABLE is, by the Python client (retry.py) and by optcc (clients/service_call.py)."""
+    return err.code() is grpc.StatusCode.INTERNAL and (err.details() or "").startswith(REPLICA_DIED)
+
+
 class CallError(Exception):
     """The service answered with an error status (after any retries)."""
 

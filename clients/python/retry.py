@@ -15,10 +15,9 @@ import time
 import grpc
 from pydantic import BaseModel, ConfigDict, Field
 
+from optserve.clients.python.requests import REPLICA_DIED, replica_died  # noqa: F401 (REPLICA_DIED: tests)
+
 PUSHBACK_KEY = "grpc-retry-pushback-ms"  # gRPC's trailing metadata for "retry after this long" (gRFC A6)
-# How Ray Serve's proxy answers a call whose replica died while it had the call (a killed ingress replica):
-# INTERNAL with the actor's death, though the call never ran to an answer and another replica may take it.
-REPLICA_DIED = "The actor died unexpectedly before finishing this task."
 
 
 class RetryPolicy(BaseModel):
@@ -50,14 +49,7 @@ class RetryPolicy(BaseModel):
     def retried(self, err: grpc.RpcError) -> bool:
         """Whether an answer is tried again: its code is one of `codes`, or (with UNAVAILABLE among them) it
         says the replica that had the call died."""
-        code = err.code().name
-        if code in self.codes:
-            return True
-        return (
-            code == "INTERNAL"
-            and "UNAVAILABLE" in self.codes
-            and (err.details() or "").startswith(REPLICA_DIED)
-        )
+        return err.code().name in self.codes or ("UNAVAILABLE" in self.codes and replica_died(err))
 
 
 DEFAULT_RETRY = RetryPolicy()
