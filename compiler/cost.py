@@ -1,13 +1,18 @@
-"""Cost functions for the pass-ordering objective: IR instruction count or object-file .text size."""
+"""Cost functions for the pass-ordering objective: IR instruction count or object-file .text size.
+
+llvmlite is imported where LLVM is called (compiler/ir.py says why).
+"""
 
 from __future__ import annotations
 
 from enum import StrEnum
-
-import llvmlite.binding as llvm
+from typing import TYPE_CHECKING
 
 from optserve.compiler.ir import module_instruction_count, parse_module
 from optserve.compiler.target import target_machine
+
+if TYPE_CHECKING:
+    import llvmlite.binding as llvm
 
 
 class Objective(StrEnum):
@@ -38,6 +43,8 @@ def object_code(module: llvm.ModuleRef) -> bytes:
 
 def text_size(object_file: bytes) -> int:
     """Bytes in the object file's code sections (`.text`, and `.text.*` where functions get their own)."""
+    import llvmlite.binding as llvm  # here, not at the top: see the module's docstring
+
     return sum(
         section.size()
         for section in llvm.ObjectFileRef.from_data(object_file).sections()

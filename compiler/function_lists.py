@@ -18,7 +18,8 @@ keeps the whole unit's -Oz when that is smaller.
 Measured on train/val units (docs/bench/function_lists.md): helpers beside their only caller beat one module
 per function (3.23% vs 2.45% of `.text` vs -Oz at 10 coreset lists, with the floor).
 
-Pure functions of IR text; they run LLVM in the calling process (services run them in a CompilerPool worker).
+Pure functions of IR text; they run LLVM in the calling process (services run them in a CompilerPool worker),
+which is where they import llvmlite (compiler/ir.py says why).
 """
 
 from __future__ import annotations
@@ -27,8 +28,7 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-
-import llvmlite.binding as llvm
+from typing import TYPE_CHECKING
 
 from optserve.compiler.cost import Objective, object_code, text_size
 from optserve.compiler.ir import (
@@ -49,6 +49,9 @@ from optserve.compiler.ir import (
 )
 from optserve.compiler.passes import PassListError
 from optserve.compiler.pipeline import OZ, Evaluation, optimize_module
+
+if TYPE_CHECKING:
+    import llvmlite.binding as llvm
 
 _LOCAL_LINKAGES = {"private", "internal"}
 # Passes after linking: drop what became dead (static helpers, their constants, unused declarations).
@@ -256,6 +259,8 @@ class _Declared:
 
 def link(parts: UnitParts, function_irs: Mapping[str, str], context: llvm.ContextRef) -> llvm.ModuleRef:
     """The shell with every function module of `function_irs` linked in, local linkage restored, verified."""
+    import llvmlite.binding as llvm  # here, not at the top: see the module's docstring
+
     unit = llvm.parse_assembly(parts.shell, context=context)
     for name in parts.functions:
         unit.link_in(llvm.parse_assembly(function_irs[name], context=context))
@@ -278,6 +283,8 @@ def _link_with_rest(parts: UnitParts, optimized: Mapping[str, str], default: Seq
     """The functions not in `optimized` linked into the shell as one module, their symbols local again
     where no optimized module refers to them, optimized with `default` as a unit; then the optimized
     modules linked in and every local linkage restored (as `link`)."""
+    import llvmlite.binding as llvm  # here, not at the top: see the module's docstring
+
     context = llvm.create_context()
     unit = llvm.parse_assembly(parts.shell, context=context)
     for name, function_ir in parts.functions.items():
@@ -324,6 +331,8 @@ def apply_function_lists(
     """Optimize each function module of `ir` (`split_unit`) with its list, link, drop what became dead,
     verify and measure: the Evaluation of the whole unit (an error Evaluation for bad IR, a list that
     fails, or a linked module that does not verify)."""
+    import llvmlite.binding as llvm  # here, not at the top: see the module's docstring
+
     started = time.perf_counter()
     objective = Objective(objective)
     try:

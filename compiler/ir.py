@@ -4,16 +4,22 @@ Pure functions on IR text. Each parse gets its own LLVM context, so nothing accu
 context in a long-lived process and calls from different threads do not share LLVM state. Parsing and
 verifying report errors (they do not abort the process); running passes can abort, which is why pass
 pipelines run in `optserve.compiler.workers`.
+
+llvmlite is imported inside the functions that call LLVM, which run in the compiler's worker processes: the
+ingress imports this module for IRError and the text helpers and loads no LLVM (the contract test
+tests/contracts/test_ingress_loads_no_llvm.py). The compiler's other modules import llvmlite the same way.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-
-import llvmlite.binding as llvm
+from typing import TYPE_CHECKING
 
 from optserve.deadline import StoppedError
+
+if TYPE_CHECKING:
+    import llvmlite.binding as llvm
 
 # Bitcode starts with 'BC' 0xC0DE, or with the wrapper magic 0x0B17C0DE (little-endian) used by Darwin.
 _BITCODE_MAGICS = (b"BC\xc0\xde", b"\xde\xc0\x17\x0b")
@@ -42,6 +48,8 @@ def check_stop(stop: Stop | None, what: str) -> None:
 
 def parse_module(ir: str) -> llvm.ModuleRef:
     """Parse and verify IR text into a module of its own context; IRError says what is wrong and where."""
+    import llvmlite.binding as llvm  # here, not at the top: see the module's docstring
+
     _check_nesting(ir)
     try:
         module = llvm.parse_assembly(ir, context=llvm.create_context())
@@ -88,6 +96,8 @@ def parse_ir(data: str | bytes, max_bytes: int) -> str:
 
 
 def _parse_bitcode(data: bytes) -> llvm.ModuleRef:
+    import llvmlite.binding as llvm  # here, not at the top: see the module's docstring
+
     try:
         module = llvm.parse_bitcode(data, context=llvm.create_context())
     except RuntimeError as err:
@@ -156,6 +166,8 @@ def _verify(module: llvm.ModuleRef) -> None:
 def _check_target(triple: str) -> None:
     """Only the host's architecture: costs are measured for it, and codegen for some other targets (seen:
     hexagon) leaves global LLVM state behind that changes later results in the same process."""
+    import llvmlite.binding as llvm  # here, not at the top: see the module's docstring
+
     host = llvm.get_process_triple()
     if triple and triple.split("-")[0] != host.split("-")[0]:
         raise IRError(f"target triple {triple!r} is not supported: optserve compiles for {host!r}")

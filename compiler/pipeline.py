@@ -2,6 +2,8 @@
 
 These functions run LLVM in the calling process. LLVM can abort the process on some inputs and pass
 combinations, so services and search run them through `optserve.compiler.workers.CompilerPool`.
+llvmlite is imported where LLVM is called (compiler/ir.py says why): Outcome and Evaluation are the
+ingress's types too.
 """
 
 from __future__ import annotations
@@ -10,8 +12,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-
-import llvmlite.binding as llvm
+from typing import TYPE_CHECKING
 
 from optserve.compiler.cost import Objective, module_cost, object_code, text_size
 from optserve.compiler.ir import IRError, module_instruction_count, parse_module
@@ -23,6 +24,9 @@ from optserve.compiler.passes import (
     validate_pass_list,
 )
 from optserve.compiler.target import target_machine
+
+if TYPE_CHECKING:
+    import llvmlite.binding as llvm
 
 OZ = ("-Oz",)
 
@@ -61,6 +65,8 @@ class Evaluation:
 
 def optimize_module(module: llvm.ModuleRef, pass_list: Sequence[str]) -> None:
     """Run `pass_list` on `module` in place: the meta flag's default pipeline first, then each pass."""
+    import llvmlite.binding as llvm  # here, not at the top: see the module's docstring
+
     pass_list = validate_pass_list(pass_list)
     machine = target_machine(module.triple)
     if pass_list and pass_list[0] in META_FLAGS:

@@ -1,20 +1,25 @@
 """Target machines for a module's triple: what pass pipelines (TargetTransformInfo) and codegen need.
 
 Modules without a triple use the host's. A target machine is built per use (tens of microseconds, far less
-than a compilation), so threads never share one.
+than a compilation), so threads never share one. llvmlite is imported where LLVM is called (compiler/ir.py
+says why), and the targets are initialized once per process, on the first target machine.
 """
 
 from __future__ import annotations
 
 import functools
-
-import llvmlite.binding as llvm
+from typing import TYPE_CHECKING
 
 from optserve.compiler.ir import IRError
+
+if TYPE_CHECKING:
+    import llvmlite.binding as llvm
 
 
 @functools.cache
 def _initialize_targets() -> None:
+    import llvmlite.binding as llvm  # here, not at the top: see the module's docstring
+
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
     # The object streamer assembles inline asm (`__asm__("cpuid")`, `module asm`) with the target's asm
@@ -26,6 +31,8 @@ def _initialize_targets() -> None:
 
 def target_machine(triple: str) -> llvm.TargetMachine:
     """A target machine for `triple` ('' = host), position-independent, default codegen optimization."""
+    import llvmlite.binding as llvm  # here, not at the top: see the module's docstring
+
     _initialize_targets()
     triple = triple or llvm.get_process_triple()
     try:

@@ -168,6 +168,10 @@ def _worker_main(connection: Connection, memory_limit_bytes: int | None, parent_
     want_ir, want_object)."""
     import resource
 
+    # LLVM loads before "ready" (the compiler's modules import it only where they call it): a job's time is
+    # its own, not the library's load, and the address-space limit below applies to a process that holds it
+    import llvmlite.binding  # noqa: F401
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     _die_with_parent(parent_pid)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # an abort on some IR writes no core file

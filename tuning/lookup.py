@@ -5,8 +5,10 @@ make one per-function candidate (functions without an entry keep -Oz); else ther
 In two steps, so that no LLVM parse runs where the lookup runs (a thread of the service's ingress): the
 unit's own key (`whole_unit_answer`, text only), then, when its functions decide, their keys
 (`tuning.unit_keys.unit_keys`, which splits the unit with LLVM: the service runs it in a compiler worker) and
-their entries (`functions_answer`). The store's own errors are the caller's to absorb: a store that fails
-never fails a request.
+their entries (`functions_answer`). Both take the toolchain from the caller (`toolchain_of`, which reads the
+LLVM version from llvmlite): the service asks a compiler worker for it, so the ingress loads no LLVM at all
+(tests/contracts/test_ingress_loads_no_llvm.py). The store's own errors are the caller's to absorb: a store
+that fails never fails a request.
 """
 
 from __future__ import annotations
@@ -56,13 +58,13 @@ def toolchain_of(ir: str, objective: str) -> Toolchain:
     return current_toolchain(objective, target_triple(ir))
 
 
-def whole_unit_answer(store: TuningStore, ir: str, objective: str) -> StoredAnswer | None:
+def whole_unit_answer(store: TuningStore, ir: str, toolchain: Toolchain) -> StoredAnswer | None:
     """The store's answer for `ir` (a parsed, verified unit: `compiler.ir.parse_ir`'s text) under
-    `objective` from the unit's own key; None when its functions' keys decide (`functions_answer`). A
-    whole-unit entry names its functions, so the unit needs splitting only when it has none, was not tuned
-    itself (a tuned unit without an entry gets -Oz), and the store holds any function entry under this
-    toolchain (a first build into an empty store splits nothing: the split is most of the lookup's time)."""
-    toolchain = toolchain_of(ir, objective)
+    `toolchain` (`toolchain_of(ir, objective)`) from the unit's own key; None when its functions' keys
+    decide (`functions_answer`). A whole-unit entry names its functions, so the unit needs splitting only
+    when it has none, was not tuned itself (a tuned unit without an entry gets -Oz), and the store holds any
+    function entry under this toolchain (a first build into an empty store splits nothing: the split is most
+    of the lookup's time)."""
     whole = unit_hash(ir)
     tuned = store.tuned_budget(whole, toolchain) > 0
     settled = store.read_only or tuned
@@ -83,10 +85,9 @@ def whole_unit_answer(store: TuningStore, ir: str, objective: str) -> StoredAnsw
     return None
 
 
-def functions_answer(store: TuningStore, ir: str, objective: str, keys: UnitKeys) -> StoredAnswer:
-    """The per-function candidate the entries of the unit's functions make (`keys`: `unit_keys(ir)`), for
-    a unit `whole_unit_answer` left to them; functions without an entry keep -Oz."""
-    toolchain = toolchain_of(ir, objective)
+def functions_answer(store: TuningStore, toolchain: Toolchain, keys: UnitKeys) -> StoredAnswer:
+    """The per-function candidate the entries of the unit's functions make (`keys`: `unit_keys(ir)`) under
+    `toolchain`, for a unit `whole_unit_answer` left to them; functions without an entry keep -Oz."""
     settled = store.read_only  # a tuned unit was answered by whole_unit_answer
     if not keys.function_hashes:
         return StoredAnswer(None, keys, toolchain, settled=settled)

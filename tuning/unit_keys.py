@@ -7,8 +7,8 @@ text LLVM printed, so no key costs a parse beyond the split's). An edit of one f
 function's module and the unit's hash, not the other functions' modules: their stored lists still apply.
 A `-g` build and a plain one of the same source share their keys.
 
-Pure functions of IR text (LLVM in the calling process: the service runs them in a thread, `optserve tune`
-in its worker tasks).
+Pure functions of IR text (LLVM in the calling process: the service runs them in a compiler worker,
+`optserve tune` in its worker tasks).
 """
 
 from __future__ import annotations

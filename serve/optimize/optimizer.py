@@ -59,6 +59,7 @@ from optserve.serve.schemas import CandidateSource, ServedStrategy
 
 if TYPE_CHECKING:  # the tuning store's modules load with the store (`Optimizer(store=...)`)
     from optserve.tuning.lookup import StoredAnswer
+    from optserve.tuning.records import Toolchain
     from optserve.tuning.store import TuningStore
 
 OZ_PASS_LIST = ("-Oz",)
@@ -116,6 +117,7 @@ class Optimizer:
         self.model_metadata = model_metadata
         self.coreset = Coreset.load(settings.engine.coreset_path)
         self.store = store  # the tuning store (tuning/): None without one
+        self._toolchains: dict[tuple[str, str], Toolchain] = {}  # (objective, target triple) -> the store's
 
     def check_options(self, request: schemas.OptimizeRequest) -> float:
         """Reject options outside the service's limits; return the deadline in seconds."""
@@ -280,7 +282,7 @@ class Optimizer:
         """What the tuning store holds for the unit; None without a store, or when it fails (logged: a
         store that fails costs the answer its stored lists, never the request) or the deadline comes first.
         The unit's functions' keys, when the store needs them, come from a compiler worker (they split the
-        unit with LLVM)."""
+        unit with LLVM), and so does the toolchain the store keys lists by (`_toolchain`)."""
         if self.store is None:
             return None
         from optserve.tuning.lookup import functions_answer, whole_unit_answer
@@ -290,18 +292,31 @@ class Optimizer:
         store, max_functions = self.store, self.settings.engine.unit_function_lists_max_functions
         try:
             with tracing.span("tuning_store.lookup"):
+                toolchain = await self._toolchain(ir, objective, deadline)
                 answer = await deadline.within(
-                    asyncio.to_thread(whole_unit_answer, store, ir, objective), "the tuning store"
+                    asyncio.to_thread(whole_unit_answer, store, ir, toolchain), "the tuning store"
                 )
                 if answer is not None:
                     return answer
                 keys = await self.compiler.run_async(unit_keys, ir, max_functions, deadline=deadline)
                 return await deadline.within(
-                    asyncio.to_thread(functions_answer, store, ir, objective, keys), "the tuning store"
+                    asyncio.to_thread(functions_answer, store, toolchain, keys), "the tuning store"
                 )
         except (TuningStoreError, StoppedError, ServiceError, WorkerCrashedError) as err:
             logger.warning("tuning store lookup skipped: %s", err)
             return None
+
+    async def _toolchain(self, ir: str, objective: str, deadline: Deadline) -> Toolchain:
+        """The toolchain of the unit's lists in the store: the objective, the unit's target triple and the
+        LLVM version of the compiler that compiles them, which a compiler worker reports (once per objective
+        and target: the ingress loads no LLVM of its own)."""
+        from optserve.tuning.keys import current_toolchain
+        from optserve.tuning.lookup import target_triple
+
+        key = (objective, target_triple(ir))
+        if key not in self._toolchains:
+            self._toolchains[key] = await self.compiler.run_async(current_toolchain, *key, deadline=deadline)
+        return self._toolchains[key]
 
     async def _record(self, ir: str, stored: StoredAnswer | None, name: str) -> bool:
         """Keep the unit for `optserve tune` (tuning.record_units); whether it was new to the store."""
