@@ -2,8 +2,8 @@
 
 One small JSON file of counters beside the object cache (`stats.json` in OPTCC_CACHE_DIR, else
 $XDG_CACHE_HOME/optcc, else ~/.cache/optcc), updated once per unit under an exclusive `flock`, so the
-processes of a `make -j` add up. A unit's log record (unit_report.py, object_cache.deliver) is what is counted:
-statistics can never disagree with OPTCC_LOG. Statistics that cannot be written are skipped, never a
+processes of a `make -j` add up. A unit's log record (unit_report.py, object_cache.deliver) is what is
+counted: statistics can never disagree with OPTCC_LOG. Statistics that cannot be written are skipped, never a
 reason for a build to fail.
 """
 
