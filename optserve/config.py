@@ -163,8 +163,9 @@ class LoopTuneSettings(_Section):
     threads: int | None = Field(
         None,
         gt=0,
-        description="threads a kernel may run on when the request names none (kernels/parallel.py: blocks of"
-        " an output index on a thread pool); None: the CPUs the deciding process may run on",
+        description="threads a kernel may run on when the request names none (kernels/parallel.py: a grid of"
+        " cells over one or two output indices, run by an OpenMP team); None: the CPUs the deciding process"
+        " may run on",
     )
     max_threads: int = Field(256, gt=0, description="most threads a request may ask a kernel to run on")
     search_time_limit_s: float = Field(60.0, gt=0, description="longest schedule search accepted")
