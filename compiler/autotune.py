@@ -18,9 +18,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from optserve.compiler.cost import Objective
+from optserve.compiler.interface import Evaluation
 from optserve.compiler.ir import IRError
 from optserve.compiler.passes import META_FLAGS, PASS_NAMES
-from optserve.compiler.pipeline import OZ, Evaluation, evaluate
+from optserve.compiler.pipeline import OZ, evaluate
 from optserve.compiler.workers import CompilerPool
 
 # progress(compilations so far, compilation budget, best cost so far)

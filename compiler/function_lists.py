@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from optserve.compiler.cost import Objective, object_code, text_size
+from optserve.compiler.interface import Evaluation
 from optserve.compiler.ir import (
     _COMDAT,
     _TYPE_DEFINITION,
@@ -48,7 +49,7 @@ from optserve.compiler.ir import (
     parse_module,
 )
 from optserve.compiler.passes import PassListError
-from optserve.compiler.pipeline import OZ, Evaluation, optimize_module
+from optserve.compiler.pipeline import OZ, optimize_module
 
 if TYPE_CHECKING:
     import llvmlite.binding as llvm

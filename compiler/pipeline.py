@@ -2,19 +2,18 @@
 
 These functions run LLVM in the calling process. LLVM can abort the process on some inputs and pass
 combinations, so services and search run them through `optserve.compiler.workers.CompilerPool`.
-llvmlite is imported where LLVM is called (compiler/ir.py says why): Outcome and Evaluation are the
-ingress's types too.
+llvmlite is imported where LLVM is called (compiler/ir.py says why). `evaluate` answers with the compiler
+seam's `Evaluation` (compiler/interface.py).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from optserve.compiler.cost import Objective, module_cost, object_code, text_size
+from optserve.compiler.interface import Evaluation
 from optserve.compiler.ir import IRError, module_instruction_count, parse_module
 from optserve.compiler.passes import (
     META_FLAG_LEVELS,
@@ -29,38 +28,6 @@ if TYPE_CHECKING:
     import llvmlite.binding as llvm
 
 OZ = ("-Oz",)
-
-
-class Outcome(StrEnum):
-    """How a candidate's compile ended (also the label of the service's compile metrics)."""
-
-    OK = "ok"
-    ERROR = "error"  # the compiler refused: bad IR or pass list, LLVM's own error
-    CRASH = "crash"  # the worker process died (compiler/workers.py)
-    TIMEOUT = "timeout"  # it overran the pool's time limit
-    DEADLINE = "deadline"  # the call's deadline came before it started or while it compiled
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    """One candidate's outcome: cost under the objective, or the error that stopped it (`outcome` says
-    which kind; None when made: OK without an error, ERROR with one)."""
-
-    pass_list: tuple[str, ...]
-    cost: int | None
-    error: str | None
-    seconds: float
-    optimized_ir: str | None = None
-    object_code: bytes | None = None
-    outcome: Outcome | None = None
-
-    def __post_init__(self):
-        if self.outcome is None:
-            object.__setattr__(self, "outcome", Outcome.OK if self.error is None else Outcome.ERROR)
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
 
 
 def optimize_module(module: llvm.ModuleRef, pass_list: Sequence[str]) -> None:

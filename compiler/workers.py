@@ -53,11 +53,12 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from optserve.compiler.cost import Objective
 from optserve.compiler.function_lists import FunctionLists, apply_function_lists
-from optserve.compiler.pipeline import Evaluation, Outcome, evaluate
+from optserve.compiler.interface import CandidateCompiler, Evaluation, Outcome, WorkerCrashedError
+from optserve.compiler.pipeline import evaluate
 from optserve.deadline import Deadline, StoppedError
 
 _START_TIMEOUT_S = 120.0
@@ -126,22 +127,6 @@ def _die_with_parent(parent_pid: int) -> None:
             sys.stderr.write(f"compiler worker: prctl(PR_SET_PDEATHSIG) failed: errno {ctypes.get_errno()}\n")
     if os.getppid() != parent_pid:
         os._exit(1)
-
-
-class WorkerCrashedError(RuntimeError):
-    """A worker died running a job (`CompilerPool.run`): LLVM aborted or crashed on its input, or the process
-    was killed from outside. `llvm_said`: LLVM's own last message, when it left one (then the input is at
-    fault); `signal_name`: the signal that ended it, if one did."""
-
-    def __init__(self, message: str, llvm_said: str = "", signal_name: str = ""):
-        super().__init__(message)
-        self.llvm_said = llvm_said
-        self.signal_name = signal_name
-
-    @property
-    def killed_from_outside(self) -> bool:
-        """SIGKILL with nothing said: the memory limit's enforcer, an operator, a replica going down."""
-        return self.signal_name == "SIGKILL" and not self.llvm_said
 
 
 @dataclass(frozen=True)
@@ -319,33 +304,7 @@ class _Worker:
         return fatal[-1][:300] if fatal else ""
 
 
-class CandidateCompiler(Protocol):
-    """What compiles and measures candidates for the feedback loop and the service: a `CompilerPool`, or the
-    service's handle to its CompilerWorkers deployment (serve/replicas/handles.py)."""
-
-    async def evaluate_async(
-        self,
-        ir: str,
-        pass_lists: Sequence[Sequence[str]],
-        objective: Objective | str,
-        want_ir: bool = False,
-        want_object: bool = False,
-        deadline: Deadline | None = None,
-    ) -> list[Evaluation]:
-        """One Evaluation per pass list, in order; a candidate that crashed or overran has `error` set.
-
-        `deadline`: candidates not finished by then are stopped or never started, and come back with
-        outcome DEADLINE."""
-        ...
-
-    async def run_async(self, function: Callable[..., T], *args, deadline: Deadline | None = None) -> T:
-        """`function(*args)` in a worker process (a module-level function of the project: it is pickled by
-        name): its value, or the exception it raised; `WorkerCrashedError` if the worker died,
-        `StoppedError` once `deadline` (or the pool's time limit) came first."""
-        ...
-
-
-class CompilerPool:
+class CompilerPool(CandidateCompiler):
     """`processes` worker processes evaluating candidates, each within `timeout_s` seconds of wall time,
     and `standby` more started and idle to replace a worker stopped or lost without waiting."""
 

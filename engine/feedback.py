@@ -21,10 +21,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from optserve.compiler.cost import Objective
+from optserve.compiler.interface import CandidateCompiler, Evaluation, Outcome
 from optserve.compiler.ir import IRError, instruction_count
 from optserve.compiler.passes import format_pass_list
-from optserve.compiler.pipeline import Evaluation, Outcome
-from optserve.compiler.workers import CandidateCompiler
 from optserve.deadline import Deadline, StoppedError
 from optserve.engine.interface import Candidate, Engine, Generation, PromptTooLongError, SamplingOptions
 

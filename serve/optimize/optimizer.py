@@ -1,7 +1,7 @@
 """The Optimize flow: validate -> cache -> model candidates -> compile and measure -> rank -> response.
 
 Plain async code over two narrow backends, the engine (`optserve.engine.interface.Engine`) and the compiler
-(`optserve.compiler.workers.CandidateCompiler`), so it runs the same inside the Ray Serve ingress (where the
+(`optserve.compiler.interface.CandidateCompiler`), so it runs the same inside the Ray Serve ingress (where the
 backends are deployment handles, serve/replicas/handles.py) and in a test without Ray. The model's candidates
 come from the compiler-feedback loop `optserve.engine.feedback.generate_with_feedback`.
 
@@ -34,17 +34,11 @@ from typing import TYPE_CHECKING
 
 from optserve.compiler.cache import ResultCache, ir_digest
 from optserve.compiler.function_lists import FunctionLists, UnitParts, defined_function_count
+from optserve.compiler.interface import CandidateCompiler, Evaluation, Outcome, WorkerCrashedError
 from optserve.compiler.ir import IRError, parse_ir, split_functions
 from optserve.compiler.passes import format_pass_list, to_opt_pipeline
-from optserve.compiler.pipeline import Evaluation, Outcome
 from optserve.compiler.unit_search import search_function_lists
-from optserve.compiler.workers import (
-    CandidateCompiler,
-    WorkerCrashedError,
-    cut_by_deadline,
-    killed_from_outside,
-    llvm_failure,
-)
+from optserve.compiler.workers import cut_by_deadline, killed_from_outside, llvm_failure
 from optserve.config import Settings
 from optserve.deadline import BACKEND_GRACE_S, Deadline, StoppedError, exceeded
 from optserve.engine.coreset import Coreset

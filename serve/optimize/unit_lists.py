@@ -13,8 +13,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from optserve.compiler.interface import WorkerCrashedError
 from optserve.compiler.ir import IRError
-from optserve.compiler.workers import WorkerCrashedError
 from optserve.engine.interface import Generation, PromptTooLongError, SamplingOptions
 
 # generate(function IR, options) -> Generation; raises PromptTooLongError for a function too long itself.

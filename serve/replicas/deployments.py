@@ -28,7 +28,7 @@ from optserve.serve.replicas.engine_host import EngineHost
 from optserve.serve.replicas.looptune import schedule
 
 if TYPE_CHECKING:
-    from optserve.compiler.pipeline import Evaluation
+    from optserve.compiler.interface import Evaluation
 
 
 @serve.deployment(name="PassOrderingEngine")

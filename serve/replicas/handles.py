@@ -1,7 +1,7 @@
 """The back-end deployments, seen by the ingress through the plain seams the Optimize flow codes against.
 
 - `EngineClient`: the engine deployment as an `optserve.engine.interface.Engine`, plus the model's metadata;
-- `CompilerClient`: the CompilerWorkers deployment as an `optserve.compiler.workers.CandidateCompiler`;
+- `CompilerClient`: the CompilerWorkers deployment as an `optserve.compiler.interface.CandidateCompiler`;
 - `LoopTuneClient`: the LoopTuneScheduler deployment.
 
 Every call goes through `ray_errors.call`, so a deployment's own error arrives as itself; the engine, compiler
@@ -19,7 +19,7 @@ from ray.serve.handle import DeploymentHandle
 
 from optserve.compiler.cost import Objective
 from optserve.compiler.function_lists import FunctionLists
-from optserve.compiler.pipeline import Evaluation
+from optserve.compiler.interface import CandidateCompiler, Evaluation
 from optserve.deadline import Deadline, as_wall_time
 from optserve.engine.interface import Generation, PromptTooLongError, SamplingOptions
 from optserve.serve import schemas
@@ -78,7 +78,7 @@ class EngineClient:
         self._ready_metadata = None
 
 
-class CompilerClient:
+class CompilerClient(CandidateCompiler):
     """The CompilerWorkers deployment (serve/deployments.CompilerWorkers)."""
 
     def __init__(self, handle: DeploymentHandle):

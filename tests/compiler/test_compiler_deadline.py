@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from optserve.compiler.pipeline import Evaluation, Outcome
+from optserve.compiler.interface import Evaluation, Outcome
 from optserve.deadline import Deadline, StoppedError
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from optserve.compiler import workers
-from optserve.compiler.pipeline import Outcome, evaluate
+from optserve.compiler.interface import Outcome, WorkerCrashedError
+from optserve.compiler.pipeline import evaluate
 from optserve.compiler.workers import CompilerPool, PoolBrokenError
 from optserve.deadline import Deadline, StoppedError
 
@@ -423,7 +424,7 @@ def test_a_job_that_crashes_its_worker_is_an_error_and_the_worker_is_replaced(c_
     replaces the worker and keeps working."""
     with CompilerPool(processes=1, timeout_s=30) as pool:
         before = pool.worker_pids()
-        with pytest.raises(workers.WorkerCrashedError) as crashed:
+        with pytest.raises(WorkerCrashedError) as crashed:
             pool.run(os.abort)
         assert crashed.value.signal_name == "SIGABRT" and not crashed.value.killed_from_outside
         assert "SIGABRT" in str(crashed.value)

@@ -7,8 +7,9 @@ from asyncio import run
 import pytest
 
 from optserve.compiler.cost import Objective
+from optserve.compiler.interface import Evaluation
 from optserve.compiler.ir import instruction_count
-from optserve.compiler.pipeline import Evaluation, evaluate
+from optserve.compiler.pipeline import evaluate
 from optserve.compiler.workers import CompilerPool
 from optserve.engine.feedback import build_feedback, generate_with_feedback
 from optserve.engine.interface import Candidate, SamplingOptions, Strategy

@@ -1,0 +1,103 @@
+"""The one seam between the service and the compiler: `CandidateCompiler`, and the types that cross it.
+
+`CompilerPool` (compiler/workers.py) implements it over crash-isolated worker processes; the service reaches
+it through a Ray deployment handle with the same methods (`CompilerClient`, serve/replicas/handles.py). The
+Optimize flow, the compiler-feedback loop and the per-function search never learn which one is behind it.
+
+What the service asks of the compiler, all through this seam:
+- compile and measure candidates (`evaluate_async`): a pass list, or a `FunctionLists` for a whole unit
+  (compiler/function_lists.py), under an `Objective` (compiler/cost.py); one `Evaluation` each;
+- run one of the compiler's functions where LLVM may crash (`run_async`): the intake's parse and verify
+  (`compiler.ir.parse_ir`), the splits (`compiler.ir.split_functions`, `compiler.function_lists.split_unit`),
+  and the tuning store's keys and toolchain (`tuning.unit_keys.unit_keys`, `tuning.keys.current_toolchain`).
+
+This module loads no LLVM: the ingress holds these types (tests/contracts/test_ingress_loads_no_llvm.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from optserve.compiler.cost import Objective
+    from optserve.deadline import Deadline
+
+T = TypeVar("T")
+
+
+class Outcome(StrEnum):
+    """How a candidate's compile ended (also the label of the service's compile metrics)."""
+
+    OK = "ok"
+    ERROR = "error"  # the compiler refused: bad IR or pass list, LLVM's own error
+    CRASH = "crash"  # the worker process died (compiler/workers.py)
+    TIMEOUT = "timeout"  # it overran the pool's time limit
+    DEADLINE = "deadline"  # the call's deadline came before it started or while it compiled
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One candidate's outcome: cost under the objective, or the error that stopped it (`outcome` says
+    which kind; None when made: OK without an error, ERROR with one)."""
+
+    pass_list: tuple[str, ...]
+    cost: int | None
+    error: str | None
+    seconds: float
+    optimized_ir: str | None = None
+    object_code: bytes | None = None
+    outcome: Outcome | None = None
+
+    def __post_init__(self):
+        if self.outcome is None:
+            object.__setattr__(self, "outcome", Outcome.OK if self.error is None else Outcome.ERROR)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class WorkerCrashedError(RuntimeError):
+    """A worker died running a job (`run_async`): LLVM aborted or crashed on its input, or the process
+    was killed from outside. `llvm_said`: LLVM's own last message, when it left one (then the input is at
+    fault); `signal_name`: the signal that ended it, if one did."""
+
+    def __init__(self, message: str, llvm_said: str = "", signal_name: str = ""):
+        super().__init__(message)
+        self.llvm_said = llvm_said
+        self.signal_name = signal_name
+
+    @property
+    def killed_from_outside(self) -> bool:
+        """SIGKILL with nothing said: the memory limit's enforcer, an operator, a replica going down."""
+        return self.signal_name == "SIGKILL" and not self.llvm_said
+
+
+class CandidateCompiler(Protocol):
+    """What compiles and measures candidates for the feedback loop and the service: a `CompilerPool`, or the
+    service's handle to its CompilerWorkers deployment (serve/replicas/handles.py)."""
+
+    async def evaluate_async(
+        self,
+        ir: str,
+        pass_lists: Sequence[Sequence[str]],
+        objective: Objective | str,
+        want_ir: bool = False,
+        want_object: bool = False,
+        deadline: Deadline | None = None,
+    ) -> list[Evaluation]:
+        """One Evaluation per pass list (a `FunctionLists` in its place: one per-function job for the whole
+        unit), in order; a candidate that crashed or overran has `error` set and its `outcome` says which.
+
+        `deadline`: candidates not finished by then are stopped or never started, and come back with
+        outcome DEADLINE."""
+        ...
+
+    async def run_async(self, function: Callable[..., T], *args, deadline: Deadline | None = None) -> T:
+        """`function(*args)` in a worker process (a module-level function of the project: it is pickled by
+        name): its value, or the exception it raised; `WorkerCrashedError` if the worker died,
+        `StoppedError` (optserve/deadline.py) once `deadline` (or the pool's time limit) came first."""
+        ...
