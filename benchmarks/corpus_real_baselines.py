@@ -29,6 +29,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from optserve.compiler.autotune import local_search, random_pass_list
+from optserve.compiler.pipeline import OZ
 from optserve.compiler.workers import CompilerPool
 from optserve.corpus.journal import read_jsonl
 from optserve.corpus.label_store import stored_labels
@@ -56,7 +57,7 @@ def measure(
     example: dict, objective: str, coreset: Coreset, pool: CompilerPool, methods: tuple[str, ...] = METHODS
 ) -> dict:
     ir = example["ir"]
-    oz, _unoptimized = (e.cost for e in pool.evaluate(ir, [("-Oz",), ()], objective))
+    oz, _unoptimized = (e.cost for e in pool.evaluate(ir, [OZ, ()], objective))
     row = {"oz": oz, **{method: {} for method in methods}}
     if "random" in methods:
         rng = random.Random(int(example["id"][:8], 16))
@@ -71,12 +72,12 @@ def measure(
         for budget in BUDGETS:
             result = local_search(ir, budget=budget + 2, objective=objective, seed=1, pool=pool, top_k=3)
             # local_search keeps -Oz among its candidates; without the floor, its best non -Oz list counts
-            row["search"][budget] = result.best_cost if result.best_pass_list != ("-Oz",) else _second(result)
+            row["search"][budget] = result.best_cost if result.best_pass_list != OZ else _second(result)
     return row
 
 
 def _second(result) -> int | None:
-    others = [cost for cost, pass_list in result.top if pass_list != ("-Oz",)]
+    others = [cost for cost, pass_list in result.top if pass_list != OZ]
     return others[0] if others else None
 
 

@@ -12,8 +12,9 @@ from collections import Counter, defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
+from optserve.compiler.pipeline import OZ
 from optserve.corpus.journal import read_jsonl, write_atomic
-from optserve.corpus.label import OBJECTIVES, OZ_LIST, iter_labelled
+from optserve.corpus.label import OBJECTIVES, iter_labelled
 from optserve.corpus.layout import CorpusLayout
 from optserve.corpus.split import SPLITS
 
@@ -71,9 +72,9 @@ def _label_numbers(layout: CorpusLayout) -> dict[str, Any]:
                 c["autotune"] += label["autotune"]
                 c["best"] += label["best"]
                 c["improved"] += label["best"] < label["oz"]
-                c["plain_oz"] += tuple(label["pass_list"]) == OZ_LIST
+                c["plain_oz"] += tuple(label["pass_list"]) == OZ
             compilations[objective].append(label["compilations"])
-            if tuple(label["pass_list"]) != OZ_LIST:
+            if tuple(label["pass_list"]) != OZ:
                 passes[objective].update(label["pass_list"])
                 lengths[objective][len(label["pass_list"])] += 1
     result: dict[str, Any] = {}

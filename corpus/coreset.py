@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from optserve.compiler.passes import PassListError, validate_pass_list
+from optserve.compiler.pipeline import OZ
 from optserve.corpus.label import OBJECTIVES
 from optserve.corpus.label_store import seed_sets, stored_labels
 
@@ -75,7 +76,7 @@ def known_costs(record: dict[str, Any], seed_sets: dict[str, Sequence[Sequence[s
                 costs[tuple(pass_list)] = min(cost, costs.get(tuple(pass_list), cost))
     for cost, pass_list in record.get("top", ()):
         costs[tuple(pass_list)] = min(cost, costs.get(tuple(pass_list), cost))
-    costs[("-Oz",)] = record["oz"]
+    costs[OZ] = record["oz"]
     return costs
 
 

@@ -26,13 +26,13 @@ from typing import Any
 
 from tqdm import tqdm
 
+from optserve.compiler.pipeline import OZ
 from optserve.corpus.journal import Journal, read_jsonl, write_atomic, write_jsonl_atomic
 from optserve.corpus.layout import CorpusLayout
 from optserve.corpus.parallel import Runner, TaskFailure
 
 OBJECTIVES = ("instruction_count", "text_size")
 STAGES = ("autotune", "broadcast", "local", "measure")
-OZ_LIST = ("-Oz",)
 
 
 @dataclass(frozen=True)
@@ -142,7 +142,7 @@ def measure_function(task: tuple[dict[str, Any], LabelConfig]) -> dict[str, Any]
 
     def measure(example: dict[str, Any], objective: str, config: LabelConfig) -> dict[str, Any]:
         pool = _compiler_pool(config.candidate_timeout_s)
-        evaluations = pool.evaluate(example["ir"], [OZ_LIST, *config.seeds], objective)
+        evaluations = pool.evaluate(example["ir"], [OZ, *config.seeds], objective)
         return {
             "oz": evaluations[0].cost,
             "seeds": fingerprint,
@@ -257,7 +257,7 @@ def broadcast_lists(tuned: Iterable[dict[str, Any]], objectives: tuple[str, ...]
                 continue
             label = record[objective]
             pass_list = tuple(label["pass_list"])
-            if pass_list != OZ_LIST and label["best"] < label["oz"]:
+            if pass_list != OZ and label["best"] < label["oz"]:
                 wins[pass_list] += 1
                 gain[pass_list] += label["oz"] - label["best"]
         ranked = sorted(wins, key=lambda p: (-wins[p], -gain[p], p))

@@ -34,6 +34,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from optserve.compiler.pipeline import OZ
 from optserve.engine.passformer import PASSFORMER_PROFILE  # re-exported: training writes this format
 from optserve.engine.profile import ModelProfile
 
@@ -41,7 +42,6 @@ OBJECTIVE = "instruction_count"  # of the compiler-feedback examples (passlm.fee
 # The autotuner prefers the shortest list at equal cost, so "no passes" is a label (the function is already
 # as small as it gets). The grammar has no empty list; -O0 runs no optimization, so it says the same.
 NO_PASSES = ("-O0",)
-OZ_ANSWER = ("-Oz",)
 
 
 def label_pass_list(pass_list: list[str]) -> tuple[str, ...]:
@@ -63,7 +63,7 @@ def training_texts(
 def within_margin(answer: tuple[tuple[str, ...], int], oz: int, margin: float) -> tuple[tuple[str, ...], int]:
     """(list, cost) as the answer, or -Oz when the list is not smaller than -Oz by more than `margin` (a
     fraction): a model that answers alone, without the -Oz floor, should name a list only where it pays."""
-    return answer if answer[1] < oz * (1 - margin) else (OZ_ANSWER, oz)
+    return answer if answer[1] < oz * (1 - margin) else (OZ, oz)
 
 
 def best_coreset_list(

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from optserve.compiler.pipeline import OZ
 from optserve.corpus.journal import Journal
 from optserve.passlm.evaluation.candidates import (
     Generated,
@@ -29,8 +30,6 @@ from optserve.passlm.evaluation.journal import (
 )
 from optserve.passlm.evaluation.methods import EvalConfig, coreset_of
 from optserve.passlm.evaluation.metrics import FunctionCosts
-
-OZ = ("-Oz",)
 
 
 @dataclass

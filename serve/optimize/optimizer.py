@@ -37,6 +37,7 @@ from optserve.compiler.function_lists import FunctionLists, UnitParts, defined_f
 from optserve.compiler.interface import CandidateCompiler, Evaluation, Outcome, WorkerCrashedError
 from optserve.compiler.ir import IRError, parse_ir, split_functions
 from optserve.compiler.passes import format_pass_list, to_opt_pipeline
+from optserve.compiler.pipeline import OZ
 from optserve.compiler.unit_search import search_function_lists
 from optserve.compiler.workers import cut_by_deadline, killed_from_outside, llvm_failure
 from optserve.config import Settings
@@ -56,8 +57,7 @@ if TYPE_CHECKING:  # the tuning store's modules load with the store (`Optimizer(
     from optserve.tuning.records import Toolchain
     from optserve.tuning.store import TuningStore
 
-OZ_PASS_LIST = ("-Oz",)
-MEASURED_BESIDE = (OZ_PASS_LIST,)  # compiled beside the model for every request: no candidate repeats it
+MEASURED_BESIDE = (OZ,)  # compiled beside the model for every request: no candidate repeats it
 RANKED_CORESET_LISTS = 100  # strategy ranked_coreset: the model ranks this many of the coreset's first lists
 # Strategies that need no model: answered while the model is not ready.
 MODEL_FREE_STRATEGIES = (ServedStrategy.CORESET, ServedStrategy.STORED)
@@ -172,7 +172,7 @@ class Optimizer:
             sampled, oz_eval = await self._sample_beside_oz(ir, request, deadline, want, stored)
         oz = None
         if oz_eval is not None:  # an error only as a candidate (with a client baseline): ranked last
-            oz = _Measured(OZ_PASS_LIST, oz_eval.cost, 0.0, CandidateSource.OZ, oz_eval.error or "")
+            oz = _Measured(OZ, oz_eval.cost, 0.0, CandidateSource.OZ, oz_eval.error or "")
         if client_baseline:
             # client_compares without baseline_cost: the client's object, not measured here, is ranked
             # below every candidate that compiled and above every one that failed
@@ -382,7 +382,7 @@ class Optimizer:
         sampled = await self._sample_and_measure(ir, request, deadline, stored)
         tuned = [m for m in sampled.measured if m.source is CandidateSource.TUNED and not m.error]
         if tuned and tuned[0].cost is not None and tuned[0].cost < stored.oz_cost:
-            return sampled, Evaluation(OZ_PASS_LIST, stored.oz_cost, None, 0.0)
+            return sampled, Evaluation(OZ, stored.oz_cost, None, 0.0)
         started = time.monotonic()
         oz_eval = await deadline.extended(BACKEND_GRACE_S).within(
             self._oz_evaluation(ir, request.objective, want, True, deadline), "the -Oz baseline"
@@ -396,9 +396,7 @@ class Optimizer:
         """-Oz's Evaluation (with the output asked for); as the baseline, INTERNAL if -Oz does not compile
         this module and StoppedError (DEADLINE_EXCEEDED) if the deadline stopped it; as a candidate, None
         then."""
-        (oz_eval,) = await self.compiler.evaluate_async(
-            ir, [OZ_PASS_LIST], objective, *want, deadline=deadline
-        )
+        (oz_eval,) = await self.compiler.evaluate_async(ir, [OZ], objective, *want, deadline=deadline)
         if cut_by_deadline([oz_eval]):
             if as_baseline:
                 raise exceeded("the -Oz baseline")
@@ -538,7 +536,7 @@ class Optimizer:
             found = await deadline.extended(BACKEND_GRACE_S).within(
                 search_function_lists(
                     ir,
-                    [OZ_PASS_LIST, *self.coreset.first(request.objective, count)],
+                    [OZ, *self.coreset.first(request.objective, count)],
                     request.objective,
                     self.compiler,
                     concurrency=self.settings.compiler.workers,
