@@ -2,7 +2,9 @@
 
 - The innermost loop is vectorized when every tensor is contiguous (stride 1) or constant (stride 0) along
   it; otherwise it runs scalar (no gathers). An output that is constant along it (a reduction innermost)
-  is kept as vector partial sums, reduced once when its register tile is written back.
+  is kept as vector partial sums, reduced once when its register tile is written back. An NCHW
+  convolution's output channels (packing.channel_vector) are vectorized too, though the output is strided
+  along them: its register tile is gathered when it opens and scattered when it closes.
 - Register tile: the outermost loop whose body touches few enough output vectors to stay in registers
   opens a tile. Inside it, loops over output indices are unrolled, loops over reduction indices stay loops
   (short ones with only straight-line code below are unrolled), and accumulators are SSA values carried
@@ -27,6 +29,7 @@ from optserve.kernels.packing import (
     COPY_WIDTH,
     PackedLayout,
     Panel,
+    channel_vector,
     pack_function_ir,
     packed_layout,
     panel_function_ir,
@@ -101,9 +104,13 @@ class _Planner:
         self.out_strides = spec.strides(spec.output)
         inner = self.loops[-1].index
         strides = [spec.strides(t)[inner] for t in spec.tensors]
-        self.vectorized = all(s in (0, 1) for s in strides)
+        # NCHW's channels (packing.channel_vector): the output is strided along them, its tile gathered
+        # when the tile opens and scattered when it closes; every other nest needs the output contiguous
+        gathered = inner == channel_vector(spec)
+        self.vectorized = all(s in (0, 1) for s in strides[1:]) and (strides[0] in (0, 1) or gathered)
         self.widths = target.vector_widths if self.vectorized else ()
         self.partial_sums = self.vectorized and self.out_strides[inner] == 0
+        self.strided = self.out_strides[inner] if self.vectorized and strides[0] not in (0, 1) else 0
         # per loop: whether a deeper reduction loop stays a runtime loop inside a tile
         reductions = [lp.index not in self.output_indices and lp.size > UNROLL_TRIPS for lp in self.loops]
         self.runtime_below = [any(reductions[p + 1 : -1]) for p in range(len(self.loops))]
@@ -206,6 +213,8 @@ class _Planner:
     def slot(self, offset: int, width: int) -> tuple[str, int, int]:
         if width == 1:
             return ("scalar", offset, 1)
+        if self.strided:
+            return ("strided", offset, width)
         return ("partial" if self.partial_sums else "vector", offset, width)
 
 
@@ -308,6 +317,7 @@ class _Emitter:
         self.loads: dict = {}
         self.fma_widths: set[int] = set()
         self.reduce_widths: set[int] = set()
+        self.gather_widths: set[int] = set()
 
     def name(self, prefix: str = "t") -> str:
         self.counter += 1
@@ -398,6 +408,12 @@ class _Emitter:
         panel = self.panels[t]
         return panel.offset(index, amount) if panel else amount * self.strides[t][index]
 
+    def _lanes(self, const: int, width: int) -> str:
+        """Pointers to `width` output elements a vector's lanes hold, `planner.strided` floats apart."""
+        steps = ", ".join(f"i64 {lane * self.planner.strided}" for lane in range(width))
+        base = self._address(0, const)
+        return self.op(f"getelementptr inbounds float, ptr {base}, <{width} x i64> <{steps}>", "g")
+
     def _address(self, t: int, const: int) -> str:
         if const == 0:
             return self.pointers[t]
@@ -411,6 +427,14 @@ class _Emitter:
             kind, offset, width = key
             if kind == "partial":
                 tile["acc"][key] = "zeroinitializer"
+            elif kind == "strided":  # lanes a whole output channel apart (packing.channel_vector)
+                lanes = self._lanes(tile["const"] + offset, width)
+                self.gather_widths.add(width)
+                tile["acc"][key] = self.op(
+                    f"call {_type(width)} {_gather(width)}(<{width} x ptr> {lanes}, i32 4,"
+                    f" {_all_lanes(width)}, {_type(width)} poison)",
+                    "c",
+                )
             else:
                 address = self._address(0, tile["const"] + offset)
                 tile["acc"][key] = self.op(f"load {_type(width)}, ptr {address}, align 4", "c")
@@ -420,6 +444,13 @@ class _Emitter:
         for key in sorted(keys, key=lambda k: (k[0] == "partial", k)):
             kind, offset, width = key
             value = tile["acc"][key]
+            if kind == "strided":  # lanes a whole output channel apart
+                lanes = self._lanes(tile["const"] + offset, width)
+                self.lines.append(
+                    f"  call void {_scatter(width)}({_type(width)} {value}, <{width} x ptr> {lanes}, i32 4,"
+                    f" {_all_lanes(width)})"
+                )
+                continue
             address = self._address(0, tile["const"] + offset)
             if kind == "partial":  # a shuffle tree (reassociated), not one extract and add per lane
                 total = self.op(f"load float, ptr {address}, align 4")
@@ -468,6 +499,18 @@ def _reduce(width: int) -> str:
     return f"@llvm.vector.reduce.fadd.v{width}f32"
 
 
+def _gather(width: int) -> str:
+    return f"@llvm.masked.gather.v{width}f32.v{width}p0"
+
+
+def _scatter(width: int) -> str:
+    return f"@llvm.masked.scatter.v{width}f32.v{width}p0"
+
+
+def _all_lanes(width: int) -> str:
+    return f"<{width} x i1> <{', '.join(['i1 true'] * width)}>"
+
+
 def _fma(width: int) -> str:
     return "@llvm.fma.f32" if width == 1 else f"@llvm.fma.v{width}f32"
 
@@ -488,6 +531,11 @@ def generate_ir(spec: LoopNestSpec, schedule: Schedule, target: Target) -> str:
         f"declare {_type(w)} {_fma(w)}({_type(w)}, {_type(w)}, {_type(w)})"
         for w in sorted(emitter.fma_widths)
     ] + [f"declare float {_reduce(w)}(float, {_type(w)})" for w in sorted(emitter.reduce_widths)]
+    for w in sorted(emitter.gather_widths):
+        declarations += [
+            f"declare {_type(w)} {_gather(w)}(<{w} x ptr>, i32, <{w} x i1>, {_type(w)})",
+            f"declare void {_scatter(w)}({_type(w)}, <{w} x ptr>, i32, <{w} x i1>)",
+        ]
     nest_name = PACKED_NEST_NAME if layout else KERNEL_NAME
     return "\n".join(
         [

@@ -1,7 +1,7 @@
 """Operand packing: copy an input that is strided along the output's contiguous index into a layout where
 that index is last, so the nest vectorizes along it with the input as a plain row (BLAS-style packing).
 
-Two cases pack, both along the output's contiguous (last) index:
+Two cases pack, both along the output's contiguous (last) index (a sixth, below, along NCHW's channels):
 - Required: no index is contiguous or constant in every tensor (`C[m,n] += A[k,m] * B[n,k]`), so without
   packing every schedule runs scalar. The input is packed whatever the schedule.
 - Chosen by the schedule: an index is contiguous everywhere already (`C[m,n] += A[m,k] * B[n,k]`: k, kept
@@ -34,6 +34,14 @@ ask for it only where B is large (kernels/tiling.py `large_panels`): the copy is
 packs an input read with the reduction last and an output index second last (A[m,k] as BLIS packs A;
 B[n,k]) in the same panels, copied from its rows (`Panel.transposed`). Panels of 4 KiB or more start a
 cache line apart (`panel_pad`), so the panels a tile walks through do not share their L1 sets.
+
+The sixth vectorizes another output index than the contiguous one: a convolution in NCHW
+(`O[n,f,y,x] += I[n,c,y+r,x+s] * W[f,c,r,s]`) has its image row x contiguous, but x is 7 to 224 wide (a 7-wide
+row fills no 16-float vector) and summed with the window (`x+s`). Its output channels f are read by W
+alone, as a dimension of their own (`channel_vector`): a nest whose innermost loop runs over f packs W with
+f last (`W'[c,r,s,f]`, copied as one row of c*r*s floats per channel), broadcasts the image, and gathers
+and scatters the output's register tile once per tile, its lanes a channel plane apart
+(kernels/codegen.py). As in the first two cases, the innermost loop tells which layout a nest runs on.
 
 The kernel copies each packed input into a buffer of its own at every call (counted in the kernel's time)
 with a blocked transpose: width x width tiles (width at most COPY_WIDTH), loaded as `width` vectors along
@@ -69,6 +77,26 @@ def packing_required(spec: LoopNestSpec) -> bool:
     """No index is contiguous or constant in every tensor: without packing every schedule is scalar."""
     strides = [spec.strides(t) for t in spec.tensors]
     return not any(all(s[i] in (0, 1) for s in strides) for i in spec.indices)
+
+
+def channel_vector(spec: LoopNestSpec) -> str | None:
+    """The output index a convolution in NCHW may vectorize instead of its output's contiguous one (the
+    module docstring's sixth case): None unless that contiguous index is summed with another in an input
+    (`x+s`: an image row, 7 to 224 wide, a poor fit for 16-float vectors); then the largest other output
+    index (more than one element) that exactly one input reads, as a dimension of its own (the output
+    channel f of `W[f,c,r,s]`): that input is packed with it last and the other is broadcast."""
+    contiguous = spec.output.dims[-1][0]
+    if not any(contiguous in dim and len(dim) > 1 for tensor in spec.inputs for dim in tensor.dims):
+        return None
+    size = spec.size_of
+    candidates = []
+    for index in spec.output_indices:
+        readers = [t for t in spec.inputs if any(index in dim for dim in t.dims)]
+        if index == contiguous or size[index] < 2 or len(readers) != 1:
+            continue
+        if [dim for dim in readers[0].dims if index in dim] == [(index,)]:
+            candidates.append(index)
+    return max(candidates, key=lambda i: size[i]) if candidates else None
 
 
 def row_packable(spec: LoopNestSpec) -> tuple[str, ...]:
@@ -159,7 +187,9 @@ def packed_layout(
     required = packing_required(spec)
     if inner is not None and inner != vector:
         rows = ()  # the register tile broadcasts a row operand only when it vectorizes the output's index
-        if not required:
+        if inner == channel_vector(spec):
+            vector = inner  # NCHW's channels: the input that reads them is packed with them last
+        elif not required:
             return None
     columns = column_packable(spec)
     transposed = transposed_panel_packable(spec)
@@ -527,8 +557,14 @@ def pack_function_ir(
     moved = order[-1]
     if order != tuple(j for j in range(len(shape)) if j != moved) + (moved,) or moved == len(shape) - 1:
         raise ValueError(f"order {order} does not move one dimension before the last to the end")
-    last = len(shape) - 1  # the source's contiguous dimension: the packed layout's second last
     laid_out = source_shape or shape
+    if moved < len(shape) - 2 and tuple(laid_out[moved + 1 :]) == tuple(shape[moved + 1 :]):
+        # the dimensions after the moved one are whole and stay in order (W[f,c,r,s] -> W'[c,r,s,f]): one
+        # row of c*r*s floats, so the copy moves width x width tiles, not rows of s (3) floats
+        rest = math.prod(shape[moved + 1 :])
+        shape, laid_out = (*shape[: moved + 1], rest), (*laid_out[: moved + 1], rest)
+        order = (*range(moved), moved + 1, moved)
+    last = len(shape) - 1  # the source's contiguous dimension: the packed layout's second last
     src_strides = [math.prod(laid_out[j + 1 :]) for j in range(len(shape))]
     dst_shape = [shape[j] for j in order]
     dst_strides = {j: math.prod(dst_shape[p + 1 :]) for p, j in enumerate(order)}

@@ -20,8 +20,10 @@ pack (kernels/packing.py): for `A·B^T` the vector index is then n on a packed B
 without it k (partial sums); the schedule's innermost loop tells the code generator which one it got. For
 `A^T·B` and `A^T·B^T` it also packs A (read `A[k,m]`) in panels of the register tile's rows, so the tile
 reads A as one contiguous stream; the loop nest is the same, so the schedule says so in its `pack` line.
-Above PANEL_FLOATS it also packs B (and A[m,k] under a tall register tile) in panels (`large_panels`), as
-BLIS does: a 2048^3 matmul read unpacked is bound by B's 8 KiB row stride, not by the FMAs.
+For an NCHW convolution it vectorizes the output channels on packed weights, the image row its register
+tile's rows (kernels/packing.py `channel_vector`), and its twin the image row. Above PANEL_FLOATS it also
+packs B (and A[m,k] under a tall register tile) in panels (`large_panels`), as BLIS does: a 2048^3 matmul
+read unpacked is bound by B's 8 KiB row stride, not by the FMAs.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import math
 from dataclasses import dataclass
 
 from optserve.kernels.packing import (
+    channel_vector,
     column_packable,
     packed_layout,
     packing_required,
@@ -102,7 +105,11 @@ def roles(spec: LoopNestSpec, pack: bool = True) -> Roles:
     """Index roles from the strides (see the module docstring), of the packed operands where the backend
     packs (kernels/packing.py: where it must, or with `pack` where it may); every contraction has some."""
     rows = row_packable(spec) if pack else ()
-    layout = packed_layout(spec, rows=rows) if pack or packing_required(spec) else None
+    channel = channel_vector(spec) if pack else None
+    if channel:  # NCHW: the output channels, the weights packed with them last (kernels/packing.py)
+        layout = packed_layout(spec, inner=channel)
+    else:
+        layout = packed_layout(spec, rows=rows) if pack or packing_required(spec) else None
     spec = layout.spec if layout else spec
     strides = [spec.strides(t) for t in spec.tensors]
     size = spec.size_of
@@ -111,16 +118,20 @@ def roles(spec: LoopNestSpec, pack: bool = True) -> Roles:
     contiguous = [i for i in spec.indices if all(s[i] in (0, 1) for s in strides)]
     vector_outputs = [i for i in contiguous if i in outputs and strides[0][i] == 1]
     vector_reductions = [i for i in contiguous if i in reductions]
-    if vector_outputs:
+    if channel:
+        vector, partial = channel, False
+    elif vector_outputs:
         vector, partial = max(vector_outputs, key=lambda i: size[i]), False
     elif vector_reductions:
         vector, partial = max(vector_reductions, key=lambda i: size[i]), True
     else:  # nothing is contiguous everywhere: scalar code along the output's fastest index
         vector, partial = min(outputs, key=lambda i: (strides[0][i], -size[i])), False
 
-    def reuse(index: str) -> tuple[int, int]:
-        """Rows that reuse an input's vector (stride 0 in it) first, then the larger ones."""
-        return (any(s[index] == 0 for s in strides[1:]), size[index])
+    def reuse(index: str) -> tuple[int, int, int]:
+        """Rows that reuse an input's vector (stride 0 in it) first, then the larger ones; on channels, of
+        equal size, the output's contiguous index (the broadcast image row's neighbours)."""
+        contiguous = bool(channel) and strides[0][index] == 1
+        return (any(s[index] == 0 for s in strides[1:]), size[index], contiguous)
 
     candidates = sorted((i for i in outputs if i != vector and size[i] > 1), key=reuse, reverse=True)
     rows = tuple(candidates[: 2 if partial else 1])

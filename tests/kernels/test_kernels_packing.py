@@ -85,7 +85,14 @@ def copy_with(shape: tuple[int, ...], order: tuple[int, ...], width: int, source
 @pytest.mark.parametrize("width", [1, 4, 8, 16])
 @pytest.mark.parametrize(
     "shape, order",
-    [((53, 37), (1, 0)), ((16, 32), (1, 0)), ((3, 21, 19), (0, 2, 1)), ((9, 2, 35), (1, 2, 0))],
+    [
+        ((53, 37), (1, 0)),
+        ((16, 32), (1, 0)),
+        ((3, 21, 19), (0, 2, 1)),
+        ((9, 2, 35), (1, 2, 0)),
+        ((21, 5, 3, 3), (1, 2, 3, 0)),  # NCHW weights, channels last: one row of c*r*s per channel
+        ((2, 19, 3, 2, 5), (0, 2, 3, 4, 1)),
+    ],
 )
 def test_blocked_transpose_copies_every_element_to_its_packed_place(shape, order, width):
     source = np.random.default_rng(0).uniform(-1, 1, shape).astype(np.float32)

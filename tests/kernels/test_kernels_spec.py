@@ -87,7 +87,9 @@ def test_measure_reports_positive_gflops_below_a_sane_multiple_of_peak():
     kernel = compile_schedule(spec, Schedule.base(spec))
     timing = measure(kernel, runs=3, warmup_calls=2)
     kernel.close()
-    peak = peak_gflops()
+    # the peak read again right after the kernel's timing, the best of that and the process's first reading:
+    # on a loaded host either reading alone may have been taken in a slower moment than the kernel's
+    peak = max(peak_gflops(), peak_gflops.__wrapped__(runs=5))
     assert timing.gflops > 0 and timing.seconds > 0 and timing.repeats >= 1
     assert 0 < timing.gflops < 2 * peak  # a kernel cannot beat the FMA-only peak by far
 

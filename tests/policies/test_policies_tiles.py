@@ -210,9 +210,14 @@ def test_tiles_search_measures_both_layouts_of_a_b_transposed():
 
 def test_the_decision_packs_b_for_a_b_transposed():
     """Real timings: at 256^3 the packed matmul (n vectorized on a packed B) beats partial sums along k
-    (docs/bench/looptune_packing.md), and the decision measures the packed cover first."""
+    (docs/bench/looptune_packing.md), and the decision measures the packed cover first. On one thread
+    and a CPU-time budget: a kernel on a team of threads, timed on a loaded host (another test folder's
+    processes), measures the load, and a wall-clock budget measures fewer or more candidates with it."""
+    from optserve.config import LoopTuneSettings
+
     spec = LoopNestSpec.parse(KINDS["matmul_bt"], {"m": 256, "k": 256, "n": 256})
-    result = schedule_nest(spec, "policy_tiles", time_limit_s=5.0)
+    settings = LoopTuneSettings(budget_clock="cpu", polish_time_s=0.5)
+    result = schedule_nest(spec, "policy_tiles", time_limit_s=5.0, threads=1, settings=settings)
     chosen = Schedule.from_text(result.schedule)
     assert chosen.compute[-1].index == "n"  # vectorized along n: only possible on a packed B
     assert "call void @pack1" in generate_ir(spec, chosen, host_target())
@@ -252,3 +257,22 @@ def test_the_decision_packs_a_first_only_where_it_is_read_often(monkeypatch, n, 
     first = measured[: len(candidates(Evaluator(spec, more_loops_are_faster), layout, host_target()))]
     assert {s.pack for s in first} == ({("A",)} if packed_first else {()})
     assert {s.pack for s in measured} == {("A",), ()}  # both layouts measured with time left
+
+
+def test_measuring_in_order_starts_no_option_its_mean_cost_would_carry_past_the_deadline(monkeypatch):
+    from optserve.policies import clock
+
+    now = [100.0]
+    monkeypatch.setattr(clock, "now", lambda: now[0])
+
+    def costs_a_tenth(spec, schedule):  # every measurement takes 0.1 s on the budget clock
+        now[0] += 0.1
+        return float(len(schedule.compute))
+
+    evaluator = Evaluator(MATMUL, costs_a_tenth)
+    options = [((TILE_ACTION + n,), s) for n, s in candidates(evaluator, template_pool(), Target())]
+    best = measure_in_order(evaluator, options, deadline=100.35)
+    # the fourth would start at 100.3 and end at 100.4: not started, the decision ends before its deadline
+    assert evaluator.evaluations == 3 and best.timed_out and now[0] <= 100.35
+    late = Evaluator(MATMUL, costs_a_tenth)
+    assert measure_in_order(late, options, deadline=0.0).gflops and late.evaluations == 1  # one always

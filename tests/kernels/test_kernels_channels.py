@@ -1,0 +1,103 @@
+"""An NCHW convolution vectorized along its output channels (kernels/packing.py `channel_vector`): the
+weights packed with the channels last, the image broadcast, the output's register tile gathered and
+scattered a channel plane apart; it computes what the float64 reference computes on every tail, on one
+thread and on cells of threads, and only convolutions whose image row is summed (`x+s`) are vectorized so."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from optserve.kernels.codegen import Target, generate_ir, plan_schedule
+from optserve.kernels.jit import compile_ir
+from optserve.kernels.packing import channel_vector, packed_layout
+from optserve.kernels.parallel import ParallelKernel, compile_parallel
+from optserve.kernels.schedule import Loop, Schedule
+from optserve.kernels.spec import LoopNestSpec
+from optserve.kernels.tiling import TileTemplate, roles, tiled_schedule
+from tests.kernels.kernels_helpers import reference
+
+NCHW = "O[n,f,y,x] += I[n,c,y+r,x+s] * W[f,c,r,s]"
+# channels that leave a 16-, an 8-float and a scalar tail (45 = 16 + 16 + 8 + 5), rows that leave a register
+# tile's tail, windows 3x3, 3x2 and 1x1, two images
+SIZES = [
+    {"n": 2, "f": 45, "c": 5, "y": 4, "x": 9, "r": 3, "s": 3},
+    {"n": 1, "f": 37, "c": 7, "y": 3, "x": 13, "r": 3, "s": 2},
+    {"n": 1, "f": 70, "c": 19, "y": 5, "x": 7, "r": 1, "s": 1},
+    {"n": 1, "f": 16, "c": 3, "y": 2, "x": 3, "r": 2, "s": 3},
+]
+TEMPLATES = [
+    TileTemplate(6, 4),
+    TileTemplate(12, 1, k_block=4, v_block=32, r_block=64),
+    TileTemplate(2, 3, k_block=2, order="vr"),
+    TileTemplate(14, 2, v_block=1),
+]
+TARGETS = {"avx512": Target(vector_widths=(16, 8)), "avx2": Target(vector_widths=(8,))}
+
+
+def _check(spec: LoopNestSpec, kernel, seed: int = 0) -> None:
+    rng = np.random.default_rng(seed)
+    out, lhs, rhs = (rng.uniform(-1, 1, spec.shape(t)).astype(np.float32) for t in spec.tensors)
+    expected = reference(spec, out, lhs, rhs)
+    try:
+        kernel(out, lhs, rhs)
+    finally:
+        kernel.close()
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_only_a_convolution_whose_image_row_is_summed_vectorizes_its_channels():
+    sizes = {"n": 1, "f": 8, "c": 4, "y": 5, "x": 6, "r": 3, "s": 3}
+    assert channel_vector(LoopNestSpec.parse(NCHW, sizes)) == "f"
+    nhwc = LoopNestSpec.parse("O[n,y,x,f] += I[n,y+r,x+s,c] * W[r,s,c,f]", sizes)
+    assert channel_vector(nhwc) is None  # its channels are contiguous already
+    matmul = LoopNestSpec.parse("C[m,n] += A[m,k] * B[k,n]", {"m": 8, "k": 8, "n": 8})
+    assert channel_vector(matmul) is None
+    one_channel = LoopNestSpec.parse(NCHW, {**sizes, "f": 1})
+    assert channel_vector(one_channel) is None
+
+
+def test_the_packing_template_vectorizes_channels_and_its_twin_the_image_row():
+    spec = LoopNestSpec.parse(NCHW, SIZES[0])
+    packed = roles(spec)
+    assert (packed.vector, packed.rows, packed.reduction) == ("f", ("x",), "c")
+    assert roles(spec, pack=False).vector == "x"
+    layout = packed_layout(spec, "f")
+    assert layout is not None and layout.orders == (None, (1, 2, 3, 0))  # W[f,c,r,s] -> [c,r,s,f]
+    schedule = tiled_schedule(spec, TileTemplate(6, 4), 16)
+    assert schedule.compute[-1].index == "f" and not schedule.pack  # the innermost loop says so
+    _, vectorized = plan_schedule(spec, schedule, Target(vector_widths=(16, 8)))
+    assert vectorized
+    text = generate_ir(spec, schedule, Target(vector_widths=(16, 8)))
+    assert "@llvm.masked.gather.v16f32" in text and "@llvm.masked.scatter.v16f32" in text
+
+
+def test_a_strided_output_is_not_vectorized_for_any_other_innermost_index():
+    # A^T.B with m innermost: the inputs are contiguous or constant along m, the output is not, and m is
+    # no convolution's channel: scalar code as before
+    spec = LoopNestSpec.parse("C[m,n] += A[k,m] * B[k,n]", {"m": 16, "k": 8, "n": 8})
+    schedule = Schedule((Loop("k", 8), Loop("n", 8), Loop("m", 16)), Schedule.base(spec).writeback)
+    assert not plan_schedule(spec, schedule, Target())[1]
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+@pytest.mark.parametrize("template", TEMPLATES, ids=lambda t: t.name())
+@pytest.mark.parametrize("sizes", SIZES, ids=lambda s: "-".join(f"{k}{v}" for k, v in s.items()))
+def test_channel_vectorized_convolutions_match_the_reference_on_every_tail(sizes, template, target):
+    spec = LoopNestSpec.parse(NCHW, sizes)
+    schedule = tiled_schedule(spec, template, TARGETS[target].vector_widths[0])
+    schedule.check(spec)
+    assert schedule.compute[-1].index == "f"
+    _check(spec, compile_ir(spec, schedule, generate_ir(spec, schedule, TARGETS[target])))
+
+
+@pytest.mark.parametrize("threads", [2, 3, 5])
+@pytest.mark.parametrize("sizes", SIZES[:3], ids=lambda s: "-".join(f"{k}{v}" for k, v in s.items()))
+def test_channel_vectorized_convolutions_on_threads_match_the_reference(sizes, threads):
+    # cells along the channels pack their own part of W, cells along the rows share one
+    spec = LoopNestSpec.parse(NCHW, sizes)
+    for template in (TileTemplate(6, 1), TileTemplate(4, 1, order="vr")):
+        schedule = tiled_schedule(spec, template, 16)
+        kernel = compile_parallel(spec, schedule, threads, min_block_work=1)
+        assert isinstance(kernel, ParallelKernel)
+        _check(spec, kernel, seed=threads)
