@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Protocol, runtime_checkable
 
-from optserve.tuning.records import RecordedUnit, StoreStats, Toolchain, TunedList
+from optserve.tuning.records import RawUnit, RecordedUnit, StoreStats, Toolchain, TunedList
 
 
 class TuningStoreError(RuntimeError):
@@ -52,6 +52,31 @@ class TuningStore(Protocol):
 
     def recorded_units(self) -> Iterator[RecordedUnit]:
         """The recorded units, most recently seen first."""
+        ...
+
+    def record_raw(self, raw_hash: str, bitcode: bytes, name: str) -> bool:
+        """Keep a unit as the bitcode a client sent (`raw_hash`: SHA-256 of those bytes), unread, for
+        `optserve tune` to read later; True if it was new. Bounded with the recorded units (`record_unit`'s
+        rule, one bound for both); a read-only store keeps nothing (False)."""
+        ...
+
+    def raw_unit(self, raw_hash: str) -> tuple[str | None, str | None] | None:
+        """(unit hash, target triple) of a raw unit once a reader linked it (`link_raw`), (None, None) while
+        it waits to be read, None when the store never saw those bytes."""
+        ...
+
+    def link_raw(self, raw_hash: str, unit_hash: str, target: str) -> None:
+        """Note that the bytes `raw_hash` read as unit `unit_hash` of target triple `target`, and drop their
+        bitcode (the unit is recorded as IR by then); a read-only store notes nothing."""
+        ...
+
+    def pending_raw(self) -> Iterator[RawUnit]:
+        """The raw units not yet read, most recently recorded first (one in memory at a time)."""
+        ...
+
+    def holds_entries(self, objective: str, llvm_version: str, vocabulary: str) -> bool:
+        """Whether the store holds any function or unit entry, or any tuned unit's budget, for `objective`
+        under that LLVM version and vocabulary, of any target: none means no unit can get a stored answer."""
         ...
 
     def tuned_budget(self, unit_hash: str, toolchain: Toolchain) -> int:

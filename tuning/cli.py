@@ -185,20 +185,26 @@ def _compiler_wrappers() -> tuple[str, str]:
     return found[0], found[1]
 
 
+def _units_recorded(store) -> int:
+    """Units the store holds for tuning: read, and raw (bitcode the service recorded unread)."""
+    stats = store.stats()
+    return stats.recorded_units + stats.pending_raw_units
+
+
 def _run_build(store, command: list[str]) -> int:
     """Run the build with CC=optcc CXX=optcc++; its exit status (tuning follows only a build that passed)."""
     try:
         optcc, optcxx = _compiler_wrappers()
     except FileNotFoundError as err:
         return _fail(str(err))
-    before = store.stats().recorded_units
+    before = _units_recorded(store)
     env = {**os.environ, "CC": optcc, "CXX": optcxx}
     print(f"optserve tune: building with CC={optcc} CXX={optcxx}: {' '.join(command)}", file=sys.stderr)
     try:
         code = subprocess.call(command, env=env)
     except OSError as err:
         return _fail(f"cannot run {command[0]}: {err.strerror}")
-    recorded = store.stats().recorded_units - before
+    recorded = _units_recorded(store) - before
     if code != 0:
         print(f"optserve tune: the build failed (exit {code}); not tuning", file=sys.stderr)
         return code
@@ -254,6 +260,7 @@ def _tune(store, settings, args: argparse.Namespace) -> int:
         seed_lists=(),
         candidate_timeout_s=settings.compiler.candidate_timeout_s,
         worker_memory_mb=settings.compiler.worker_memory_mb,
+        max_ir_bytes=settings.compiler.max_ir_bytes,
     )
     connected: list[bool] = []
 
@@ -267,8 +274,10 @@ def _tune(store, settings, args: argparse.Namespace) -> int:
         nonlocal bar
         if bar is None:
             bar = tqdm(total=total, unit="unit", desc="optserve tune", disable=None, dynamic_ncols=True)
+        bar.total = total or None  # 0: raw units are being read, the units to tune not known yet
         bar.n = summary.units + summary.units_failed
-        bar.set_postfix(functions=summary.functions, compiles=summary.compiles, refresh=False)
+        postfix = {"read": summary.raw_units_read} if summary.raw_units_read else {}
+        bar.set_postfix(**postfix, functions=summary.functions, compiles=summary.compiles, refresh=False)
         bar.refresh()
 
     try:
@@ -306,5 +315,11 @@ def _render(result: Mapping[str, Any]) -> str:
     ]
     if r["units"] == 0 and not r["failures"]:
         lines = lines[:1]  # nothing was below the budget
+    if r["raw_units_read"] or r["raw_units_unreadable"]:
+        lines.insert(
+            0,
+            f"raw units: {r['raw_units_read']} read and recorded as units "
+            f"({r['raw_units_unreadable']} LLVM could not read, left pending)",
+        )
     lines += [f"failed: {failure}" for failure in r["failures"]]
     return "\n".join(lines)

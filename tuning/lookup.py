@@ -9,10 +9,17 @@ their entries (`functions_answer`). Both take the toolchain from the caller (`to
 LLVM version from llvmlite): the service asks a compiler worker for it, so the ingress loads no LLVM at all
 (tests/contracts/test_ingress_loads_no_llvm.py). The store's own errors are the caller's to absorb: a store
 that fails never fails a request.
+
+Before either, a unit sent as bitcode may need no reading at all (`unread_answer`): while the store holds
+nothing for the request's objective under the service's LLVM and vocabulary, or once a tuner has read the
+very same bytes (`raw_unit`) as a unit it tuned and kept no entry for, the answer is "nothing stored"
+whatever the unit holds, so the bytes are recorded as they came (`record_raw`, keyed by `raw_hash`) and
+`optserve tune` reads them later.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 from dataclasses import dataclass
@@ -27,6 +34,7 @@ from optserve.tuning.store import TuningStore
 from optserve.tuning.unit_keys import UnitKeys, unit_hash
 
 logger = logging.getLogger(__name__)
+BITCODE_MAGICS = (b"BC\xc0\xde", b"\xde\xc0\x17\x0b")  # bitcode, and its wrapper (compiler/ir.py)
 _TRIPLE = re.compile(r'^target triple = "([^"]*)"', re.MULTILINE)
 
 
@@ -46,6 +54,49 @@ class StoredAnswer:
     @property
     def functions(self) -> int:
         return len(self.keys.function_hashes)
+
+
+@dataclass(frozen=True)
+class UnreadAnswer:
+    """What `unread_answer` decided for a unit's bitcode. `read`: the unit must be read (today's lookup),
+    and `link` then says whether to link the bytes to the unit read (`TuningStore.link_raw`), `pending`
+    whether they are recorded already, unread (the unit is not new to the store). Otherwise nothing is
+    stored for it: `settled` as in StoredAnswer, and `record` whether to keep the bytes raw."""
+
+    read: bool
+    link: bool = False
+    pending: bool = False
+    settled: bool = False
+    record: bool = False
+
+
+def is_bitcode(data: bytes) -> bool:
+    """Whether `data` starts as LLVM bitcode does, bare or in its wrapper (`compiler.ir.parse_ir`'s test)."""
+    return data.startswith(BITCODE_MAGICS)
+
+
+def raw_hash(bitcode: bytes) -> str:
+    """The key of a raw unit: SHA-256 (hex) of the exact bytes a client sent."""
+    return hashlib.sha256(bitcode).hexdigest()
+
+
+def unread_answer(
+    store: TuningStore, raw: str, objective: str, llvm_version: str, vocabulary: str
+) -> UnreadAnswer:
+    """Whether the bitcode of raw hash `raw` can be answered without reading it (no LLVM: text and the
+    store only). A linked raw unit whose unit was tuned and kept no unit entry gets -Oz from
+    `whole_unit_answer` too (settled); a store that holds nothing under (objective, LLVM version,
+    vocabulary) has nothing for any unit. Else the unit is read, and linked when it was not yet."""
+    known = store.raw_unit(raw)
+    linked = known is not None and known[0] is not None
+    if linked:
+        unit, target = known
+        toolchain = Toolchain(objective, target or "", llvm_version, vocabulary)
+        if store.tuned_budget(unit, toolchain) > 0 and store.lookup_unit(unit, toolchain) is None:
+            return UnreadAnswer(read=False, settled=True)
+    if store.holds_entries(objective, llvm_version, vocabulary):
+        return UnreadAnswer(read=True, link=not linked and not store.read_only, pending=known is not None)
+    return UnreadAnswer(read=False, settled=store.read_only, record=not linked and not store.read_only)
 
 
 def target_triple(ir: str) -> str:

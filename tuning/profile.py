@@ -195,7 +195,8 @@ def import_profile(store: TuningStore, path: str | Path) -> int:
 
 
 def open_profile_store(path: str | Path) -> SqliteTuningStore:
-    """A read-only in-memory store holding exactly the profile's entries (it records no units)."""
+    """A read-only in-memory store holding exactly the profile's entries (it records no units, raw or not:
+    `record_raw` answers False and no raw unit is ever pending)."""
     entries = read_profile(path)
     store = SqliteTuningStore(":memory:", max_recorded_bytes=1)
     store.offer(entries)

@@ -79,10 +79,25 @@ class RecordedUnit:
 
 
 @dataclass(frozen=True)
+class RawUnit:
+    """A unit recorded as the bitcode a client sent, not yet read by LLVM (`optserve tune` reads it).
+
+    `raw_hash` is the SHA-256 (hex) of the exact bytes; `size` their length; `recorded_at` a Unix time (the
+    last time a client sent them)."""
+
+    raw_hash: str
+    name: str
+    bitcode: bytes
+    size: int
+    recorded_at: float
+
+
+@dataclass(frozen=True)
 class StoreStats:
-    """Totals of a store. `recorded_bytes` counts the recorded units' compressed IR (what the
-    `max_recorded_bytes` bound limits); `saved_by_objective` sums `TunedList.saved` over every entry of each
-    objective, function and unit entries alike; `compiles` sums the compiles spent on every entry."""
+    """Totals of a store. `recorded_bytes` counts the recorded units' compressed IR and the pending raw
+    units' compressed bitcode (what the `max_recorded_bytes` bound limits); `saved_by_objective` sums
+    `TunedList.saved` over every entry of each objective, function and unit entries alike; `compiles` sums
+    the compiles spent on every entry; `pending_raw_units` counts the raw units no tuner has read yet."""
 
     recorded_units: int
     recorded_bytes: int
@@ -90,3 +105,4 @@ class StoreStats:
     unit_entries: int
     saved_by_objective: dict[str, int]
     compiles: int
+    pending_raw_units: int = 0

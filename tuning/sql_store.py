@@ -5,16 +5,21 @@ that keeps the cheaper list and accumulates compiles, the bounded unit recording
 rows and records. A backend (`sqlite_store`, `postgres_store`) supplies the connection, its transactions, the
 batch forms of the upsert and lookup, and the translation of its driver's errors into TuningStoreError.
 
-Schema version 2 (the current one):
+Schema version 3 (the current one):
 
-    meta     (key, value)                 application_id = 'optserve-tuning', schema_version = '2'
+    meta     (key, value)                 application_id = 'optserve-tuning', schema_version = '3'
     tuned    (kind, ir_hash, objective, target, llvm_version, vocabulary)  ->  pass_list, function_lists,
              cost, oz_cost, compiles, found_by, found_at    (pass lists in text form, function_lists JSON)
     units    (ir_hash) -> name, ir (zlib-compressed), size, stored_bytes, first_seen, last_seen, times_seen
     budgets  (unit_hash, objective, target, llvm_version, vocabulary) -> budget
+    raw_units (raw_hash) -> name, bitcode (zlib-compressed; NULL once read), size, stored_bytes,
+             recorded_at, unit_hash and target (NULL until a reader linked them)
 
-Version 1, the first layout, held function entries only (`tuned_functions`, without kind or function lists),
-recorded units uncompressed, and no budgets; opening it migrates it to version 2 in place, in one transaction.
+A raw unit is the bitcode a build sent, kept unread so that recording costs the build no parse (`optserve
+tune` reads it, records it as a unit and links the two). Version 2 had no raw units; opening it adds the
+table in place. Version 1, the first layout, held function entries only (`tuned_functions`, without kind or
+function lists), recorded units uncompressed, and no budgets; opening it migrates it through version 2 to 3
+in place, in one transaction.
 """
 
 from __future__ import annotations
@@ -29,10 +34,10 @@ from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 from optserve.tuning.base import TuningStoreError
-from optserve.tuning.records import RecordedUnit, StoreStats, Toolchain, TunedList
+from optserve.tuning.records import RawUnit, RecordedUnit, StoreStats, Toolchain, TunedList
 
 APPLICATION_ID = "optserve-tuning"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 ZLIB_LEVEL = 6
 
 KEY_COLUMNS = ("kind", "ir_hash", "objective", "target", "llvm_version", "vocabulary")
@@ -56,6 +61,12 @@ SCHEMA_V2 = (
     " llvm_version TEXT NOT NULL, vocabulary TEXT NOT NULL, budget BIGINT NOT NULL,"
     " PRIMARY KEY (unit_hash, objective, target, llvm_version, vocabulary))",
 )
+# Added by version 3.
+SCHEMA_V3_ADDED = (
+    "CREATE TABLE raw_units (raw_hash TEXT PRIMARY KEY, name TEXT NOT NULL, bitcode {blob},"
+    " size BIGINT NOT NULL, stored_bytes BIGINT NOT NULL, recorded_at DOUBLE PRECISION NOT NULL,"
+    " unit_hash TEXT, target TEXT)",
+)
 META_TABLE = "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 
 # The first layout, kept to migrate from (and for the tests to build an old store).
@@ -69,7 +80,7 @@ SCHEMA_V1 = (
     "CREATE TABLE units (ir_hash TEXT PRIMARY KEY, name TEXT NOT NULL, ir TEXT NOT NULL,"
     " first_seen DOUBLE PRECISION NOT NULL, last_seen DOUBLE PRECISION NOT NULL, times_seen BIGINT NOT NULL)",
 )
-OUR_TABLES = frozenset({"meta", "tuned", "units", "budgets", "tuned_functions"})
+OUR_TABLES = frozenset({"meta", "tuned", "units", "budgets", "tuned_functions", "raw_units"})
 
 # Keep the cheaper list: every value column takes the offered value only when the offered cost is strictly
 # lower (on a tie the stored entry stays), and compiles add up either way, in the same statement. (A
@@ -310,11 +321,14 @@ class SqlTuningStore:
                         "open it writable once to migrate it "
                         f"to schema {SCHEMA_VERSION}"
                     )
-                self._migrate_1_to_2(cursor)
+                if version < 2:
+                    self._migrate_1_to_2(cursor)
+                self._migrate_2_to_3(cursor)
+                self._evict(cursor)
 
     def _create(self, cursor: Any) -> None:
         self.execute(cursor, META_TABLE)
-        for statement in SCHEMA_V2:
+        for statement in SCHEMA_V2 + SCHEMA_V3_ADDED:
             self.execute(cursor, statement.format(blob=self.blob_type))
         self.execute(
             cursor,
@@ -324,7 +338,8 @@ class SqlTuningStore:
 
     def _migrate_1_to_2(self, cursor: Any) -> None:
         """Schema 1 -> 2: function entries gain kind and function lists, units their compressed IR, and the
-        budgets table appears. Runs inside the caller's (write) transaction: all of it or nothing."""
+        budgets table appears. Runs inside the caller's (write) transaction: all of it or nothing (the
+        caller goes on to version 3 in the same transaction)."""
         self.execute(cursor, "ALTER TABLE units RENAME TO units_v1")
         self.free_table_names(cursor, "units")
         for statement in SCHEMA_V2:
@@ -347,8 +362,13 @@ class SqlTuningStore:
                 (ir_hash, name, blob, len(ir.encode()), len(blob), first_seen, last_seen, times_seen),
             )
         self.execute(cursor, "DROP TABLE units_v1")
-        self.execute(cursor, "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
-        self._evict(cursor)
+        self.execute(cursor, "UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+
+    def _migrate_2_to_3(self, cursor: Any) -> None:
+        """Schema 2 -> 3: the raw units' table appears. Inside the caller's (write) transaction."""
+        for statement in SCHEMA_V3_ADDED:
+            self.execute(cursor, statement.format(blob=self.blob_type))
+        self.execute(cursor, "UPDATE meta SET value = '3' WHERE key = 'schema_version'")
 
     # -- tuned lists
 
@@ -378,6 +398,18 @@ class SqlTuningStore:
                 cursor,
                 f"SELECT 1 FROM tuned WHERE kind = 'function' AND {_TOOLCHAIN_WHERE} LIMIT 1",
                 _toolchain_fields(toolchain),
+            ).fetchone()
+        return row is not None
+
+    @guarded_read
+    def holds_entries(self, objective: str, llvm_version: str, vocabulary: str) -> bool:
+        fields = (objective, llvm_version, vocabulary)
+        where = "objective = ? AND llvm_version = ? AND vocabulary = ?"
+        with self.read() as cursor:
+            row = self.execute(
+                cursor,
+                f"SELECT 1 FROM tuned WHERE {where} UNION ALL SELECT 1 FROM budgets WHERE {where} LIMIT 1",
+                fields + fields,
             ).fetchone()
         return row is not None
 
@@ -463,21 +495,114 @@ class SqlTuningStore:
         return int(times_seen) == 1
 
     def _evict(self, cursor: Any) -> None:
-        """Delete the least recently seen units until the compressed bytes fit the bound."""
-        (total,) = self.execute(cursor, "SELECT COALESCE(SUM(stored_bytes), 0) FROM units").fetchone()
+        """Delete the least recently seen units and pending raw units until their compressed bytes (IR and
+        bitcode together) fit the bound."""
+        (total,) = self.execute(
+            cursor,
+            "SELECT (SELECT COALESCE(SUM(stored_bytes), 0) FROM units)"
+            " + (SELECT COALESCE(SUM(stored_bytes), 0) FROM raw_units)",
+        ).fetchone()
         excess = int(total) - self.max_recorded_bytes
         if excess <= 0:
             return
         victims = []
-        for ir_hash, stored_bytes in self.execute(
-            cursor, "SELECT ir_hash, stored_bytes FROM units ORDER BY last_seen, ir_hash"
+        for table, key, stored_bytes, _ in self.execute(
+            cursor,
+            "SELECT 'units', ir_hash, stored_bytes, last_seen FROM units UNION ALL"
+            " SELECT 'raw_units', raw_hash, stored_bytes, recorded_at FROM raw_units WHERE stored_bytes > 0"
+            " ORDER BY 4, 2",
         ).fetchall():
             if excess <= 0:
                 break
-            victims.append(ir_hash)
+            victims.append((table, key))
             excess -= int(stored_bytes)
-        for ir_hash in victims:
-            self.execute(cursor, "DELETE FROM units WHERE ir_hash = ?", (ir_hash,))
+        for table, key in victims:
+            column = "ir_hash" if table == "units" else "raw_hash"
+            self.execute(cursor, f"DELETE FROM {table} WHERE {column} = ?", (key,))
+
+    # -- raw units (bitcode as a client sent it, read later)
+
+    @guarded
+    def record_raw(self, raw_hash: str, bitcode: bytes, name: str) -> bool:
+        if self.read_only:
+            return False
+        now = time.time()
+        with self.write() as cursor:
+            seen = self.execute(
+                cursor,
+                "UPDATE raw_units SET recorded_at = ?, name = CASE WHEN ? <> '' THEN ? ELSE name END"
+                " WHERE raw_hash = ?",
+                (now, name, name, raw_hash),
+            ).rowcount
+        if seen:
+            return False
+        blob = zlib.compress(bitcode, ZLIB_LEVEL)  # outside the transaction, as record_unit's
+        if len(blob) > self.max_recorded_bytes:
+            return False
+        with self.write() as cursor:
+            self.lock_for_units(cursor)
+            inserted = self.execute(
+                cursor,
+                "INSERT INTO raw_units (raw_hash, name, bitcode, size, stored_bytes, recorded_at)"
+                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (raw_hash) DO NOTHING RETURNING raw_hash",
+                (raw_hash, name, blob, len(bitcode), len(blob), now),
+            ).fetchone()
+            self._evict(cursor)
+        return inserted is not None
+
+    @guarded_read
+    def raw_unit(self, raw_hash: str) -> tuple[str | None, str | None] | None:
+        with self.read() as cursor:
+            row = self.execute(
+                cursor, "SELECT unit_hash, target FROM raw_units WHERE raw_hash = ?", (raw_hash,)
+            ).fetchone()
+        return None if row is None else (row[0], row[1])
+
+    @guarded
+    def link_raw(self, raw_hash: str, unit_hash: str, target: str) -> None:
+        if self.read_only:
+            return
+        with self.write() as cursor:
+            self.execute(
+                cursor,
+                "INSERT INTO raw_units (raw_hash, name, bitcode, size, stored_bytes, recorded_at, unit_hash,"
+                " target) VALUES (?, '', NULL, 0, 0, ?, ?, ?) ON CONFLICT (raw_hash) DO UPDATE SET"
+                " unit_hash = excluded.unit_hash, target = excluded.target, bitcode = NULL, stored_bytes = 0",
+                (raw_hash, time.time(), unit_hash, target),
+            )
+
+    @guarded_read
+    def pending_raw(self) -> Iterator[RawUnit]:
+        with self.read() as cursor:
+            hashes = [
+                row[0]
+                for row in self.execute(
+                    cursor,
+                    "SELECT raw_hash FROM raw_units WHERE unit_hash IS NULL AND bitcode IS NOT NULL"
+                    " ORDER BY recorded_at DESC, raw_hash",
+                ).fetchall()
+            ]
+        return (unit for unit in map(self._raw, hashes) if unit is not None)
+
+    @guarded_read
+    def _raw(self, raw_hash: str) -> RawUnit | None:
+        """One pending raw unit (None: linked or evicted meanwhile); damaged compressed bytes read as
+        empty bitcode, which a reader refuses and reports."""
+        with self.read() as cursor:
+            row = self.execute(
+                cursor,
+                "SELECT name, bitcode, size, recorded_at FROM raw_units"
+                " WHERE raw_hash = ? AND unit_hash IS NULL AND bitcode IS NOT NULL",
+                (raw_hash,),
+            ).fetchone()
+        if row is None:
+            return None
+        name, blob, size, recorded_at = row
+        try:
+            bitcode = zlib.decompress(bytes(blob))
+        except zlib.error:
+            bitcode = b""
+        return RawUnit(raw_hash, name, bitcode, int(size), float(recorded_at))
 
     @guarded_read
     def recorded_units(self) -> Iterator[RecordedUnit]:
@@ -534,13 +659,19 @@ class SqlTuningStore:
                 "SELECT objective, SUM(oz_cost - cost) FROM tuned GROUP BY objective ORDER BY objective",
             ).fetchall()
             (compiles,) = self.execute(cursor, "SELECT COALESCE(SUM(compiles), 0) FROM tuned").fetchone()
+            pending, raw_bytes = self.execute(
+                cursor,
+                "SELECT COUNT(*), COALESCE(SUM(stored_bytes), 0) FROM raw_units"
+                " WHERE unit_hash IS NULL AND bitcode IS NOT NULL",
+            ).fetchone()
         return StoreStats(
             recorded_units=int(units),
-            recorded_bytes=int(recorded_bytes),
+            recorded_bytes=int(recorded_bytes) + int(raw_bytes),
             function_entries=int(counts.get("function", 0)),
             unit_entries=int(counts.get("unit", 0)),
             saved_by_objective={objective: int(total) for objective, total in saved},
             compiles=int(compiles),
+            pending_raw_units=int(pending),
         )
 
     # -- lifetime

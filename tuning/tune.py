@@ -1,6 +1,11 @@
 """`optserve tune`: search pass lists for the units the service recorded, off the build's critical path.
 
-For every recorded unit whose tuned budget under this install's toolchain (objective, the unit's target
+First, every raw unit (bitcode a build sent and the service recorded unread, `TuningStore.record_raw`) is
+read by LLVM in a task's compiler process, recorded as a unit (its text IR under its unit hash, as the
+service records a unit it read) and linked to its bytes (`link_raw`), so the next build of the same bitcode
+is answered from the store; bitcode LLVM cannot read is reported, left pending, and the run goes on.
+
+Then, for every recorded unit whose tuned budget under this install's toolchain (objective, the unit's target
 triple, LLVM version, pass vocabulary) is below the requested budget N:
   1. its keys (`unit_keys`, the one definition the service looks entries up with): the unit's hash and one
      hash per function module;
@@ -37,12 +42,13 @@ from typing import Any
 
 from optserve.compiler.autotune import LocalSearchResult, local_search
 from optserve.compiler.function_lists import FunctionLists
+from optserve.compiler.ir import parse_ir
 from optserve.compiler.pipeline import OZ
 from optserve.compiler.workers import CompilerPool
-from optserve.tuning.lookup import toolchain_of
+from optserve.tuning.lookup import target_triple, toolchain_of
 from optserve.tuning.records import Toolchain, TunedList
 from optserve.tuning.store import TuningStore
-from optserve.tuning.unit_keys import UnitKeys, unit_keys
+from optserve.tuning.unit_keys import UnitKeys, unit_hash, unit_keys
 
 FOUND_BY_FUNCTION = "local_search"  # a function's list, or -Oz when the search found nothing better
 FOUND_BY_UNIT_LISTS = "tune:unit"  # the cheapest of the linked function lists and the whole-unit lists
@@ -61,6 +67,7 @@ class SearchPlan:
     unit_lists: tuple[tuple[str, ...], ...]
     candidate_timeout_s: float = 20.0
     worker_memory_mb: int | None = 4096
+    max_ir_bytes: int = 4 * 1024 * 1024  # the largest raw unit read (the service's compiler.max_ir_bytes)
 
 
 @dataclass
@@ -73,6 +80,8 @@ class TuneSummary:
     objective: str
     budget: int
     workers: int = 0  # Ray CPUs the run had (0: nothing to tune, Ray not started)
+    raw_units_read: int = 0  # raw units (bitcode recorded unread) read and recorded as units first
+    raw_units_unreadable: int = 0  # raw units LLVM could not read (reported in `failures`, left pending)
     units: int = 0  # units tuned in this run
     units_at_budget: int = 0  # recorded units already tuned at this budget (skipped)
     units_failed: int = 0
@@ -124,6 +133,13 @@ def _pool(plan: SearchPlan) -> CompilerPool:
     if _POOL is None:
         _POOL = CompilerPool(1, plan.candidate_timeout_s, memory_limit_mb=plan.worker_memory_mb)
     return _POOL
+
+
+def read_raw_task(bitcode: bytes, plan: SearchPlan) -> tuple[str, str, str]:
+    """A raw unit read by LLVM in this process's compiler process (`compiler.ir.parse_ir`: bitcode that
+    crashes LLVM ends that process, not the task's worker): its text IR, unit hash and target triple."""
+    ir = _pool(plan).run(parse_ir, bitcode, plan.max_ir_bytes)
+    return ir, unit_hash(ir), target_triple(ir)
 
 
 def split_task(ir: str, max_functions: int) -> UnitKeys:
@@ -263,6 +279,7 @@ class RayTasks:
 
         self.ray = ray
         options = {"num_cpus": cpus_per_task, "max_retries": 0}
+        self.read_raw = ray.remote(**options)(read_raw_task)
         self.split = ray.remote(**options)(split_task)
         self.search = ray.remote(**options)(search_task)
         self.unit = ray.remote(**options)(unit_task)
@@ -281,21 +298,65 @@ def tune(
     progress: Callable[[TuneSummary, int], None] | None = None,
     tasks_factory: Callable[[], RayTasks] = RayTasks,
 ) -> TuneSummary:
-    """Tune every recorded unit below `plan.budget` (module docstring) on the Ray this process is connected
-    to (tuning/cli.py: `connect_ray`); results are written to `store` as they arrive.
-    `progress(summary, pending_units)` is called once before any task and after every result."""
+    """Read the pending raw units, then tune every recorded unit below `plan.budget` (module docstring) on
+    the Ray this process is connected to (tuning/cli.py: `connect_ray`); results are written to `store` as
+    they arrive. `progress(summary, pending_units)` is called after every raw unit read (pending_units 0:
+    not known yet), once before the first tuning task and after every result."""
     started = time.monotonic()
     summary = TuneSummary(plan.objective, plan.budget)
+    tasks: RayTasks | None = None
+
+    def connected() -> RayTasks:
+        nonlocal tasks
+        if tasks is None:
+            connecting = time.monotonic()
+            tasks = tasks_factory()
+            summary.startup_seconds = time.monotonic() - connecting
+        return tasks
+
+    if store.stats().pending_raw_units:
+        read_raw_units(store, plan, connected(), summary, progress)
     pending, summary.units_at_budget = pending_units(store, plan.objective, plan.budget, limit_units)
     if progress is not None:
         progress(summary, len(pending))
     if pending:
-        connecting = time.monotonic()
-        tasks = tasks_factory()
-        summary.startup_seconds = time.monotonic() - connecting
-        _Run(store, plan, max_functions, pending, summary, tasks, progress).run()
+        _Run(store, plan, max_functions, pending, summary, connected(), progress).run()
     summary.seconds = time.monotonic() - started
     return summary
+
+
+def read_raw_units(
+    store: TuningStore,
+    plan: SearchPlan,
+    tasks: RayTasks,
+    summary: TuneSummary,
+    progress: Callable[[TuneSummary, int], None] | None = None,
+) -> None:
+    """Read every pending raw unit (`read_raw_task`, two per CPU in flight), record it as a unit and link
+    its bytes to it; one LLVM cannot read is counted, reported in `summary.failures` and left pending."""
+    ray = tasks.ray
+    raw_units = iter(store.pending_raw())
+    in_flight: dict[Any, tuple[str, str]] = {}  # Ray ref -> (raw hash, name)
+    while True:
+        while len(in_flight) < 2 * tasks.cpus and (raw := next(raw_units, None)) is not None:
+            in_flight[tasks.read_raw.remote(raw.bitcode, plan)] = (raw.raw_hash, raw.name)
+        if not in_flight:
+            return
+        (ref,), _ = ray.wait(list(in_flight), num_returns=1)
+        raw_hash, name = in_flight.pop(ref)
+        try:
+            ir, unit, target = ray.get(ref)
+        except ray.exceptions.RayError as err:  # bitcode LLVM refuses (or crashes on): this unit only
+            summary.raw_units_unreadable += 1
+            summary.failures.append(
+                f"{name or raw_hash[:12]}: its bitcode cannot be read: {_first_line(err)}"
+            )
+        else:
+            store.record_unit(unit, ir, name)
+            store.link_raw(raw_hash, unit, target)
+            summary.raw_units_read += 1
+        if progress is not None:
+            progress(summary, 0)
 
 
 class _Run:
@@ -483,6 +544,7 @@ def search_plan(
     seed_lists: Iterable[Sequence[str]] = (),
     candidate_timeout_s: float = 20.0,
     worker_memory_mb: int | None = 4096,
+    max_ir_bytes: int = 4 * 1024 * 1024,
 ) -> SearchPlan:
     """The plan of a run: each search seeded with -Oz, the coreset's first `CORESET_SEEDS` lists and then
     `seed_lists` (e.g. the model's priority samples); each unit measured with the first UNIT_CORESET_LISTS."""
@@ -495,4 +557,5 @@ def search_plan(
         unit_lists=tuple(coreset[:UNIT_CORESET_LISTS]),
         candidate_timeout_s=candidate_timeout_s,
         worker_memory_mb=worker_memory_mb,
+        max_ir_bytes=max_ir_bytes,
     )

@@ -146,6 +146,9 @@ class Optimizer:
     async def _optimize(self, request: schemas.OptimizeRequest) -> schemas.OptimizeResponse:
         started = time.monotonic()
         deadline = Deadline(started + self.check_options(request))
+        unread = await self._unread(request, started, deadline)
+        if isinstance(unread, schemas.OptimizeResponse):
+            return unread
         ir = await self._take_in(request.module_bytes)
         validate_s = time.monotonic() - started
 
@@ -156,7 +159,7 @@ class Optimizer:
         stored = await self._stored_answer(ir, request.objective, deadline)
         tuned = f"+tuned-{stored.entries_digest}" if stored is not None and stored.job is not None else ""
         key = answer_key(digest, request, f"{model.version}+coreset-{self.coreset.version}{tuned}")
-        recording = asyncio.ensure_future(self._record(ir, stored, request.unit_name))
+        recording = asyncio.ensure_future(self._record(ir, stored, request.unit_name, unread))
         if not request.bypass_cache and (hit := self.cache.get(key)) is not None:
             return _as_cached(hit, time.monotonic() - started).model_copy(
                 update={"tuning": _hits(stored, await recording)}
@@ -257,6 +260,76 @@ class Optimizer:
             self.cache.put(key, response)
         return response
 
+    async def _unread(
+        self, request: schemas.OptimizeRequest, started: float, deadline: Deadline
+    ) -> schemas.OptimizeResponse | tuple[str, bool] | None:
+        """Record now, read later: strategy stored, a unit sent as bitcode by a client that compares, and a
+        store. When the store can hold nothing for the unit (`tuning.lookup.unread_answer`), the answer
+        today's path gives a unit with nothing stored (the client's baseline, no compile), without reading
+        the bitcode: the bytes are recorded as they came (`record_raw`) for `optserve tune` to read. Its
+        `ir_sha256` is then the bytes' SHA-256 (their IR was not read), and bitcode LLVM would refuse is
+        answered too (the client keeps its own object; the tuner reports it). Else (the bitcode's raw hash,
+        whether it waits in the store unread) to link once the unit is read, or None; a store that fails
+        leaves it all to today's path."""
+        module = request.ir_bitcode
+        if (
+            self.store is None
+            or request.strategy != ServedStrategy.STORED
+            or not request.client_compares
+            or module is None
+            or len(module) > self.settings.compiler.max_ir_bytes
+        ):
+            return None
+        from optserve.tuning.lookup import is_bitcode, raw_hash, unread_answer
+        from optserve.tuning.store import TuningStoreError
+
+        if not is_bitcode(module):
+            return None
+        raw = raw_hash(module)
+        try:
+            with tracing.span("tuning_store.unread"):
+                host = await self._target_toolchain(request.objective, "", deadline)
+                under = (request.objective, host.llvm_version, host.vocabulary)
+                found = await deadline.within(
+                    asyncio.to_thread(unread_answer, self.store, raw, *under), "the tuning store"
+                )
+        except (TuningStoreError, StoppedError, ServiceError, WorkerCrashedError) as err:
+            logger.warning("tuning store: the unit is read first: %s", err)
+            return None
+        if found.read:
+            return (raw, found.pending) if found.link else None
+        recorded = found.record and await self._record_raw(raw, module, request.unit_name)
+        model = await self.model_metadata()
+        baseline = _candidate(_Measured((), request.baseline_cost, 0.0, CandidateSource.CLIENT_BASELINE, ""))
+        return schemas.OptimizeResponse(
+            ir_sha256=raw,
+            objective=request.objective,
+            input_cost=-1,
+            oz_cost=-1,
+            candidates=[baseline],
+            best=baseline,
+            improvement_over_oz_pct=0.0,
+            timings=schemas.Timings(total_s=time.monotonic() - started),
+            model_id=model.name,
+            model_version=model.version,
+            oz_skipped=True,
+            tuning=schemas.TuningStoreHits(settled=found.settled, recorded=recorded),
+        )
+
+    async def _record_raw(self, raw: str, bitcode: bytes, name: str) -> bool:
+        """Keep the unread bitcode for `optserve tune` (as `_record` keeps a unit); whether it was new."""
+        from optserve.tuning.lookup import is_build_probe
+        from optserve.tuning.store import TuningStoreError
+
+        if not self.settings.tuning.record_units or is_build_probe(name):
+            return False
+        try:
+            with tracing.span("tuning_store.record"):
+                return await asyncio.to_thread(self.store.record_raw, raw, bitcode, name)
+        except TuningStoreError as err:
+            logger.warning("tuning store: the unit was not recorded: %s", err)
+            return False
+
     async def _take_in(self, module: str | bytes) -> str:
         """The request's IR parsed and verified (`compiler.ir.parse_ir`) in a compiler worker: an input that
         crashes LLVM's reader ends that worker, never this ingress and the calls in flight on it. The parse
@@ -304,16 +377,30 @@ class Optimizer:
         """The toolchain of the unit's lists in the store: the objective, the unit's target triple and the
         LLVM version of the compiler that compiles them, which a compiler worker reports (once per objective
         and target: the ingress loads no LLVM of its own)."""
-        from optserve.tuning.keys import current_toolchain
         from optserve.tuning.lookup import target_triple
 
-        key = (objective, target_triple(ir))
+        return await self._target_toolchain(objective, target_triple(ir), deadline)
+
+    async def _target_toolchain(self, objective: str, target: str, deadline: Deadline) -> Toolchain:
+        """`_toolchain` of a target triple ('': the host's; its LLVM version and vocabulary are every
+        target's)."""
+        from optserve.tuning.keys import current_toolchain
+
+        key = (objective, target)
         if key not in self._toolchains:
             self._toolchains[key] = await self.compiler.run_async(current_toolchain, *key, deadline=deadline)
         return self._toolchains[key]
 
-    async def _record(self, ir: str, stored: StoredAnswer | None, name: str) -> bool:
-        """Keep the unit for `optserve tune` (tuning.record_units); whether it was new to the store."""
+    async def _record(
+        self, ir: str, stored: StoredAnswer | None, name: str, unread: tuple[str, bool] | None = None
+    ) -> bool:
+        """Keep the unit for `optserve tune` (tuning.record_units); whether it was new to the store.
+        `unread`: the raw hash of the bitcode it was read from, linked to the unit (`_unread`: the next
+        request of the same bytes reads nothing), and whether those bytes were recorded already, unread."""
+        if stored is not None and unread is not None:  # the unit as IR first, then the blob dropped
+            recorded = await self._record(ir, stored, name)
+            await self._link_raw(unread[0], stored)
+            return recorded and not unread[1]  # bytes recorded before, unread: the unit is not new
         if stored is None or not self.settings.tuning.record_units or self.store.read_only:
             return False  # a profile (read-only) records nothing
         from optserve.tuning.lookup import is_build_probe
@@ -328,6 +415,14 @@ class Optimizer:
         except TuningStoreError as err:
             logger.warning("tuning store: the unit was not recorded: %s", err)
             return False
+
+    async def _link_raw(self, raw: str, stored: StoredAnswer) -> None:
+        from optserve.tuning.store import TuningStoreError
+
+        try:
+            await asyncio.to_thread(self.store.link_raw, raw, stored.keys.unit_hash, stored.toolchain.target)
+        except TuningStoreError as err:
+            logger.warning("tuning store: the raw unit was not linked: %s", err)
 
     async def _sample_beside_oz(
         self,
