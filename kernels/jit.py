@@ -26,21 +26,16 @@ from optserve.kernels.codegen import (
 )
 from optserve.kernels.schedule import Schedule
 from optserve.kernels.spec import LoopNestSpec
+from optserve.llvm_targets import initialize_native_target
 
 _KERNEL_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 _BENCH_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
 _WORKSPACE_TYPE = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 5)
 
 
-@functools.cache
-def _initialize() -> None:
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-
-
 def new_target_machine() -> llvm.TargetMachine:
     """A target machine for the host; an execution engine owns (and frees) the one it is given."""
-    _initialize()
+    initialize_native_target()
     target = llvm.Target.from_default_triple()
     return target.create_target_machine(
         cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3, jit=True
@@ -50,7 +45,7 @@ def new_target_machine() -> llvm.TargetMachine:
 @functools.cache
 def host_target(max_statements: int = 256) -> Target:
     """Vector widths and register budget of this CPU."""
-    _initialize()
+    initialize_native_target()
     features = llvm.get_host_cpu_features()
     if features.get("avx512f"):
         return Target(vector_widths=(16, 8), accumulator_registers=28, max_statements=max_statements)
@@ -60,7 +55,7 @@ def host_target(max_statements: int = 256) -> Target:
 
 
 def host_description() -> str:
-    _initialize()
+    initialize_native_target()
     features = llvm.get_host_cpu_features()
     flags = [f for f in ("avx2", "fma", "avx512f") if features.get(f)]
     return f"{llvm.get_host_cpu_name()} ({', '.join(flags) or 'no AVX'})"
