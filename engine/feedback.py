@@ -5,7 +5,9 @@ Feedback for each candidate: whether the pass list is valid, the instruction cou
 before and after against the compiler's actual counts, and the compile error if there was one. The text is
 appended to the prompt (the profile's `feedback_template` says where) for the next round; rounds stop after
 `rounds` retries or as soon as a round adds no new pass list. `generate_with_feedback` is the one loop: the
-service runs it (with its deadline), and so do the tests and `benchmarks/engine_feedback.py`.
+service runs it (with its deadline), and so do the tests and `benchmarks/engine_feedback.py`. Every count
+comes from the compiler (the candidates' evaluations, and the input's count from a compiler worker), so the
+loop loads no LLVM where it runs: the service's ingress (tests/serve/test_serve_ingress_llvm.py).
 
 The thesis fine-tuned its model on feedback examples before it could use them; a model that never saw
 feedback in training treats the text as extra prompt. `optserve.passlm.feedback_examples` builds such
@@ -15,13 +17,12 @@ equal compile budget, for the bundled model and a feedback fine-tune.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from optserve.compiler.cost import Objective
-from optserve.compiler.interface import CandidateCompiler, Evaluation, Outcome
+from optserve.compiler.interface import CandidateCompiler, Evaluation, Outcome, WorkerCrashedError
 from optserve.compiler.ir import IRError, instruction_count
 from optserve.compiler.passes import format_pass_list
 from optserve.deadline import Deadline, StoppedError
@@ -29,20 +30,18 @@ from optserve.engine.interface import Candidate, Engine, Generation, PromptTooLo
 
 
 def build_feedback(
-    ir: str,
     measured: Iterable[tuple[Candidate, Evaluation]],
     objective: Objective | str = Objective.INSTRUCTION_COUNT,
+    actual_before: int | None = None,
 ) -> str:
     """The feedback text of one round for the candidates of that round and their evaluations.
 
     The costs the model predicted are in the objective's unit (its answers were trained so: instructions, or
-    bytes of `.text`); the unoptimized `.text` size is not measured here, so only its prediction is shown.
+    bytes of `.text`). `actual_before`: the input's instruction count (`compiler.ir.instruction_count`;
+    None: not counted), shown for objective instruction_count; the unoptimized `.text` size is not measured,
+    so for text_size only its prediction is shown.
     """
     objective = Objective(objective)
-    actual_before = None
-    if objective is Objective.INSTRUCTION_COUNT:
-        with contextlib.suppress(IRError):
-            actual_before = instruction_count(ir)
     lines = []
     for candidate, evaluation in measured:
         lines.append(f"pass list: {format_pass_list(candidate.pass_list) or '(none)'}")
@@ -127,6 +126,7 @@ async def generate_with_feedback(
     backend_stop = None if deadline is None else deadline.extended(grace_s)  # when a backend is cancelled
     seen: set[tuple[str, ...]] = set(exclude)
     feedback = None
+    actual_before, counted = None, False  # the input's instruction count, asked once
     for round_index in range(rounds + 1):
         round_options = options if round_index == 0 or feedback_options is None else feedback_options
         started = time.monotonic()
@@ -182,5 +182,30 @@ async def generate_with_feedback(
             break
         if not fresh or round_index == rounds:
             break
-        feedback = build_feedback(ir, new, objective)
+        if not counted:  # the input's count, once, for the first feedback
+            counting = _input_instructions(compiler, ir, objective, deadline)
+            try:
+                actual_before = await (
+                    counting
+                    if backend_stop is None
+                    else backend_stop.within(counting, "counting instructions")
+                )
+            except StoppedError:
+                result.deadline_hit = True
+                break
+            counted = True
+        feedback = build_feedback(new, objective, actual_before)
     return result
+
+
+async def _input_instructions(
+    compiler: CandidateCompiler, ir: str, objective: Objective | str, deadline: Deadline | None
+) -> int | None:
+    """The input's instruction count for the feedback text, counted in a compiler worker (the loop's own
+    process, the service's ingress, loads no LLVM); None for another objective or when LLVM cannot count."""
+    if Objective(objective) is not Objective.INSTRUCTION_COUNT:
+        return None
+    try:
+        return await compiler.run_async(instruction_count, ir, deadline=deadline)
+    except (IRError, WorkerCrashedError):
+        return None

@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from optserve.compiler.cost import Objective
+from optserve.compiler.ir import IRError, instruction_count
 from optserve.compiler.pipeline import evaluate
 from optserve.engine.feedback import build_feedback
 from optserve.engine.interface import Candidate, Engine, SamplingOptions
@@ -46,6 +47,14 @@ FIRST_TRY = SamplingOptions(
 )  # greedy; the counts are what the feedback checks
 
 
+def _instructions(ir: str) -> int | None:
+    """The input's instruction count, as the service's feedback loop counts it (None: LLVM cannot)."""
+    try:
+        return instruction_count(ir)
+    except IRError:
+        return None
+
+
 async def feedback_record(engine: Engine, example: dict, profile=PASSFORMER_PROFILE) -> dict | None:
     """One feedback training record for a labelled example, or None if the model gave no candidate."""
     label = example["labels"][OBJECTIVE]
@@ -55,7 +64,7 @@ async def feedback_record(engine: Engine, example: dict, profile=PASSFORMER_PROF
         return None
     candidate: Candidate = generation.candidates[0]
     evaluation = evaluate(ir, candidate.pass_list, Objective(OBJECTIVE))
-    feedback = build_feedback(ir, [(candidate, evaluation)], OBJECTIVE)
+    feedback = build_feedback([(candidate, evaluation)], OBJECTIVE, _instructions(ir))
     _, answer = training_texts(example, profile, OBJECTIVE)
     return {
         "id": example["id"],

@@ -5,7 +5,9 @@ every call.
 A runtime check in a fresh interpreter, not an import-linter contract: the ingress's modules may import the
 compiler's modules (types, errors, the functions handed to workers by reference), which import llvmlite
 inside the functions that call LLVM; import-linter counts those imports too, so it cannot tell a module that
-loads LLVM from one that only names a function that does.
+loads LLVM from one that only names a function that does. The served path is checked on the running service
+(tests/serve/test_serve_ingress_llvm.py: a feedback round for instruction_count leaves the ingress replica
+without LLVM mapped).
 """
 
 from __future__ import annotations

@@ -24,8 +24,8 @@ def pool():
 def test_feedback_compares_predicted_and_actual_counts(loop_function_ir):
     candidate = Candidate(("-Oz", "instcombine"), -1.5, predicted_cost_before=33, predicted_cost_after=10)
     evaluation = evaluate(loop_function_ir, candidate.pass_list, Objective.INSTRUCTION_COUNT)
-    text = build_feedback(loop_function_ir, [(candidate, evaluation)])
     actual_before = instruction_count(loop_function_ir)
+    text = build_feedback([(candidate, evaluation)], Objective.INSTRUCTION_COUNT, actual_before)
     assert "pass list: -Oz instcombine\nvalid: yes\n" in text
     assert f"instructions before: predicted 33, actual {actual_before}" in text
     assert f"instructions after: predicted 10, actual {evaluation.cost}" in text
@@ -34,7 +34,7 @@ def test_feedback_compares_predicted_and_actual_counts(loop_function_ir):
 def test_feedback_for_text_size_speaks_of_text_size(loop_function_ir):
     candidate = Candidate(("-Oz",), -0.5, predicted_cost_before=120, predicted_cost_after=40)
     evaluation = evaluate(loop_function_ir, candidate.pass_list, Objective.TEXT_SIZE)
-    text = build_feedback(loop_function_ir, [(candidate, evaluation)], Objective.TEXT_SIZE)
+    text = build_feedback([(candidate, evaluation)], Objective.TEXT_SIZE)
     assert "text_size before: predicted 120\n" in text
     assert f"text_size after: predicted 40, actual {evaluation.cost}" in text
     assert "instructions" not in text  # the model's counts are bytes here, not instructions
@@ -43,7 +43,7 @@ def test_feedback_for_text_size_speaks_of_text_size(loop_function_ir):
 def test_feedback_reports_compile_errors(loop_function_ir):
     candidate = Candidate(("sroa",), -0.5)
     failed = Evaluation(("sroa",), None, "compiler worker crashed: the process was killed", 0.1)
-    text = build_feedback(loop_function_ir, [(candidate, failed)])
+    text = build_feedback([(candidate, failed)])
     assert "valid: no (compiler worker crashed: the process was killed)" in text
 
 
@@ -53,8 +53,9 @@ def test_feedback_rounds_compile_every_new_candidate_and_feed_it_back(torch_engi
     assert 1 <= len(result.rounds) <= 3 and result.rounds[0].feedback is None
     lists = [candidate.pass_list for candidate, _ in result.measured]
     assert len(lists) == len(set(lists)) == result.compilations  # no list is compiled twice
+    actual_before = instruction_count(loop_function_ir)  # the loop counts it in a compiler worker
     for earlier, later in zip(result.rounds, result.rounds[1:], strict=False):
-        assert later.feedback == build_feedback(loop_function_ir, earlier.new)
+        assert later.feedback == build_feedback(earlier.new, Objective.INSTRUCTION_COUNT, actual_before)
     for candidate, evaluation in result.measured:
         assert evaluation.ok, evaluation.error
         assert (

@@ -48,7 +48,7 @@ def test_record_prompt_carries_the_feedback_on_the_models_first_try(torch_engine
     first = run(torch_engine.generate(ir, FIRST_TRY)).candidates[0]
     evaluation = evaluate(ir, first.pass_list, Objective.INSTRUCTION_COUNT)
     assert record["first_try"] == {"pass_list": list(first.pass_list), "cost": evaluation.cost}
-    feedback = build_feedback(ir, [(first, evaluation)], Objective.INSTRUCTION_COUNT)
+    feedback = build_feedback([(first, evaluation)], Objective.INSTRUCTION_COUNT, instruction_count(ir))
     assert record["prompt"] == PASSFORMER_PROFILE.prompt(ir, feedback, OBJECTIVE)
     assert "<feedback>\npass list: " in record["prompt"] and record["prompt"].endswith("<answer>\n")
 
@@ -70,7 +70,7 @@ def test_feedback_says_when_predicted_counts_were_wrong(labelled_example):
     ir = labelled_example["ir"]
     candidate = Candidate(("-Oz",), -0.1, predicted_cost_before=1, predicted_cost_after=1)
     evaluation = evaluate(ir, candidate.pass_list, Objective.INSTRUCTION_COUNT)
-    text = build_feedback(ir, [(candidate, evaluation)], Objective.INSTRUCTION_COUNT)
+    text = build_feedback([(candidate, evaluation)], Objective.INSTRUCTION_COUNT, instruction_count(ir))
     assert f"instructions after: predicted 1, actual {evaluation.cost} (wrong)" in text
 
 
