@@ -181,9 +181,12 @@ def compilers(
     return sides
 
 
-def run_side(recipe: Recipe, source: Path, side: str, env: dict[str, str], logs: Path) -> dict:
-    """Configure, build, test, clean and rebuild one fresh copy of `source`; what each step took and gave."""
-    tree = WORK / "builds" / recipe.package / side
+def run_side(
+    recipe: Recipe, source: Path, side: str, env: dict[str, str], logs: Path, tree_name: str = ""
+) -> dict:
+    """Configure, build, test, clean and rebuild one fresh copy of `source` (in the folder of side
+    `tree_name`, else its own); what each step took and gave."""
+    tree = WORK / "builds" / recipe.package / (tree_name or side)
     shutil.rmtree(tree, ignore_errors=True)
     shutil.copytree(source, tree, symlinks=True)
     (tree / ".tmp").mkdir()
@@ -290,6 +293,11 @@ def main() -> int:
         "service's store: --tune-store, else the default), then a copy built again with an empty object "
         "cache (`optcc-tuned`; its warm step: the cache warm); with --strategy stored (optcc's default)",
     )  # fmt: skip
+    parser.add_argument(
+        "--no-baseline-records", action="store_true",
+        help="--tune: build 2 without the records of clang's objects build 1 kept (clang's back end runs "
+        "for every unit, as on a machine that never built the package)",
+    )  # fmt: skip
     parser.add_argument("--tune-store", default="", help="--tune: the service's tuning store URL")
     parser.add_argument("--tune-workers", type=int, default=2, help="--tune: Ray CPUs for the search")
     parser.add_argument(
@@ -355,8 +363,15 @@ def main() -> int:
         outcome |= {side: {k: v for k, v in b.items() if k != "objects"} for side, b in built.items()}
         if args.tune:  # the store's workflow: tune what the first build recorded, then build again
             outcome["tune"] = run_tune(args.tune, args.tune_store, args.tune_workers, logs, recipe.package)
-            tuned_env = sides["optcc"] | {"OPTCC_CACHE_DIR": f"{cache_dir}-tuned"}
-            built["optcc-tuned"] = run_side(recipe, source, "optcc-tuned", tuned_env, logs)
+            # the object cache empty; the records of clang's objects that build 1 kept (baseline_memo.py)
+            # stay, as after `optserve tune` on a developer's machine, unless --no-baseline-records
+            records = "0" if args.no_baseline_records else f"{cache_dir}/baselines"
+            tuned_env = sides["optcc"] | {
+                "OPTCC_CACHE_DIR": f"{cache_dir}-tuned",
+                "OPTCC_BASELINE_DIR": records,
+            }
+            # a fresh copy where build 1 ran (the same checkout rebuilt: the same paths in its debug info)
+            built["optcc-tuned"] = run_side(recipe, source, "optcc-tuned", tuned_env, logs, tree_name="optcc")
             outcome["optcc-tuned"] = {k: v for k, v in built["optcc-tuned"].items() if k != "objects"}
             outcome["compare_tuned"] = compare(built["clang"], built["optcc-tuned"])
         outcome["compare"] = compare(built["clang"], built["optcc"])
@@ -377,6 +392,7 @@ def main() -> int:
         "compare_budget": args.compare_budget,
         "compare_optcc": None if args.compare_optcc is None else str(args.compare_optcc),
         "tune_budget": args.tune,
+        "baseline_records": not args.no_baseline_records,
         "packages": results,
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -419,8 +435,14 @@ def render_tuned(run: dict) -> str:
     lines = [
         "",
         f"Tuning store (`--tune {run['tune_budget']}`): build 1 with optcc's defaults and an empty store, "
-        "`optserve tune`, build 2 with an empty object cache, build 2 again warm (after clean). Time ratios "
-        "are against clang-19 -Oz's build of the same step.",
+        "`optserve tune`, build 2 (a fresh copy in build 1's folder) with an empty object cache "
+        + (
+            "and the records of clang's objects build 1 kept (baseline_memo.py)"
+            if run.get("baseline_records")
+            else "and no records of clang's objects"
+        )
+        + ", build 2 again warm (after clean). Time ratios are against clang-19 -Oz's build of the same "
+        "step.",
         "",
         "| package | build 1: time | build 1: saved | tune: s (compiles) | build 2: time | build 2: saved | "
         "build 2 warm: time | larger (1 / 2) | tests clang / 1 / 2 |",

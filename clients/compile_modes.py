@@ -29,17 +29,19 @@ from optserve.clients.settings import OptccSettings, ir_step_flags
 class Compiled:
     """What a compile mode gives: clang's exit status (`returncode`) and diagnostics (`clang_stderr`), its
     object at scratch/clang.o when the status is 0; and `answer`, the service's OptimizeResponse for the unit
-    or why there is none (NotAsked, ServiceFailure).
+    or why there is none (NotAsked, ServiceFailure). `choice`: the service's object, already chosen over
+    the record of clang's object (baseline_memo.py), when clang's back end did not run (no scratch/clang.o).
 
     A class with slots, not a dataclass: `dataclasses` imports `inspect` (~11 ms here), which every unit
     compiled by one clang process would pay for; nothing else on that path loads it."""
 
-    __slots__ = ("returncode", "clang_stderr", "answer")
+    __slots__ = ("returncode", "clang_stderr", "answer", "choice")
 
-    def __init__(self, returncode: int, clang_stderr: bytes, answer) -> None:
+    def __init__(self, returncode: int, clang_stderr: bytes, answer, choice=None) -> None:
         self.returncode = returncode
         self.clang_stderr = clang_stderr
         self.answer = answer
+        self.choice = choice
 
     def __repr__(self) -> str:
         return f"Compiled(returncode={self.returncode}, answer={type(self.answer).__name__})"
@@ -177,10 +179,21 @@ def _compile_through_bitcode(
         stderr=subprocess.PIPE,
     )
     timing["ir_step_s"] = round(time.monotonic() - started, 3)
-    answer = back_stderr = None
+    answer = back_stderr = record_key = None
     back_ok = False
+    if front.returncode == 0 and settings.stored and settings.baselines_dir:
+        from optserve.clients import baseline_memo
+
+        command = _back_end_command(settings, job, level)
+        record_key = baseline_memo.key(settings.clang, command, bitcode.read_bytes())
+        baseline = baseline_memo.recall(settings.baselines_dir, record_key) if record_key else None
+        if baseline is not None:  # clang's object is known: the service first, clang's back end if it loses
+            won, answer = _against_baseline(settings, job, scratch, baseline, timing, started)
+            if won is not None:
+                return Compiled(0, front.stderr + baseline.stderr, answer, won)
+            record_key = None  # its record stands
     if front.returncode == 0:
-        if _will_ask(settings, timing["ir_step_s"]):  # the gRPC imports (0.1-0.3 s) load beside clang's half
+        if answer is None and _will_ask(settings, timing["ir_step_s"]):  # gRPC's imports beside clang's half
             threading.Thread(target=import_client, daemon=True).start()
         with open(scratch / "back.stderr", "w+b") as back_errors:
             back = subprocess.Popen(
@@ -191,7 +204,7 @@ def _compile_through_bitcode(
             back_ended = threading.Thread(target=_time_compile, args=(back, started, timing), daemon=True)
             back_ended.start()  # its end is clang_s, whenever the call beside it ends
             try:
-                if not settings.sends_clang_baseline:  # the call runs beside clang's back end
+                if answer is None and not settings.sends_clang_baseline:  # the call beside clang's back end
                     answer = ask_within_budget(settings, scratch, bitcode, timing, started, job.source)
             finally:
                 back_ended.join()
@@ -210,13 +223,47 @@ def _compile_through_bitcode(
         return Compiled(own.returncode, own.stderr, ServiceFailure(reason))
     if job.dependency_flags and headers:  # the cache lists the headers from the user's dependency file
         (scratch / "unit.d").write_bytes(Path(job.dependency_file).read_bytes())
+    if record_key is not None:  # the next build of this bitcode may skip clang's back end
+        from optserve.clients import baseline_memo
+
+        clang_code = (scratch / "clang.o").read_bytes()
+        baseline_memo.remember(settings.baselines_dir, record_key, clang_code, back_stderr)
+        baseline_memo.trim_if_due(settings.baselines_dir, settings.cache_max_bytes // 20)
     if answer is None:  # to be told clang's size: asked once clang's object exists
         answer = ask_within_budget(settings, scratch, bitcode, timing, started, job.source)
     return Compiled(0, front.stderr + back_stderr, answer)
 
 
-def _back_end_command(settings: OptccSettings, job: CompileJob, level: str, bitcode: Path, output: Path):
-    """Clang's -Oz (or -Os) pipeline and code generator on the IR step's bitcode: clang's own object."""
+def _against_baseline(settings: OptccSettings, job: CompileJob, scratch: Path, baseline, timing, started):
+    """The service asked before clang's back end, told the `.text` bytes of clang's object of this very
+    bitcode (`baseline`, baseline_memo.py): (the Choice of the service's object, the answer) when its
+    object is smaller and passes object_choice's and object_trust's checks against the record, else (None,
+    the answer), and clang's back end runs."""
+    from optserve.clients import object_trust
+    from optserve.clients.object_choice import all_passes, choose
+
+    bitcode = scratch / "unit.bc"
+    answer = ask_within_budget(settings, scratch, bitcode, timing, started, job.source, baseline.text)
+    if isinstance(answer, (NotAsked, ServiceFailure)) or not answer.object_code:
+        return None, answer
+    choice = choose(baseline, answer.object_code, all_passes(answer.best))
+    if choice.winner != "service":
+        return None, answer
+    if object_trust.refusal(choice.object_code, baseline.shape, bitcode, settings.clang):
+        return None, answer  # said once clang's object is at hand, by the check against it
+    timing["clang_from_record"] = True
+    return choice, answer
+
+
+def _back_end_command(
+    settings: OptccSettings,
+    job: CompileJob,
+    level: str,
+    bitcode: Path = Path("unit.bc"),
+    output: Path = Path("clang.o"),
+):
+    """Clang's -Oz (or -Os) pipeline and code generator on the IR step's bitcode: clang's own object (with
+    the default paths: the command as baseline_memo.py keys it)."""
     return [  # -x ir: a -x c given before the source must not name the bitcode C
         settings.clang,
         *job.ir_flags,

@@ -215,14 +215,13 @@ def open_slot(settings: OptccSettings, job: CompileJob, level: str, args: list[s
         return None
     root = Path(settings.cache_dir)
     model = known_model(root, settings.server, settings.retry_s)
-    compiler = _which(settings.clang)
+    compiler = compiler_identity(settings.clang)
     source = _read(job.source)
     if model is None or compiler is None or source is None:
         return None
-    compiler_stat = os.stat(compiler)
     inputs = [
         CACHE_FORMAT,
-        [os.path.realpath(compiler), compiler_stat.st_size, compiler_stat.st_mtime_ns],
+        compiler,
         os.getcwd(),
         level,
         args,
@@ -240,6 +239,16 @@ def open_slot(settings: OptccSettings, job: CompileJob, level: str, args: list[s
         sha256(source).hexdigest(),
     ]
     return Slot(root, _hash(*inputs), model)
+
+
+def compiler_identity(clang: str) -> list | None:
+    """The compiler as a key sees it: resolved path, size and mtime (ccache's `compiler_check` mtime);
+    None when it is not found."""
+    compiler = _which(clang)
+    if compiler is None:
+        return None
+    compiler_stat = os.stat(compiler)
+    return [os.path.realpath(compiler), compiler_stat.st_size, compiler_stat.st_mtime_ns]
 
 
 def known_model(root: Path, server: str, retry_s: float) -> str | None:

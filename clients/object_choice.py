@@ -41,11 +41,15 @@ def clang_kept(clang_code: bytes, response) -> Choice:
     return Choice("clang", clang_code, clang_text, min(measured, default=None), "")
 
 
-def choose(clang_code: bytes, service_code: bytes, passes=()) -> Choice:
+def choose(clang, service_code: bytes, passes=()) -> Choice:
     """The smaller object by `.text` bytes; clang's on a tie, or when the service's cannot be trusted (not
-    ELF, debug info missing, or made by a pass list with an UNSAFE_PASSES pass)."""
-    clang_sections = elf.sections(clang_code)
-    clang_text = elf.code_bytes(clang_sections)
+    ELF, debug info missing, or made by a pass list with an UNSAFE_PASSES pass). `clang`: clang's object, or
+    the record of it (baseline_memo.Baseline; a Choice of clang's then has no object_code)."""
+    if isinstance(clang, bytes):
+        clang_code, clang_sections = clang, elf.sections(clang)
+        clang_text, clang_names = elf.code_bytes(clang_sections), {s.name for s in clang_sections}
+    else:
+        clang_code, clang_text, clang_names = None, clang.text, clang.section_names
     try:
         service_sections = elf.sections(service_code)
     except elf.NotElf as err:
@@ -56,7 +60,7 @@ def choose(clang_code: bytes, service_code: bytes, passes=()) -> Choice:
     unsafe = UNSAFE_PASSES.intersection(passes)
     if unsafe:
         return Choice("clang", clang_code, clang_text, service_text, f"its list uses {min(unsafe)} (unsafe)")
-    missing = DEBUG_SECTIONS & {s.name for s in clang_sections} - {s.name for s in service_sections}
+    missing = DEBUG_SECTIONS & clang_names - {s.name for s in service_sections}
     if missing:
         return Choice(
             "clang", clang_code, clang_text, service_text, f"the service's object lacks {min(missing)}"

@@ -103,9 +103,10 @@ class ObjectShape:
     symbols: dict[str, Symbol]
 
 
-def refusal(service_code: bytes, clang_code: bytes, bitcode: Path | None, clang: str) -> str:
-    """Why the service's object may not replace clang's object of the same unit ("" when it may).
-    `bitcode`: the unit's IR as sent; `clang`: optcc's compiler, beside which llvm-nm is looked for."""
+def refusal(service_code: bytes, clang_code: bytes | ObjectShape, bitcode: Path | None, clang: str) -> str:
+    """Why the service's object may not replace clang's object of the same unit ("" when it may): clang's
+    object itself, or its shape as baseline_memo.py kept it. `bitcode`: the unit's IR as sent; `clang`:
+    optcc's compiler, beside which llvm-nm is looked for."""
     try:
         check(service_code, clang_code, lambda: ir_symbols(bitcode, clang))
     except Untrusted as err:
@@ -113,11 +114,16 @@ def refusal(service_code: bytes, clang_code: bytes, bitcode: Path | None, clang:
     return ""
 
 
-def check(service_code: bytes, clang_code: bytes, ir: Callable[[], tuple[set[str], set[str]] | None]) -> None:
-    """Untrusted unless `service_code` may replace `clang_code`; `ir()`: the unit's IR's defined weak
-    symbols and every symbol it names, or None when they cannot be read (called only if needed)."""
+def check(
+    service_code: bytes,
+    clang_code: bytes | ObjectShape,
+    ir: Callable[[], tuple[set[str], set[str]] | None],
+) -> None:
+    """Untrusted unless `service_code` may replace `clang_code` (clang's object, or its shape); `ir()`: the
+    unit's IR's defined weak symbols and every symbol it names, or None when they cannot be read (called
+    only if needed)."""
     try:
-        reference = shape(clang_code)
+        reference = clang_code if isinstance(clang_code, ObjectShape) else shape(clang_code)
     except Untrusted as err:  # clang's own object: nothing to compare against, so nothing is trusted
         raise Untrusted(f"clang's object is unreadable ({err})") from None
     service = shape(service_code)
@@ -172,6 +178,26 @@ def shape(data: bytes) -> ObjectShape:
         raise Untrusted(f"not a readable ELF object: {err}") from None
     except Exception as err:  # pyelftools' own parse errors (its construct library) on malformed bytes
         raise Untrusted(f"not a readable ELF object: {type(err).__name__}: {err}") from None
+
+
+def shape_record(object_shape: ObjectShape) -> dict:
+    """`object_shape` as JSON-ready data (`shape_from_record` reads it back)."""
+    return {
+        "header": list(object_shape.header),
+        "sections": {name: [kind, flags] for name, (kind, flags) in object_shape.sections.items()},
+        "symbols": [[s.name, s.binding, s.kind, s.defined, s.comdat] for s in object_shape.symbols.values()],
+    }
+
+
+def shape_from_record(record: dict) -> ObjectShape:
+    """The ObjectShape `shape_record` wrote; ValueError for data of another form."""
+    try:
+        sections = {str(name): (kind, int(flags)) for name, (kind, flags) in record["sections"].items()}
+        listed = [Symbol(str(n), str(b), str(k), bool(d), bool(c)) for n, b, k, d, c in record["symbols"]]
+        symbols = {symbol.name: symbol for symbol in listed}
+        return ObjectShape(tuple(record["header"]), sections, symbols)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as err:
+        raise ValueError(f"not an object shape record: {err!r}") from None
 
 
 def _group_members(section) -> list[int]:

@@ -14,7 +14,10 @@ widen it). With the default strategy (OPTCC_STRATEGY=stored, the tuning store's 
      (`strategy stored`: the stored lists, one compile, or none when nothing is stored; no model, and no
      -Oz in the service: optcc compares with clang's object itself, `client_compares`) and records the
      unit for `optserve tune`; the smaller object is written (step 5). A unit no tuning has reached yet
-     gets clang's object; after `optserve tune`, the lists it found (docs/tuning.md).
+     gets clang's object; after `optserve tune`, the lists it found (docs/tuning.md). When optcc holds
+     the record of clang's object of this very bitcode (baseline_memo.py: an earlier build made it), the
+     service is asked first, told that object's `.text` bytes, and clang's back end runs only if the
+     service's object does not beat them and pass the checks of step 5 against the record.
 With a model strategy (greedy, priority, ...) the search runs on the build's path, within a budget: it
   0. looks it up in its object cache (object_cache.py, as ccache's direct mode): a unit whose command,
      compiler, settings, service model, source and headers are unchanged gets the object it got before,
@@ -92,6 +95,9 @@ Environment (all optional):
                    CCACHE_RECACHE; e.g. to ask the service again for units whose budget ran out)
   OPTCC_CACHE_SIZE the cache's size limit, as ccache's max_size: least recently used objects go first
                    (default 5G; 0: no limit)
+  OPTCC_BASELINE_DIR  the records of clang's objects (baseline_memo.py: size, sections, symbols, no code),
+                   so that a rebuild whose tuned object beats clang's skips clang's back end
+                   (default: baselines/ in OPTCC_CACHE_DIR; 0: none)
   OPTCC_LOG        append one JSON line per unit to this file (winner, sizes, passes, model, fallbacks)
   OPTCC_VERBOSE    1: one line per unit on stderr, and every fallback, not just the first
   OPTSERVE_TOKEN   the service's auth token, if it has one

@@ -34,7 +34,13 @@ class NotAsked(namedtuple("NotAsked", "reason")):
 
 
 def ask_within_budget(
-    settings: OptccSettings, scratch: Path, bitcode_path: Path, timing, unit_started: float, unit_name: str
+    settings: OptccSettings,
+    scratch: Path,
+    bitcode_path: Path,
+    timing,
+    unit_started: float,
+    unit_name: str,
+    baseline_cost: int | None = None,
 ):
     """The service's response for the unit's bitcode, or why the service was not asked (NotAsked) or gave
     no answer (ServiceFailure).
@@ -48,7 +54,8 @@ def ask_within_budget(
     whose deadline would be below OPTCC_BUDGET_MIN is not sent: it keeps clang's object (below ~0.2 s
     nothing but the call's own cost fits, and on a unit clang compiles in 0.1-0.3 s that cost alone was 2-5
     times clang's). Told clang's size (OPTCC_CLANG_BASELINE=1; asked after clang's compile), a unit whose
-    object from clang has no code is not sent either."""
+    object from clang has no code is not sent either. `baseline_cost`: clang's `.text` bytes, known from
+    the record of its object (baseline_memo.py)."""
     from optserve.clients import build_state
 
     if build_state.service_unreachable_since(settings.retry_s):
@@ -63,8 +70,7 @@ def ask_within_budget(
                 f"({settings.budget_min_s:g} s)"
             )
         deadline_s = min(deadline_s, allowed)
-    baseline_cost = None
-    if settings.sends_clang_baseline:  # clang's compile has ended (the call waited for it)
+    if baseline_cost is None and settings.sends_clang_baseline:  # clang's compile ended (the call waited)
         baseline_cost = _clang_text(scratch / "clang.o")
         if baseline_cost is None:
             return NotAsked("clang's object has no code to make smaller")

@@ -65,11 +65,13 @@ class Policy(namedtuple("Policy", "default_level force")):
 # cache_max_bytes: its size limit (OPTCC_CACHE_SIZE); 0: none
 # recache: OPTCC_RECACHE: skip lookups, store each unit's new outcome (ccache's recache)
 # clang_baseline: OPTCC_CLANG_BASELINE: wait for clang's object, send its .text size
+# baselines_dir: clang's objects' records (baseline_memo.py); None: off
 _OptccSettings = namedtuple(
     "OptccSettings",
     "server objective ir_mode strategy samples deadline_s budget budget_min_s call_overhead_s"
-    " large_unit_bytes retry_s clang log_path verbose cache_dir cache_max_bytes recache clang_baseline",
-    defaults=(0, False, False),
+    " large_unit_bytes retry_s clang log_path verbose cache_dir cache_max_bytes recache clang_baseline"
+    " baselines_dir",
+    defaults=(0, False, False, None),
 )
 
 
@@ -145,6 +147,7 @@ class OptccSettings(_OptccSettings):
             cache_max_bytes=_size(env.get("OPTCC_CACHE_SIZE", "5G"), "OPTCC_CACHE_SIZE"),
             recache=env.get("OPTCC_RECACHE", "") not in ("", "0"),
             clang_baseline=env.get("OPTCC_CLANG_BASELINE", "0").strip().lower() not in _OFF,
+            baselines_dir=_baselines_dir(env),
         )
 
 
@@ -199,6 +202,18 @@ def _size(text: str, name: str) -> int:
     if value < 0:
         raise ConfigError(f"{name}={text!r} must not be negative")
     return int(value * _SIZE_UNITS[unit])
+
+
+def _baselines_dir(env: dict[str, str]) -> str | None:
+    """OPTCC_BASELINE_DIR, else `baselines` in the object cache's folder; None with OPTCC_CACHE=0 or
+    OPTCC_BASELINE_DIR=0 (baseline_memo.py)."""
+    named = env.get("OPTCC_BASELINE_DIR", "").strip()
+    if named.lower() in _OFF and named:
+        return None
+    if named:
+        return named
+    cache = _cache_dir(env)
+    return os.path.join(cache, "baselines") if cache else None
 
 
 def _cache_dir(env: dict[str, str]) -> str | None:

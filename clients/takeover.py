@@ -51,6 +51,8 @@ def compile_unit(
         sys.stderr.buffer.write(clang_stderr)  # the unit's warnings or errors, as clang gave them
         if compiled.returncode != 0:  # an error in the source: the build fails exactly as clang's would
             return compiled.returncode
+        if compiled.choice is not None:  # chosen over the record of clang's object: no back end ran
+            return _write_answer(settings, job, level, slot, compiled, scratch, timing, started)
         clang_code = clang_object.read_bytes()
         if isinstance(answer, NotAsked):  # decided by the key's settings and clang's time: stored
             record = {**unit_record(job, level), "outcome": "not_asked", "winner": "clang"}
@@ -79,15 +81,22 @@ def compile_unit(
             choice = choose(clang_code, answer.object_code, all_passes(answer.best))
             if choice.winner == "service":  # checked before it is linked or cached (object_trust.py)
                 choice = checked(settings, job, choice, clang_code, scratch / "unit.bc")
-        write_atomically(Path(job.output), choice.object_code)
-        record = report(settings, job, level, answer, choice, time.monotonic() - started, timing)
-        if slot is not None:
-            model = object_cache.model_identity(answer.model_id, answer.model_version)
-            object_cache.note_model(slot.root, settings.server, model)
-            # the tuning store's answer for a unit not tuned yet is asked again next build: tuning may
-            # have found its lists by then (the cache would keep this build's object for ever)
-            if not settings.stored or answer.tuning.settled:
-                _remember(settings, job, slot, model, choice.object_code, clang_stderr, scratch, record)
+        compiled.choice = choice
+        return _write_answer(settings, job, level, slot, compiled, scratch, timing, started)
+
+
+def _write_answer(settings, job, level, slot, compiled, scratch: Path, timing, started: float) -> int:
+    """Write the object `compiled.choice` chose from the service's answer, log it, and cache it."""
+    answer, choice = compiled.answer, compiled.choice
+    write_atomically(Path(job.output), choice.object_code)
+    record = report(settings, job, level, answer, choice, time.monotonic() - started, timing)
+    if slot is not None:
+        model = object_cache.model_identity(answer.model_id, answer.model_version)
+        object_cache.note_model(slot.root, settings.server, model)
+        # the tuning store's answer for a unit not tuned yet is asked again next build: tuning may
+        # have found its lists by then (the cache would keep this build's object for ever)
+        if not settings.stored or answer.tuning.settled:
+            _remember(settings, job, slot, model, choice.object_code, compiled.clang_stderr, scratch, record)
     return 0
 
 

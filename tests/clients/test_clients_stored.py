@@ -4,6 +4,7 @@ counted in `optcc --stats`. Real clang-19, the session's real service and its re
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -45,6 +46,16 @@ def counter(text: str, label: str) -> int:
 
 def test_the_default_strategy_is_the_tuning_stores():
     assert OptccSettings.from_environment({}, "clang-19").strategy == "stored"
+
+
+def test_the_records_of_clangs_objects_live_beside_the_object_cache_unless_told_otherwise():
+    def folder(**env: str) -> str | None:
+        return OptccSettings.from_environment(env, "clang-19").baselines_dir
+
+    assert folder(OPTCC_CACHE_DIR="/c") == "/c/baselines"
+    assert folder(OPTCC_CACHE_DIR="/c", OPTCC_BASELINE_DIR="/b") == "/b"
+    assert folder(OPTCC_CACHE_DIR="/c", OPTCC_BASELINE_DIR="0") is None
+    assert folder(OPTCC_CACHE="0") is None
 
 
 def test_a_unit_is_recorded_then_served_its_tuned_lists_never_larger_than_clangs(unit):
@@ -99,3 +110,62 @@ def test_optccs_object_cache_keeps_a_stored_answer_only_once_its_unit_was_tuned(
     _, [tuned] = optcc(unit, ["-w"])
     _, [cached] = optcc(unit, ["-w"])
     assert tuned["store_settled"] and cached.get("from_cache")
+
+
+def _tune_every_function(unit: Path) -> None:
+    """What `optserve tune` would write for the unit: a list that beats -Oz's size for each function."""
+    ir = subprocess.run([*FRONT_END, "unit.c"], cwd=unit, capture_output=True, text=True, check=True).stdout
+    keys = unit_keys(ir, max_functions=200)
+    toolchain = toolchain_of(ir, "text_size")
+    entries = [
+        TunedList(h, toolchain, "function", ("instcombine", "simplifycfg"), (), 1, 2, 5, "test", time.time())
+        for h in sorted(set(keys.function_hashes.values()))
+    ]
+    with open_store() as store:
+        store.offer(entries)
+
+
+def test_a_rebuild_skips_clangs_back_end_when_the_record_of_its_object_is_beaten(unit):
+    """The first build keeps the record of clang's object of the unit's bitcode (baseline_memo.py); after
+    tuning, the rebuild asks the service first, told clang's size, and writes the service's smaller object
+    without running clang's back end; it is never larger than clang's own object."""
+    records = unit / "baselines"
+    _, [first] = optcc(unit, ["-w"], OPTCC_CACHE="0", OPTCC_BASELINE_DIR=str(records))
+    assert not first.get("clang_from_record") and list(records.glob("*/*.json"))
+    _tune_every_function(unit)
+    _, [second] = optcc(unit, ["-w"], OPTCC_CACHE="0", OPTCC_BASELINE_DIR=str(records))
+    subprocess.run(["clang-19", "-Oz", "-w", "-c", "unit.c", "-o", "clang.o"], cwd=unit, check=True)
+    chosen, reference = (unit / "unit.o").read_bytes(), (unit / "clang.o").read_bytes()
+    if elf.text_size(chosen) < elf.text_size(reference):  # the tuned lists beat clang: no back end ran
+        assert second["clang_from_record"] and second["winner"] == "service" and "clang_s" not in second
+    else:
+        assert not second.get("clang_from_record") and second["winner"] == "clang"
+    assert elf.text_size(chosen) <= elf.text_size(reference)
+
+
+def test_the_record_decides_whether_clangs_back_end_runs_and_an_unreadable_one_is_a_miss(unit):
+    """A record the service's object beats skips clang's back end; one it cannot beat runs it (clang's
+    object, byte for byte); a record that cannot be read is a miss."""
+    records = unit / "baselines"
+    optcc(unit, ["-w"], OPTCC_CACHE="0", OPTCC_BASELINE_DIR=str(records))
+    _tune_every_function(unit)
+    (record,) = records.glob("*/*.json")
+    subprocess.run(["clang-19", "-Oz", "-w", "-c", "unit.c", "-o", "clang.o"], cwd=unit, check=True)
+    reference = (unit / "clang.o").read_bytes()
+
+    original = json.loads(record.read_text())
+    record.write_text(json.dumps(original | {"text": 10**9}))  # any object beats it: the back end is skipped
+    _, [skipped] = optcc(unit, ["-w"], OPTCC_CACHE="0", OPTCC_BASELINE_DIR=str(records))
+    assert skipped["clang_from_record"] and skipped["winner"] == "service" and "clang_s" not in skipped
+    assert skipped["store_function_hits"] > 0 and (unit / "unit.o").read_bytes() != reference
+
+    tampered = original | {"text": 1}  # no object beats 1 byte of code
+    record.write_text(json.dumps(tampered))
+    _, [beaten] = optcc(unit, ["-w"], OPTCC_CACHE="0", OPTCC_BASELINE_DIR=str(records))
+    assert not beaten.get("clang_from_record") and beaten["winner"] == "clang" and "clang_s" in beaten
+    assert (unit / "unit.o").read_bytes() == reference
+
+    record.write_text("{not json")
+    _, [unread] = optcc(unit, ["-w"], OPTCC_CACHE="0", OPTCC_BASELINE_DIR=str(records))
+    assert not unread.get("clang_from_record") and "clang_s" in unread
+    assert elf.text_size((unit / "unit.o").read_bytes()) <= elf.text_size(reference)
