@@ -40,7 +40,9 @@ class Operations:
         self.looptune = looptune
         self.app_name = app_name
         cache = ResultCache(settings.serve.result_cache_entries)
-        from optserve.tuning.lookup import open_service_store  # LLVM and the store's drivers: ingress only
+        # The tuning store's modules (and sqlite3) load where Operations runs, the ingress, not in the proxy,
+        # which imports this module for its gRPC and HTTP methods.
+        from optserve.tuning.lookup import open_service_store
 
         store = open_service_store(settings.tuning)
         self.optimizer = Optimizer(settings, engine, compiler, cache, engine.metadata, store)

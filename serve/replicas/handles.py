@@ -34,7 +34,7 @@ ENGINE_ANSWER_TIMEOUT_S = 5.0
 
 
 class EngineClient:
-    """The engine deployment (serve/deployments.PassOrderingEngine).
+    """The engine deployment (serve/replicas/deployments.PassOrderingEngine).
 
     A ready model's metadata is kept (it does not change under a running app) until a call to the engine
     fails: the engine may have died, and the next Optimize asks it again, answering UNAVAILABLE quickly
@@ -79,7 +79,7 @@ class EngineClient:
 
 
 class CompilerClient(CandidateCompiler):
-    """The CompilerWorkers deployment (serve/deployments.CompilerWorkers)."""
+    """The CompilerWorkers deployment (serve/replicas/deployments.CompilerWorkers)."""
 
     def __init__(self, handle: DeploymentHandle):
         self.handle = handle
@@ -111,7 +111,7 @@ class CompilerClient(CandidateCompiler):
 
 
 class LoopTuneClient:
-    """The LoopTuneScheduler deployment (serve/deployments.LoopTuneScheduler)."""
+    """The LoopTuneScheduler deployment (serve/replicas/deployments.LoopTuneScheduler)."""
 
     def __init__(self, handle: DeploymentHandle):
         self.handle = handle

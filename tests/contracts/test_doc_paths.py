@@ -1,9 +1,10 @@
-"""Every repository path that the docs or a module docstring names exists.
+"""Every repository path that the docs or a docstring names exists.
 
-The docs are README.md, BENCHMARKS.md, serve/README.md and docs/**/*.md; the docstrings are the module
-docstrings of every Python file in the repository. A path is a backticked or bare relative path whose first
-part is one of the repository's top-level entries (`serve/optimize/optimizer.py`, `docs/bench/serve.md`,
-`tests/serve/test_serve_grpc.py::test_x`), or a markdown link target (resolved from the linking file's
+The docs are README.md, BENCHMARKS.md, serve/README.md and docs/**/*.md; the docstrings are those of every
+module, class and function of every Python file in the repository. A path is a backticked or bare relative
+path whose first part is one of the repository's top-level entries (`serve/optimize/optimizer.py`,
+`docs/bench/serve.md`, `tests/serve/test_serve_grpc.py::test_x`), a module's path with one of its names
+(`compiler/ir.parse_ir` names compiler/ir.py), or a markdown link target (resolved from the linking file's
 folder, as a reader's browser does). Outputs that are git-ignored (data/, runs/, .venv) and paths still being
 added are named in ALLOWED with the reason.
 """
@@ -36,11 +37,14 @@ ALLOWED: dict[str, str] = {
 }
 
 DOC_FILES = ["README.md", "BENCHMARKS.md", "serve/README.md"]
+DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 SUFFIXES = (
     "py|md|sh|json|jsonl|yaml|yml|toml|proto|png|svg|c|h|cc|cpp|ll|bc|txt|cfg|ini|pt|gz|xz|csv|html|in|tar"
 )
 # A relative path: folders then a file with a known suffix, or folders ending in "/".
 PATH = re.compile(rf"(?<![\w./~$-])((?:\.?[\w-]+/)+(?:[\w.+-]*\.(?:{SUFFIXES})\b|(?=[\s`),;:'\"]|$)))")
+# A module's path and one of its names: folders, then the module and a name that is no file suffix.
+MODULE_NAME = re.compile(rf"(?<![\w./~$-])((?:[\w-]+/)+[A-Za-z_]\w*)\.(?!(?:{SUFFIXES})\b)[A-Za-z_]\w*")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
@@ -57,18 +61,19 @@ def top_level_entries() -> set[str]:
 
 
 def documents(files: list[str]) -> dict[str, str]:
-    """Name -> text of every doc, and of every Python module's docstring."""
+    """Name -> text of every doc, and of every Python file's docstrings (module, classes, functions)."""
     texts = {}
     for name in files:
         if name in DOC_FILES or (name.startswith("docs/") and name.endswith(".md")):
             texts[name] = (ROOT / name).read_text(encoding="utf-8")
         elif name.endswith(".py"):
             try:
-                docstring = ast.get_docstring(ast.parse((ROOT / name).read_text(encoding="utf-8")))
+                tree = ast.parse((ROOT / name).read_text(encoding="utf-8"))
             except SyntaxError:
                 continue
-            if docstring:
-                texts[name] = docstring
+            docstrings = [ast.get_docstring(node) for node in ast.walk(tree) if isinstance(node, DOCUMENTED)]
+            if any(docstrings):
+                texts[name] = "\n".join(d for d in docstrings if d)
     return texts
 
 
@@ -78,6 +83,9 @@ def named_paths(text: str, tops: set[str]) -> set[str]:
         path = match.group(1).rstrip(".")
         if path.split("/", 1)[0] in tops:
             names.add(path)
+    for match in MODULE_NAME.finditer(text):
+        if match.group(1).split("/", 1)[0] in tops:
+            names.add(f"{match.group(1)}.py")
     return names
 
 
@@ -129,6 +137,11 @@ def test_a_missing_path_is_found_in_a_doc_a_link_and_a_docstring():
         "serve/x.py: compiler/no_such_file.py",
         "serve/x.py: tests/serve/test_no_such.py",
     ]
+
+
+def test_a_module_named_with_one_of_its_names_must_exist():
+    texts = {"serve/x.py": "`serve/no_such_module.Thing` beside serve/replicas/handles.CompilerClient."}
+    assert missing_paths(texts) == ["serve/x.py: serve/no_such_module.py"]
 
 
 def test_allowed_outputs_and_existing_paths_pass():

@@ -1,4 +1,4 @@
-"""The answer cache's key (serve/result_cache.answer_key) and its least-recently-used eviction."""
+"""The answer cache's key (serve/optimize/answer_key.py) and its least-recently-used eviction."""
 
 from __future__ import annotations
 
