@@ -6,6 +6,10 @@ and the tuning waits; a unit already started finishes (a unit is tens of seconds
 `optserve tune`'s own (tuning/tune.py), on the service's Ray cluster as tasks that reserve no CPU (the
 replicas hold the cluster's CPUs) and run at Ray workers' low OS priority. Off on a machine that also
 builds: the builds would share their cores with it.
+
+The thread runs in the ingress, which loads no LLVM (tests/contracts/test_ingress_loads_no_llvm.py): every
+LLVM step is a task (reads, splits, searches, measurements), and so is the LLVM version the store's
+toolchain names, asked of a task once.
 """
 
 from __future__ import annotations
@@ -52,6 +56,8 @@ class BackgroundTuning:
             candidate_timeout_s=settings.compiler.candidate_timeout_s,
             worker_memory_mb=settings.compiler.worker_memory_mb,
         )
+        self._tasks: RayTasks | None = None
+        self._llvm: str | None = None  # the LLVM version the tasks compile with, as a task reported it
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name="optserve-background-tuning", daemon=True)
 
@@ -66,13 +72,22 @@ class BackgroundTuning:
         """Tune one recorded unit below the budget if the machine is idle; its summary (None: not idle)."""
         if not self.idle():
             return None
+        tasks = self._ray_tasks()
+        if self._llvm is None:
+            self._llvm = tasks.ray.get(tasks.llvm_version.remote())
         return tune(
             self.store,
             self.plan,
             max_functions=self.max_functions,
             limit_units=1,
-            tasks_factory=lambda: RayTasks(cpus_per_task=0),
+            tasks_factory=lambda: tasks,
+            llvm=self._llvm,
         )
+
+    def _ray_tasks(self) -> RayTasks:
+        if self._tasks is None:
+            self._tasks = RayTasks(cpus_per_task=0)
+        return self._tasks
 
     def _run(self) -> None:
         while not self._stopped.wait(self.poll_s):

@@ -41,8 +41,12 @@ def llvm_version() -> str:
     return ".".join(str(part) for part in llvmlite.binding.llvm_version_info)
 
 
-def current_toolchain(objective: str, target: str) -> Toolchain:
-    """The toolchain of this install for `objective` and the target triple `target`."""
+def current_toolchain(objective: str, target: str, llvm: str | None = None) -> Toolchain:
+    """The toolchain of this install for `objective` and the target triple `target`. `llvm`: the LLVM
+    version as a process that compiles reported it (None: this process's llvmlite's, which loads LLVM)."""
     return Toolchain(
-        objective=objective, target=target, llvm_version=llvm_version(), vocabulary=vocabulary_version()
+        objective=objective,
+        target=target,
+        llvm_version=llvm or llvm_version(),
+        vocabulary=vocabulary_version(),
     )

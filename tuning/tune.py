@@ -45,7 +45,8 @@ from optserve.compiler.function_lists import FunctionLists
 from optserve.compiler.ir import parse_ir
 from optserve.compiler.pipeline import OZ
 from optserve.compiler.workers import CompilerPool
-from optserve.tuning.lookup import target_triple, toolchain_of
+from optserve.tuning.keys import current_toolchain, llvm_version
+from optserve.tuning.lookup import target_triple
 from optserve.tuning.records import Toolchain, TunedList
 from optserve.tuning.store import TuningStore
 from optserve.tuning.unit_keys import UnitKeys, unit_hash, unit_keys
@@ -140,6 +141,11 @@ def read_raw_task(bitcode: bytes, plan: SearchPlan) -> tuple[str, str, str]:
     crashes LLVM ends that process, not the task's worker): its text IR, unit hash and target triple."""
     ir = _pool(plan).run(parse_ir, bitcode, plan.max_ir_bytes)
     return ir, unit_hash(ir), target_triple(ir)
+
+
+def llvm_version_task() -> str:
+    """The version of the LLVM this process's tasks compile with (`tuning.keys.llvm_version`)."""
+    return llvm_version()
 
 
 def split_task(ir: str, max_functions: int) -> UnitKeys:
@@ -246,12 +252,13 @@ class PendingUnit:
 
 
 def pending_units(
-    store: TuningStore, objective: str, budget: int, limit: int | None = None
+    store: TuningStore, objective: str, budget: int, limit: int | None = None, llvm: str | None = None
 ) -> tuple[list[PendingUnit], int]:
-    """The recorded units whose tuned budget is below `budget` (at most `limit`), and how many are at it."""
+    """The recorded units whose tuned budget is below `budget` (at most `limit`), and how many are at it,
+    under the toolchain of LLVM version `llvm` (None: this process's, `tuning.keys.current_toolchain`)."""
     pending, at_budget = [], 0
     for unit in store.recorded_units():
-        toolchain = toolchain_of(unit.ir, objective)
+        toolchain = current_toolchain(objective, target_triple(unit.ir), llvm)
         if store.tuned_budget(unit.ir_hash, toolchain) >= budget:
             at_budget += 1
         elif limit is None or len(pending) < limit:
@@ -280,6 +287,7 @@ class RayTasks:
         self.ray = ray
         options = {"num_cpus": cpus_per_task, "max_retries": 0}
         self.read_raw = ray.remote(**options)(read_raw_task)
+        self.llvm_version = ray.remote(**options)(llvm_version_task)
         self.split = ray.remote(**options)(split_task)
         self.search = ray.remote(**options)(search_task)
         self.unit = ray.remote(**options)(unit_task)
@@ -297,11 +305,14 @@ def tune(
     limit_units: int | None = None,
     progress: Callable[[TuneSummary, int], None] | None = None,
     tasks_factory: Callable[[], RayTasks] = RayTasks,
+    llvm: str | None = None,
 ) -> TuneSummary:
     """Read the pending raw units, then tune every recorded unit below `plan.budget` (module docstring) on
     the Ray this process is connected to (tuning/cli.py: `connect_ray`); results are written to `store` as
     they arrive. `progress(summary, pending_units)` is called after every raw unit read (pending_units 0:
-    not known yet), once before the first tuning task and after every result."""
+    not known yet), once before the first tuning task and after every result. `llvm`: the LLVM version the
+    tasks compile with, as a task reported it (`RayTasks.llvm_version`), for a process that loads no LLVM
+    of its own (the service's ingress, tuning/background.py); None: this process's llvmlite's."""
     started = time.monotonic()
     summary = TuneSummary(plan.objective, plan.budget)
     tasks: RayTasks | None = None
@@ -316,7 +327,7 @@ def tune(
 
     if store.stats().pending_raw_units:
         read_raw_units(store, plan, connected(), summary, progress)
-    pending, summary.units_at_budget = pending_units(store, plan.objective, plan.budget, limit_units)
+    pending, summary.units_at_budget = pending_units(store, plan.objective, plan.budget, limit_units, llvm)
     if progress is not None:
         progress(summary, len(pending))
     if pending:

@@ -32,7 +32,7 @@ INGRESS_AND_EDGE_MODULES = (
 )
 
 
-def _llvmlite_loaded_by(code: str) -> list[str]:
+def llvmlite_loaded_by(code: str) -> list[str]:
     """The llvmlite modules a fresh interpreter holds after running `code`."""
     probe = "import json, sys\nprint(json.dumps(sorted(m for m in sys.modules if m.startswith('llvmlite'))))"
     program = f"{textwrap.dedent(code)}\n{probe}\n"
@@ -43,7 +43,7 @@ def _llvmlite_loaded_by(code: str) -> list[str]:
 
 def test_importing_the_ingress_and_the_edges_loads_no_llvmlite():
     imports = "\n".join(f"import {module}" for module in INGRESS_AND_EDGE_MODULES)
-    assert _llvmlite_loaded_by(imports) == []
+    assert llvmlite_loaded_by(imports) == []
 
 
 def test_the_ingress_store_lookup_loads_no_llvmlite(tmp_path):
@@ -57,7 +57,7 @@ def test_the_ingress_store_lookup_loads_no_llvmlite(tmp_path):
         with open_store({str(tmp_path / "store.sqlite3")!r}) as store:
             whole_unit_answer(store, ir, Toolchain("text_size", "", "20.1.8", "v"))
     """
-    assert _llvmlite_loaded_by(code) == []
+    assert llvmlite_loaded_by(code) == []
 
 
 def test_the_check_sees_llvmlite_where_a_module_loads_it():
@@ -67,4 +67,4 @@ def test_the_check_sees_llvmlite_where_a_module_loads_it():
 
         parse_ir("define void @f() {\\n  ret void\\n}\\n", 1000)
     """
-    assert "llvmlite.binding" in _llvmlite_loaded_by(code)
+    assert "llvmlite.binding" in llvmlite_loaded_by(code)

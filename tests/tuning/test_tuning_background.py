@@ -33,6 +33,26 @@ def test_an_idle_machine_gets_one_recorded_unit_tuned_per_step(store, local_ray)
         assert store.tuned_budget(unit.ir_hash, toolchain) == SETTINGS.tuning.default_budget
 
 
+def test_a_step_loads_no_llvm_in_the_process_that_runs_it(store, local_ray, tmp_path):
+    # the ingress runs the steps: a fresh driver on the same Ray tunes a unit, its LLVM work all in tasks
+    import ray
+
+    from tests.contracts.test_ingress_loads_no_llvm import llvmlite_loaded_by
+
+    code = f"""
+        import ray
+        from optserve.config import Settings
+        from optserve.tuning.background import BackgroundTuning
+        from optserve.tuning.store import open_store
+
+        ray.init(address={ray.get_runtime_context().gcs_address!r}, log_to_driver=False)
+        settings = Settings.model_validate({SETTINGS.model_dump(include={"tuning"})!r})
+        with open_store({str(tmp_path / "tuning.sqlite3")!r}) as store:
+            assert BackgroundTuning(settings, store, idle=lambda: True).step().units == 1
+    """
+    assert llvmlite_loaded_by(code) == []
+
+
 def test_a_busy_machine_gets_nothing_tuned(store):
     background = BackgroundTuning(SETTINGS, store, idle=lambda: False)
     assert background.step() is None
