@@ -58,6 +58,10 @@ class Roles:
     reduction: str | None  # main reduction index: blocked for the caches, innermost runtime loop
     reductions: tuple[str, ...]  # other reduction indices, runtime loops around the main one
     outer: tuple[str, ...]  # the remaining indices, outermost, unsplit
+    # the main reduction's loop inside the tile runs around the others instead: where every input that
+    # reads it strides further along it than along any of them (NCHW's channel c, a plane apart, around
+    # the window's r and s), so the innermost loops walk neighbouring floats, not one page a step
+    reduction_outside: bool = False
 
 
 @dataclass(frozen=True)
@@ -137,12 +141,16 @@ def roles(spec: LoopNestSpec, pack: bool = True) -> Roles:
     rows = tuple(candidates[: 2 if partial else 1])
     rest = [i for i in reductions if i != vector]
     reduction = max(rest, key=lambda i: size[i]) if rest else None
+    others = [i for i in rest if i != reduction]
+    readers = [s for s in strides[1:] if reduction and s[reduction]]
+    outside = bool(others and readers) and all(s[reduction] > max(s[i] for i in others) for s in readers)
     return Roles(
         vector=vector,
         partial=partial,
         rows=rows,
         reduction=reduction,
-        reductions=tuple(i for i in rest if i != reduction),
+        reductions=tuple(others),
+        reduction_outside=outside,
         outer=tuple(i for i in spec.indices if i not in (vector, *rows, *rest)),
     )
 
@@ -171,7 +179,8 @@ def tiled_schedule(spec: LoopNestSpec, template: TileTemplate, width: int) -> Sc
     tile_loops = {"r": [row_levels[i][-2] for i in role.rows], "v": [v_levels[-2]]}
     for key in template.order:
         compute += [lp for lp in tile_loops[key] if lp is not None]
-    compute += [Loop(i, size[i]) for i in role.reductions] + k_levels[-1:]
+    window = [Loop(i, size[i]) for i in role.reductions]
+    compute += k_levels[-1:] + window if role.reduction_outside else window + k_levels[-1:]
     compute += [row_levels[i][-1] for i in role.rows] + [v_levels[-1]]
     packed = row_packable(spec) if template.pack and role.vector == spec.output.dims[-1][0] else ()
     nest = tuple(lp for lp in compute if lp is not None)

@@ -101,3 +101,16 @@ def test_channel_vectorized_convolutions_on_threads_match_the_reference(sizes, t
         kernel = compile_parallel(spec, schedule, threads, min_block_work=1)
         assert isinstance(kernel, ParallelKernel)
         _check(spec, kernel, seed=threads)
+
+
+def test_the_channel_loop_runs_around_the_window_where_it_strides_a_plane():
+    # c strides a plane of the image (and c*r*s floats of W) where r and s stride a row and a float: inside
+    # the register tile the loops run c, r, s, so the innermost ones walk neighbouring floats
+    spec = LoopNestSpec.parse(NCHW, {"n": 1, "f": 32, "c": 16, "y": 14, "x": 14, "r": 3, "s": 3})
+    for pack in (True, False):
+        assert roles(spec, pack).reduction_outside
+        nest = [lp.index for lp in tiled_schedule(spec, TileTemplate(4, 2, pack=pack), 16).compute]
+        assert nest[-5:-2] == ["c", "r", "s"]
+    nhwc = LoopNestSpec.parse("O[n,y,x,f] += I[n,y+r,x+s,c] * W[r,s,c,f]", spec.size_of)
+    assert not roles(nhwc).reduction_outside  # c is contiguous there: innermost
+    assert [lp.index for lp in tiled_schedule(nhwc, TileTemplate(4, 2), 16).compute][-3] == "c"

@@ -259,7 +259,7 @@ def test_the_decision_packs_a_first_only_where_it_is_read_often(monkeypatch, n, 
     assert {s.pack for s in measured} == {("A",), ()}  # both layouts measured with time left
 
 
-def test_measuring_in_order_starts_no_option_its_mean_cost_would_carry_past_the_deadline(monkeypatch):
+def test_measuring_in_order_starts_no_option_with_less_than_half_its_mean_cost_left(monkeypatch):
     from optserve.policies import clock
 
     now = [100.0]
@@ -271,8 +271,12 @@ def test_measuring_in_order_starts_no_option_its_mean_cost_would_carry_past_the_
 
     evaluator = Evaluator(MATMUL, costs_a_tenth)
     options = [((TILE_ACTION + n,), s) for n, s in candidates(evaluator, template_pool(), Target())]
-    best = measure_in_order(evaluator, options, deadline=100.35)
-    # the fourth would start at 100.3 and end at 100.4: not started, the decision ends before its deadline
-    assert evaluator.evaluations == 3 and best.timed_out and now[0] <= 100.35
+    best = measure_in_order(evaluator, options, deadline=100.34)
+    # the fourth would start at 100.3 with 0.04 s left, less than half of 0.1: not started
+    assert evaluator.evaluations == 3 and best.timed_out and now[0] <= 100.34
+    again = Evaluator(MATMUL, costs_a_tenth)
+    now[0] = 100.0
+    measure_in_order(again, options, deadline=100.36)  # 0.06 s left at 100.3: started, ends 100.4
+    assert again.evaluations == 4 and now[0] <= 100.36 + 0.05
     late = Evaluator(MATMUL, costs_a_tenth)
     assert measure_in_order(late, options, deadline=0.0).gflops and late.evaluations == 1  # one always
