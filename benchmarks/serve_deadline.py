@@ -1,12 +1,13 @@
 """How far past its deadline an Optimize request keeps the compiler busy, before and after a change.
 
 The request (`--module`), strategy coreset with `--samples` whole-unit lists:
-  slow_module   the 1,200-function slow_module of tests/serve (1.2 MB; -Oz ~2 s), the per-function lists
+  slow_module   the 1,200-function slow_module (1.2 MB; -Oz ~2 s), the per-function lists
                 lifted to the whole unit (engine.unit_function_lists 10, unit_function_lists_max_functions
                 5000: 13,200 compiles, which no deadline here fits): the request that overran its 10 s
                 deadline by 6 s
-  one_function  tests/serve's slow_candidates_module (one function of 600 loops, 1.3 MB), with
+  one_function  slow_candidates_module (one function of 600 loops, 1.3 MB), with
                 `baseline_cost`: -Oz ~15 s, so each compile cut has seconds left
+Both are the tests' own inputs (corpus/slow_inputs.py).
 It runs through the Optimize flow (serve/optimize/optimizer.py) over a real
 CompilerPool of `--workers` processes, in one process as the ingress runs it, without Ray. Per trial:
 
@@ -20,9 +21,10 @@ Before the trials, `--restarts` times: a pool call with both workers compiling (
 stopping a compile by killing its worker), with `--standby` standby workers and, if `--before-standby`
 differs, with that many too.
 
-Each trial is a fresh process. With `--before-python` (an interpreter whose `optserve` is the code before the
-change, e.g. /work/main/.venv/bin/python for main), every trial runs once with it and once with this one,
-alternating, so both see the same machine load. `--standby N` gives this code's pool N standby workers
+Each trial is a fresh process, given the module as a file (built once, by this code). With
+`--before-python` (an interpreter whose `optserve` is the code before the change, e.g.
+/work/main/.venv/bin/python for main), every trial runs once with it and once with this one, alternating, so
+both see the same machine load and the same module. `--standby N` gives this code's pool N standby workers
 (compiler/workers.py), `--before-standby N` the other's (code from before standby workers takes only 0);
 comparing standby with none in this code: `--before-python .venv/bin/python --before-standby 0 --standby 1`.
 
@@ -41,17 +43,13 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL_IR = REPO / "tests" / "data" / "serve" / "add.ll"
-
-
-# The workloads are the tests' own (one implementation); serve_helpers needs only optserve.config.
-sys.path.insert(0, str(REPO))
-from tests.serve.serve_helpers import slow_candidates_module, slow_module  # noqa: E402
 
 
 class _NoModel:
@@ -77,8 +75,16 @@ def _pool(workers: int, timeout_s: float, standby: int):
     return CompilerPool(processes=workers, timeout_s=timeout_s, **({"standby": standby} if standby else {}))
 
 
-def trial(module: str, deadline_s: float, samples: int, workers: int, standby: int = 0) -> dict:
-    """One request cut by `deadline_s`, then a small one; seconds as in the module docstring."""
+def _workload(module: str) -> str:
+    """The IR of `--module` (the tests' own inputs: corpus/slow_inputs.py)."""
+    from optserve.corpus.slow_inputs import slow_candidates_module, slow_module
+
+    return slow_module() if module == "slow_module" else slow_candidates_module()
+
+
+def trial(module: str, ir: str, deadline_s: float, samples: int, workers: int, standby: int = 0) -> dict:
+    """One request (`ir`, of `--module`) cut by `deadline_s`, then a small one; seconds as in the module
+    docstring."""
     from optserve.compiler.cache import ResultCache
     from optserve.config import Settings
     from optserve.serve import schemas
@@ -88,10 +94,8 @@ def trial(module: str, deadline_s: float, samples: int, workers: int, standby: i
     settings = Settings.model_validate(
         {"engine": {"unit_function_lists": 10, "unit_function_lists_max_functions": 5000}}
     )
-    if module == "slow_module":
-        ir, baseline = slow_module(), {}
-    else:  # -Oz would not finish by any deadline here: the client's baseline answers
-        ir, baseline = slow_candidates_module(), {"baseline_cost": 10**6}
+    # one_function: -Oz would not finish by any deadline here, the client's baseline answers
+    baseline = {} if module == "slow_module" else {"baseline_cost": 10**6}
     cut = schemas.OptimizeRequest(
         ir=ir, strategy="coreset", samples=samples, deadline_s=deadline_s, bypass_cache=True, **baseline
     )
@@ -128,7 +132,7 @@ def restart_seconds(times: int, workers: int, standby: int = 0) -> list[float]:
     """Seconds from a call's cut (every worker compiling) until all its workers are idle again."""
     from optserve.deadline import Deadline
 
-    ir = slow_candidates_module()
+    ir = _workload("one_function")
     seconds = []
     with _pool(workers, 60, standby) as pool:
         for _ in range(times):
@@ -150,7 +154,7 @@ def split_seconds(times: int, stop_after_s: float) -> tuple[list[float], list[fl
     from optserve.compiler.workers import CompilerPool
     from optserve.deadline import Deadline, StoppedError
 
-    ir = slow_module()
+    ir = _workload("slow_module")
     whole, past = [], []
     with CompilerPool(1, 60.0, standby=1) as pool:
         for _ in range(times):
@@ -166,7 +170,7 @@ def split_seconds(times: int, stop_after_s: float) -> tuple[list[float], list[fl
     return whole, past
 
 
-def _run_trial(python: str, deadline_s: float, standby: int, args) -> dict:
+def _run_trial(python: str, deadline_s: float, standby: int, ir_file: Path, args) -> dict:
     command = [
         python,
         __file__,
@@ -176,6 +180,8 @@ def _run_trial(python: str, deadline_s: float, standby: int, args) -> dict:
         str(args.samples),
         "--module",
         args.module,
+        "--ir-file",
+        str(ir_file),
     ]
     command += ["--workers", str(args.workers), "--standby", str(standby)]
     env = os.environ | {"PYTHONDONTWRITEBYTECODE": "1"}  # the other interpreter's tree stays untouched
@@ -216,9 +222,11 @@ def main() -> None:
     parser.add_argument("--before-standby", type=int, default=0, help="standby workers of the other's")
     parser.add_argument("--before-python", help="an interpreter importing the code before the change")
     parser.add_argument("--trial", type=float, help=argparse.SUPPRESS)  # one trial, in a child process
+    parser.add_argument("--ir-file", type=Path, help=argparse.SUPPRESS)  # the trial's module
     args = parser.parse_args()
     if args.trial is not None:
-        print(json.dumps(trial(args.module, args.trial, args.samples, args.workers, args.standby)))
+        ir = args.ir_file.read_text()
+        print(json.dumps(trial(args.module, ir, args.trial, args.samples, args.workers, args.standby)))
         return
 
     versions = {"after": (sys.executable, args.standby)}
@@ -244,11 +252,14 @@ def main() -> None:
             f"(load {os.getloadavg()[0]:.1f})"
         )
     rows: dict[tuple[str, float], list[dict]] = {}
+    workdir = tempfile.TemporaryDirectory(prefix="serve_deadline_")
+    ir_file = Path(workdir.name) / f"{args.module}.ll"
+    ir_file.write_text(_workload(args.module))  # one module for both codes' trials
     for deadline_s in args.deadlines:
         for index in range(args.trials):
             order = list(versions) if index % 2 == 0 else list(reversed(versions))
             for label in order:
-                row = _run_trial(versions[label][0], deadline_s, versions[label][1], args)
+                row = _run_trial(versions[label][0], deadline_s, versions[label][1], ir_file, args)
                 rows.setdefault((label, deadline_s), []).append(row)
                 load = os.getloadavg()[0]
                 print(f"  {label} deadline {deadline_s:g} s: {json.dumps(row)} (load {load:.1f})", flush=True)

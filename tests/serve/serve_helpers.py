@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from optserve.config import Settings
+from optserve.corpus import slow_inputs
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "serve"
 TOKEN = "test-token-7f3a"
@@ -60,42 +61,15 @@ def service_settings(model_dir: Path, **serve_fields) -> Settings:
 
 def slow_module() -> str:
     """A valid module just under the size limit that -Oz needs about two seconds for."""
-    import random
-
-    from optserve.passlm.tiny_model import synthetic_function
-
-    rng = random.Random(0)
-    module = "\n".join(synthetic_function(rng, f"f{i}") for i in range(1200))
+    module = slow_inputs.slow_module()
     assert len(module) < MAX_IR_BYTES
     return module
 
 
 def slow_candidates_module(loops: int = 600) -> str:
-    """One C function of `loops` loops as -O0 IR (1.3 MB at 600). Its candidates compile for seconds each
-    (-Oz ~15 s, -O3 and -O2 ~5 s here, 2 shared cores), where slow_module's take 1-3 s: a deadline cuts
-    them mid-compile with seconds of work left."""
-    lines = ["float heavy(float *a, float *b, int n) {", "  float s = 0;"]
-    lines += [
-        f"  for (int i = 0; i < n; i++) {{ a[i] = a[i] * {k + 1}.5f + b[(i * {k % 7 + 1}) % n];"
-        f" s += a[i] / (b[i] + {k}.0f); }}"
-        for k in range(loops)
-    ]
-    source = "\n".join([*lines, "  return s;", "}"]) + "\n"
-    command = [
-        "clang-19",
-        "-O0",
-        "-Xclang",
-        "-disable-O0-optnone",
-        "-emit-llvm",
-        "-S",
-        "-w",
-        "-x",
-        "c",
-        "-o",
-        "-",
-        "-",
-    ]
-    module = subprocess.run(command, input=source, capture_output=True, text=True, check=True).stdout
+    """One function whose candidates compile for seconds each (`corpus.slow_inputs.slow_candidates_module`),
+    under the size limit."""
+    module = slow_inputs.slow_candidates_module(loops)
     assert len(module) < MAX_IR_BYTES
     return module
 
