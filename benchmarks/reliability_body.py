@@ -18,16 +18,12 @@ import argparse
 import json
 import select
 import socket
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from benchmarks.reliability_common import machine, utc_now, write_section  # noqa: E402
+from reliability_common import REPO, machine, utc_now, write_section
 
 RUNS = REPO / "runs" / "reliability_body"
 CHUNK = b"a" * (1 << 20)

@@ -38,7 +38,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.append(str(REPO))  # after PYTHONPATH: the lent host maps `optserve` there
-sys.path.insert(0, str(REPO / "benchmarks"))
 
 from tests.reliability import bitcode_mutations  # noqa: E402
 from tests.reliability.fuzz_isolation import Isolated, Outcome, shrink  # noqa: E402

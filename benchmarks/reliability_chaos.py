@@ -43,9 +43,7 @@ from collections import Counter
 from pathlib import Path
 
 import psutil
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from reliability_common import REPO, machine, utc_now, write_section  # noqa: E402
+from reliability_common import REPO, machine, utc_now, write_section
 
 sys.path.insert(0, str(REPO))
 from tests.serve.serve_helpers import TOKEN, build_tiny_model, replica_pids, service_settings  # noqa: E402

@@ -22,8 +22,7 @@ import time
 import traceback
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from reliability_common import REPO, machine, utc_now, write_section  # noqa: E402
+from reliability_common import REPO, machine, utc_now, write_section
 
 TARGETS = ("ir", "pass_list", "loop_nest")
 OUT = REPO / "runs" / "reliability_fuzz"

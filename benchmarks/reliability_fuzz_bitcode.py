@@ -23,10 +23,8 @@ import os
 import random
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from reliability_common import REPO, machine, utc_now, write_section  # noqa: E402
+from reliability_common import REPO, machine, utc_now, write_section
 
 sys.path.insert(0, str(REPO))
 from tests.reliability import bitcode_mutations, fuzz_targets  # noqa: E402

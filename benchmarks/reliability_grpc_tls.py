@@ -19,17 +19,13 @@ import statistics
 import sys
 import time
 from collections import Counter
-from pathlib import Path
 
 import grpc
+from reliability_common import REPO, machine, utc_now, write_section
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from reliability_common import REPO, machine, utc_now, write_section  # noqa: E402
-
-sys.path.insert(0, str(REPO / "tests" / "serve"))
-sys.path.insert(0, str(REPO / "tests" / "reliability"))
-from conftest import make_self_signed_cert  # noqa: E402
-from serve_helpers import TOKEN, build_tiny_model, service_settings  # noqa: E402
+sys.path.insert(0, str(REPO))
+from tests.reliability.conftest import make_self_signed_cert  # noqa: E402
+from tests.serve.serve_helpers import TOKEN, build_tiny_model, service_settings  # noqa: E402
 
 OUT = REPO / "runs" / "reliability_grpc_tls"
 HTTP_PORT, GRPC_PORT, GRPC_TLS_PORT = 48100, 49100, 49543

@@ -30,9 +30,7 @@ from pathlib import Path
 
 import httpx
 import psutil
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from reliability_common import REPO, machine, utc_now, write_section  # noqa: E402
+from reliability_common import REPO, machine, utc_now, write_section
 
 sys.path.insert(0, str(REPO))
 from tests.reliability.polling import poll  # noqa: E402

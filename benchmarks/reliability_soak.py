@@ -22,9 +22,7 @@ from collections import Counter
 from pathlib import Path
 
 import psutil
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from reliability_common import REPO, machine, utc_now, write_section  # noqa: E402
+from reliability_common import REPO, machine, utc_now, write_section
 
 sys.path.insert(0, str(REPO / "tests" / "serve"))
 from serve_helpers import MAX_ONGOING, MAX_QUEUED, TOKEN, build_tiny_model, service_settings  # noqa: E402
