@@ -9,7 +9,9 @@ What the service asks of the compiler, all through this seam:
   (compiler/function_lists.py), under an `Objective` (compiler/cost.py); one `Evaluation` each;
 - run one of the compiler's functions where LLVM may crash (`run_async`): the intake's parse and verify
   (`compiler.ir.parse_ir`), the splits (`compiler.ir.split_functions`, `compiler.function_lists.split_unit`),
-  and the tuning store's keys and toolchain (`tuning.unit_keys.unit_keys`, `tuning.keys.current_toolchain`).
+  and the tuning store's keys and toolchain (`tuning.unit_keys.unit_keys`, `tuning.keys.current_toolchain`);
+- read why an Evaluation failed: LLVM refused the input (`llvm_failure`), the worker was killed from outside
+  (`killed_from_outside`), or the deadline came first (`cut_by_deadline`).
 
 This module loads no LLVM: the ingress holds these types (tests/contracts/test_ingress_loads_no_llvm.py).
 """
@@ -58,6 +60,34 @@ class Evaluation:
     @property
     def ok(self) -> bool:
         return self.error is None
+
+
+# A crashed candidate's error ends with what LLVM wrote on the worker's stderr before it ended, after this.
+LLVM_SAYS = "LLVM said: "
+
+
+def llvm_failure(evaluation: Evaluation) -> str | None:
+    """LLVM's own message when LLVM itself refused or aborted on this candidate's module: an error it raised
+    (outcome "error"), or a worker it ended with an error or a failed assertion on stderr. That is a failure
+    of the input, which the same request would meet again (the service answers it INVALID_ARGUMENT). None
+    otherwise: success, a worker killed from outside or with nothing said, a timeout, a deadline."""
+    if evaluation.outcome is Outcome.ERROR:
+        return evaluation.error
+    if evaluation.outcome is Outcome.CRASH and LLVM_SAYS in evaluation.error:
+        return evaluation.error.split(LLVM_SAYS, 1)[1]
+    return None
+
+
+def killed_from_outside(evaluation: Evaluation) -> bool:
+    """Whether this candidate's worker was SIGKILLed with nothing said by LLVM: an operator, the memory
+    limit's enforcer, a replica going down; not the input's fault, and a retry may well succeed."""
+    error = evaluation.error or ""
+    return evaluation.outcome is Outcome.CRASH and "SIGKILL" in error and LLVM_SAYS not in error
+
+
+def cut_by_deadline(evaluations: Sequence[Evaluation]) -> bool:
+    """Whether the call's deadline left any of these candidates unmeasured."""
+    return any(e.outcome is Outcome.DEADLINE for e in evaluations)
 
 
 class WorkerCrashedError(RuntimeError):

@@ -20,9 +20,8 @@ from dataclasses import dataclass
 
 from optserve.compiler.cost import Objective
 from optserve.compiler.function_lists import FunctionLists, UnitParts, split_unit
-from optserve.compiler.interface import CandidateCompiler, Evaluation
+from optserve.compiler.interface import CandidateCompiler, Evaluation, cut_by_deadline
 from optserve.compiler.passes import PassListError, validate_pass_list
-from optserve.compiler.workers import cut_by_deadline
 from optserve.deadline import Deadline, StoppedError
 
 # Passes appended to a function's best list in one round of local search (chosen before measuring: cheap

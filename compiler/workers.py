@@ -57,7 +57,13 @@ from typing import Any, TypeVar
 
 from optserve.compiler.cost import Objective
 from optserve.compiler.function_lists import FunctionLists, apply_function_lists
-from optserve.compiler.interface import CandidateCompiler, Evaluation, Outcome, WorkerCrashedError
+from optserve.compiler.interface import (
+    LLVM_SAYS,
+    CandidateCompiler,
+    Evaluation,
+    Outcome,
+    WorkerCrashedError,
+)
 from optserve.compiler.pipeline import evaluate
 from optserve.deadline import Deadline, StoppedError
 
@@ -79,34 +85,6 @@ DEADLINE_STOPPED = f"{DEADLINE_PASSED}: stopped while compiling"
 _ASSERTION = re.compile(r"(?P<file>[\w.+-]+\.(?:cpp|h|c|inc)):\d+: .*Assertion `(?P<condition>.*)' failed")
 # How often a call whose caller may give up checks for it while its candidates compile.
 GIVEN_UP_POLL_S = 0.05
-
-
-# A crashed candidate's error ends with what LLVM wrote on the worker's stderr before it ended, after this.
-LLVM_SAYS = "LLVM said: "
-
-
-def llvm_failure(evaluation: Evaluation) -> str | None:
-    """LLVM's own message when LLVM itself refused or aborted on this candidate's module: an error it raised
-    (outcome "error"), or a worker it ended with an error or a failed assertion on stderr. That is a failure
-    of the input, which the same request would meet again (the service answers it INVALID_ARGUMENT). None
-    otherwise: success, a worker killed from outside or with nothing said, a timeout, a deadline."""
-    if evaluation.outcome is Outcome.ERROR:
-        return evaluation.error
-    if evaluation.outcome is Outcome.CRASH and LLVM_SAYS in evaluation.error:
-        return evaluation.error.split(LLVM_SAYS, 1)[1]
-    return None
-
-
-def killed_from_outside(evaluation: Evaluation) -> bool:
-    """Whether this candidate's worker was SIGKILLed with nothing said by LLVM: an operator, the memory
-    limit's enforcer, a replica going down; not the input's fault, and a retry may well succeed."""
-    error = evaluation.error or ""
-    return evaluation.outcome is Outcome.CRASH and "SIGKILL" in error and LLVM_SAYS not in error
-
-
-def cut_by_deadline(evaluations: Sequence[Evaluation]) -> bool:
-    """Whether the call's deadline left any of these candidates unmeasured."""
-    return any(e.outcome is Outcome.DEADLINE for e in evaluations)
 
 
 class PoolBrokenError(RuntimeError):

@@ -34,12 +34,19 @@ from typing import TYPE_CHECKING
 
 from optserve.compiler.cache import ResultCache, ir_digest
 from optserve.compiler.function_lists import FunctionLists, UnitParts, defined_function_count
-from optserve.compiler.interface import CandidateCompiler, Evaluation, Outcome, WorkerCrashedError
+from optserve.compiler.interface import (
+    CandidateCompiler,
+    Evaluation,
+    Outcome,
+    WorkerCrashedError,
+    cut_by_deadline,
+    killed_from_outside,
+    llvm_failure,
+)
 from optserve.compiler.ir import IRError, parse_ir, split_functions
 from optserve.compiler.passes import format_pass_list, to_opt_pipeline
 from optserve.compiler.pipeline import OZ
 from optserve.compiler.unit_search import search_function_lists
-from optserve.compiler.workers import cut_by_deadline, killed_from_outside, llvm_failure
 from optserve.config import Settings
 from optserve.deadline import BACKEND_GRACE_S, Deadline, StoppedError, exceeded
 from optserve.engine.coreset import Coreset

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from optserve.compiler import workers
-from optserve.compiler.interface import Outcome, WorkerCrashedError
+from optserve.compiler.interface import Outcome, WorkerCrashedError, llvm_failure
 from optserve.compiler.pipeline import evaluate
 from optserve.compiler.workers import CompilerPool, PoolBrokenError
 from optserve.deadline import Deadline, StoppedError
@@ -389,10 +389,10 @@ def test_llvm_failing_on_the_module_is_told_from_other_failures(pool, c_ir):
     (refused,) = pool.evaluate(bad_asm, [("-Oz",)], "text_size")
     (fine,) = pool.evaluate(c_ir["structs"], [("-Oz",)], "text_size")
     assert "was killed by SIGABRT" in aborted.error
-    assert "Iterative simplification didn't converge!" in workers.llvm_failure(aborted)
-    assert "SimplifyCFGPass.cpp" in workers.llvm_failure(aborted)
-    assert "invalid instruction mnemonic 'notaninstruction'" in workers.llvm_failure(refused)
-    assert workers.llvm_failure(fine) is None
+    assert "Iterative simplification didn't converge!" in llvm_failure(aborted)
+    assert "SimplifyCFGPass.cpp" in llvm_failure(aborted)
+    assert "invalid instruction mnemonic 'notaninstruction'" in llvm_failure(refused)
+    assert llvm_failure(fine) is None
 
 
 def test_a_worker_killed_from_outside_is_no_llvm_failure(c_ir, heavy_ir):
@@ -406,7 +406,7 @@ def test_a_worker_killed_from_outside_is_no_llvm_failure(c_ir, heavy_ir):
         os.kill(single.busy_worker_pids()[0], signal.SIGKILL)
         thread.join(timeout=120)
         (killed,) = outcome["results"]
-        assert "was killed by SIGKILL" in killed.error and workers.llvm_failure(killed) is None
+        assert "was killed by SIGKILL" in killed.error and llvm_failure(killed) is None
 
 
 def test_a_job_runs_in_a_worker_and_gives_back_its_value_or_its_error(pool, c_ir):
