@@ -40,9 +40,11 @@ def register(subparsers) -> None:
 def _generate(args: argparse.Namespace) -> int:
     import asyncio
     import time
+    from dataclasses import replace
 
     from optserve.compiler.ir import parse_ir
     from optserve.config import load_settings
+    from optserve.deadline import Deadline
     from optserve.engine.engine import ModelEngine
     from optserve.engine.interface import SamplingOptions
 
@@ -57,7 +59,6 @@ def _generate(args: argparse.Namespace) -> int:
         temperature=args.temperature,
         top_p=args.top_p,
         seed=args.seed,
-        deadline_s=args.deadline,
         objective=args.objective,
     )
 
@@ -66,7 +67,8 @@ def _generate(args: argparse.Namespace) -> int:
         try:
             started = time.perf_counter()
             ir = parse_ir(args.ir_file.read_bytes(), all_settings.compiler.max_ir_bytes)  # LLVM's text
-            generation = await engine.generate(ir, options)
+            deadline = Deadline.after(args.deadline) if args.deadline else None  # the generation's budget
+            generation = await engine.generate(ir, replace(options, deadline=deadline))
             return generation, time.perf_counter() - started
         finally:
             await engine.close()

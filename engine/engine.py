@@ -9,12 +9,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import time
 from collections.abc import Hashable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from optserve.deadline import Deadline
 from optserve.engine.backend import Decoder, DecodeRequest
 from optserve.engine.grammar import TokenGrammar
 from optserve.engine.interface import Candidate, Generation, PromptTooLongError, SamplingOptions, Strategy
@@ -112,8 +110,7 @@ class ModelEngine:
         return tuple(prompt_ids)
 
     async def generate(self, ir: str, options: SamplingOptions, feedback: str | None = None) -> Generation:
-        started = time.monotonic()
-        deadline = Deadline(started + options.deadline_s) if options.deadline_s is not None else None
+        deadline = options.deadline
         # Ranking a fixed set of lists skips the predicted costs: each branch would decode them, and such a
         # search expands many branches (one list, many spellings: sampling.PriorityOptions).
         grammar = self.grammar(options.predict_costs and not options.allowed_lists, options.allowed_lists)

@@ -131,10 +131,10 @@ async def generate_with_feedback(
         round_options = options if round_index == 0 or feedback_options is None else feedback_options
         started = time.monotonic()
         if deadline is not None:
-            if deadline.at - started <= 0:
+            if deadline.passed():
                 result.deadline_hit = True
                 break
-            round_options = replace(round_options, deadline_s=deadline.at - started)
+            round_options = replace(round_options, deadline=deadline)
         try:
             sampling = engine.generate(ir, round_options, feedback)
             generation = await (

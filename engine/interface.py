@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
+from optserve.deadline import Deadline
 from optserve.strategies import ServedStrategy
 
 
@@ -33,7 +34,10 @@ class SamplingOptions:
     temperature: float = 1.0  # nucleus only
     top_p: float = 1.0  # nucleus only
     seed: int = 0  # nucleus only; priority sampling needs none
-    deadline_s: float | None = None  # wall-clock budget; return what was found when it runs out
+    # When to return what was found: an instant of this process's clock, so time spent before the engine
+    # starts (queued at its replica) counts. Crossing a process it travels as wall-clock time
+    # (serve/replicas/handles.py EngineClient, deployments.py PassOrderingEngine).
+    deadline: Deadline | None = None
     predict_costs: bool = True  # also decode the instruction counts the model predicts, if it writes them
     objective: str | None = None  # what the candidates are for, if the model's prompt names it (profile)
     # Only these pass lists (e.g. the coreset's): the strategy then ranks them by the model's probability
@@ -48,7 +52,6 @@ class SamplingOptions:
             "parallel must be >= 1": self.parallel >= 1,
             "temperature must be > 0": self.temperature > 0,
             "top_p must be in (0, 1]": 0 < self.top_p <= 1,
-            "deadline_s must be > 0": self.deadline_s is None or self.deadline_s > 0,
             "allowed_lists must not be empty": self.allowed_lists is None or len(self.allowed_lists) > 0,
         }
         for message, ok in checks.items():

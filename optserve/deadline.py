@@ -39,6 +39,11 @@ BACKEND_GRACE_S = 0.25
 # started near the end of its limit may run 20% past it (policies/scheduler.py), the chosen schedule's compile
 # (and IR) follows, and a replica's first Schedule also measures the core's peak GFLOPS (~0.3 s here).
 SEARCH_SHARE = 2 / 3
+# The search time of a Schedule that names none (`time_limit_s` 0), at most looptune.search_time_limit_s.
+SCHEDULE_TIME_LIMIT_S = 10.0
+# How long the ingress waits for the engine's metadata (serve/replicas/handles.py): a running engine answers
+# at once, so no answer in this time means no replica (starting or being replaced): UNAVAILABLE.
+ENGINE_ANSWER_TIMEOUT_S = 5.0
 # grpc.aio reports "no deadline" as a remaining time this large, or none at all.
 NO_DEADLINE_S = 1e8
 

@@ -35,6 +35,7 @@ class Generated:
 
 
 async def generate(engine, ir: str, method: Method, config: EvalConfig, samples: int) -> Generated:
+    from optserve.deadline import Deadline
     from optserve.engine.interface import PromptTooLongError, SamplingOptions
 
     options = SamplingOptions(
@@ -45,7 +46,7 @@ async def generate(engine, ir: str, method: Method, config: EvalConfig, samples:
         temperature=method.temperature,
         top_p=config.top_p,
         seed=config.seed,
-        deadline_s=config.deadline_s,
+        deadline=None if config.deadline_s is None else Deadline.after(config.deadline_s),
         objective=config.objective,
         allowed_lists=coreset_of(config).first(config.objective, 100) if method.kind == "ranked" else None,
     )

@@ -693,7 +693,7 @@ class Optimizer:
             sampled.deadline_hit = True
         elif engine.unit_function_prompts:
             try:
-                options = replace(_sampling_options(request, self.coreset), deadline_s=deadline.at - started)
+                options = replace(_sampling_options(request, self.coreset), deadline=deadline)
                 found = await unit_lists(
                     ir, generate, options, engine.unit_function_prompts, self._split_functions(deadline)
                 )
@@ -772,7 +772,7 @@ class Optimizer:
 
 
 def _sampling_options(request: schemas.OptimizeRequest, coreset: Coreset) -> SamplingOptions:
-    """The engine's options for the request; each generation gets the time left as its `deadline_s`."""
+    """The engine's options for the request; each generation is given the request's deadline."""
     ranked = request.strategy == ServedStrategy.RANKED_CORESET  # priority sampling over the coreset's lists
     return SamplingOptions(
         strategy=Strategy.PRIORITY if ranked else Strategy(request.strategy),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ray import serve
@@ -42,9 +43,16 @@ class PassOrderingEngine:
         metrics.recorder(*metrics.ENGINE).set(metrics.ENGINE_PENDING, 0)
 
     async def generate(
-        self, ir: str, options: SamplingOptions, feedback: str | None, trace: dict | None = None
+        self,
+        ir: str,
+        options: SamplingOptions,
+        feedback: str | None,
+        wall_deadline: float | None = None,
+        trace: dict | None = None,
     ) -> Generation:
-        """The model's candidates; `trace`: the caller's span (serve/observability/tracing.py carrier)."""
+        """The model's candidates by `wall_deadline` (wall-clock time: optserve/deadline.py; time queued
+        here counts against it); `trace`: the caller's span (serve/observability/tracing.py carrier)."""
+        options = replace(options, deadline=from_wall_time(wall_deadline))
         recorder = metrics.recorder(*metrics.ENGINE)
         outcome = "error"
         self.pending += 1

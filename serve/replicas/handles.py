@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TypeVar
 
 from ray.serve.exceptions import BackPressureError
@@ -20,7 +21,7 @@ from ray.serve.handle import DeploymentHandle
 from optserve.compiler.cost import Objective
 from optserve.compiler.function_lists import FunctionLists
 from optserve.compiler.interface import CandidateCompiler, Evaluation
-from optserve.deadline import Deadline, as_wall_time
+from optserve.deadline import ENGINE_ANSWER_TIMEOUT_S, Deadline, as_wall_time
 from optserve.engine.interface import Generation, PromptTooLongError, SamplingOptions
 from optserve.serve import schemas
 from optserve.serve.errors import unavailable
@@ -28,9 +29,6 @@ from optserve.serve.observability import tracing
 from optserve.serve.replicas.ray_errors import call
 
 T = TypeVar("T")
-
-# How long the ingress waits for the engine's metadata: it answers at once unless no replica is running.
-ENGINE_ANSWER_TIMEOUT_S = 5.0
 
 
 class EngineClient:
@@ -48,8 +46,12 @@ class EngineClient:
         self._ready_metadata: schemas.ModelMetadata | None = None
 
     async def generate(self, ir: str, options: SamplingOptions, feedback: str | None = None) -> Generation:
+        """The engine's candidates; the options' deadline travels as wall-clock time (the replica may be
+        another process on another host), so time queued at the engine counts against it."""
+        wall_deadline = as_wall_time(options.deadline)
+        sent = replace(options, deadline=None)  # a monotonic instant means nothing in the replica
         try:
-            return await call(self.handle, "generate", ir, options, feedback, tracing.carrier())
+            return await call(self.handle, "generate", ir, sent, feedback, wall_deadline, tracing.carrier())
         except (PromptTooLongError, BackPressureError):  # the input's fault; a busy engine
             raise
         except Exception:

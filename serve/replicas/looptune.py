@@ -10,14 +10,13 @@ for a gRPC call, by the call's deadline: the search's time limit is cut so that 
 from __future__ import annotations
 
 from optserve.config import Settings
-from optserve.deadline import SEARCH_SHARE, Deadline
+from optserve.deadline import SCHEDULE_TIME_LIMIT_S, SEARCH_SHARE, Deadline
 from optserve.kernels.spec import LoopNestSpec, SpecError
 from optserve.policies.methods import SearchMethod
 from optserve.serve import schemas
 from optserve.serve.errors import ErrorKind, ServiceError, invalid
 
 DEFAULT_METHOD = SearchMethod.POLICY_TILES  # learned tile cover + the Q-policy, within the polish budget
-DEFAULT_TIME_LIMIT_S = 10.0
 
 
 def time_limit_within(asked_s: float, deadline: Deadline | None, max_s: float) -> float:
@@ -40,7 +39,7 @@ def schedule(
     from optserve.policies.scheduler import schedule_nest
 
     limits = settings.looptune
-    asked_s = request.time_limit_s or min(DEFAULT_TIME_LIMIT_S, limits.search_time_limit_s)
+    asked_s = request.time_limit_s or min(SCHEDULE_TIME_LIMIT_S, limits.search_time_limit_s)
     time_limit_s = time_limit_within(asked_s, deadline, limits.search_time_limit_s)
     method = request.method or DEFAULT_METHOD
     try:

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from optserve.compiler.passes import META_FLAGS, PASS_NAMES, validate_pass_list
+from optserve.deadline import Deadline
 from optserve.engine.engine import PromptTooLongError
 from optserve.engine.interface import SamplingOptions, Strategy
 from optserve.passlm.tiny_model import synthetic_function
@@ -105,7 +106,7 @@ def test_nucleus_sampling_is_seeded_and_deduplicated(torch_engine, sample_ir):
 
 
 def test_a_deadline_that_passes_at_once_ends_the_search(torch_engine, sample_ir):
-    options = SamplingOptions(strategy=Strategy.PRIORITY, samples=200, deadline_s=1e-4)
+    options = SamplingOptions(strategy=Strategy.PRIORITY, samples=200, deadline=Deadline.after(1e-4))
     generation = run(torch_engine.generate(sample_ir, options))
     assert generation.deadline_hit and len(generation.candidates) < 200
 

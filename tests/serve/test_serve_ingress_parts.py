@@ -17,7 +17,7 @@ from ray.serve.exceptions import BackPressureError
 from starlette.exceptions import HTTPException
 
 from optserve.deadline import Deadline
-from optserve.engine.interface import PromptTooLongError
+from optserve.engine.interface import Generation, PromptTooLongError, SamplingOptions
 from optserve.serve import schemas
 from optserve.serve.edges.http_app import kserve_model, named_model, readiness_response
 from optserve.serve.errors import ErrorKind, ServiceError, unavailable
@@ -72,12 +72,12 @@ def test_a_failed_engine_call_forgets_the_ready_metadata_but_a_too_long_prompt_d
     engine = EngineClient(handle)
     asyncio.run(engine.metadata())
     with pytest.raises(PromptTooLongError):
-        asyncio.run(engine.generate("ir", None))
+        asyncio.run(engine.generate("ir", SamplingOptions()))
     asyncio.run(engine.metadata())
     assert handle.metadata.calls == 1  # still known
     handle.generate.answer = _from_replica(unavailable("the engine died"))
     with pytest.raises(ServiceError):
-        asyncio.run(engine.generate("ir", None))
+        asyncio.run(engine.generate("ir", SamplingOptions()))
     asyncio.run(engine.metadata())
     assert handle.metadata.calls == 2  # asked again
 
@@ -92,7 +92,7 @@ def test_a_busy_engine_stays_ready_its_known_metadata_answers_health_meanwhile()
                    ("PassOrderingEngine", "CompilerWorkers", "LoopTuneScheduler")}  # fmt: skip
     assert asyncio.run(readiness(deployments, engine))["model"] == READY
     with pytest.raises(BackPressureError):
-        asyncio.run(engine.generate("ir", None))
+        asyncio.run(engine.generate("ir", SamplingOptions()))
     handle.metadata.answer = busy
     assert asyncio.run(readiness(deployments, engine))["model"] == READY  # the kept metadata answered
     assert handle.metadata.calls == 2
@@ -290,6 +290,29 @@ def test_the_compiler_client_sends_the_deadline_as_wall_clock_time_and_the_repli
     assert wall_deadline == pytest.approx(time.time() + 7.0, abs=0.5) and no_deadline is None
     assert trace is None  # traces off: no trace context is sent
     assert Deadline.from_wall(wall_deadline).at == pytest.approx(deadline.at, abs=0.01)
+
+
+def test_the_engine_client_sends_the_deadline_as_wall_clock_time_and_the_replica_reads_it_back():
+    """The engine's options carry the request's deadline as an instant of this process; the handle sends it
+    as wall-clock time, so time queued at the engine replica counts against it."""
+    from optserve.serve.replicas.deployments import PassOrderingEngine
+
+    handle = _handle(generate=None)
+    deadline = Deadline.after(7.0)
+    asyncio.run(EngineClient(handle).generate("ir", SamplingOptions(deadline=deadline)))
+    asyncio.run(EngineClient(handle).generate("ir", SamplingOptions()))
+    (_, sent, _, wall_deadline, _), (*_, no_deadline, _) = handle.generate.sent  # then the trace context
+    assert sent.deadline is None  # never a monotonic instant of another process
+    assert wall_deadline == pytest.approx(time.time() + 7.0, abs=0.5) and no_deadline is None
+
+    class _Host:  # the replica's engine host, recording the options it is given
+        async def generate(self, ir, options, feedback):
+            self.options = options
+            return Generation((), "m", tokens_computed=0)
+
+    replica = SimpleNamespace(host=_Host(), pending=0)
+    asyncio.run(PassOrderingEngine.func_or_class.generate(replica, "ir", sent, None, wall_deadline))
+    assert replica.host.options.deadline.at == pytest.approx(deadline.at, abs=0.01)
 
 
 def test_the_call_s_deadline_cuts_a_schedule_search_to_what_the_call_leaves():
