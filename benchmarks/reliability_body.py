@@ -18,12 +18,15 @@ import argparse
 import json
 import select
 import socket
+import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
 from reliability_common import REPO, machine, utc_now, write_section
+
+sys.path.insert(0, str(REPO))  # main() builds the tests' tiny model (tests/serve/serve_helpers.py)
 
 RUNS = REPO / "runs" / "reliability_body"
 CHUNK = b"a" * (1 << 20)
