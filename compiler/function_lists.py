@@ -142,7 +142,7 @@ def _split(module, stop: Stop | None) -> UnitParts:
     comdats = [line for line in lines if line.startswith("$")]
     module_asm = [line for line in lines if line.startswith("module asm ")]
     attribute_groups = [line for line in lines if line.startswith("attributes #")]
-    metadata = [line for line in lines if line.startswith("!")]
+    metadata = _Metadata([line for line in lines if line.startswith("!")])
 
     functions = {function.name: function for function in module.functions}
     variables = {variable.name: variable for variable in module.global_variables}
@@ -160,7 +160,7 @@ def _split(module, stop: Stop | None) -> UnitParts:
     shell += [_external(variable_texts[name]) for name in variables]
     # Helpers are not declared: their one copy, in their caller's module, keeps its name when linked.
     shell += [_declaration(function) for name, function in functions.items() if name not in helpers]
-    shell_text = "\n".join([*shell, *attribute_groups, *metadata]) + "\n"
+    shell_text = "\n".join([*shell, *attribute_groups, *metadata.needed_by(shell)]) + "\n"
 
     parts = {}
     for root, members in groups.items():
@@ -173,10 +173,56 @@ def _split(module, stop: Stop | None) -> UnitParts:
         text += [_for_function_module(variables[v], variable_texts[v]) for v in needed_variables]
         text += [_declaration(functions[f]) for f in needed_functions if f not in members]
         text += [_external_definition(definitions[root]), *(definitions[m] for m in members[1:])]
-        text += [*attribute_groups, *metadata]
-        parts[root] = _printed(parse_module("\n".join(text) + "\n"))
+        text += [*attribute_groups, *metadata.needed_by(text)]
+        parts[root] = _printed(parse_module("\n".join(text) + "\n", printed_here=True))
     members = {root: groups[root] for root in parts}
-    return UnitParts(_printed(parse_module(shell_text)), parts, members, local_linkage)
+    return UnitParts(_printed(parse_module(shell_text, printed_here=True)), parts, members, local_linkage)
+
+
+class _Metadata:
+    """A unit's metadata lines, and for a part of it the ones that part reaches: the named nodes (module
+    flags, the compile unit) and every numbered node reachable from them or from the part's text. LLVM
+    prints only the metadata a module reaches, so a part's module is the same with these lines as with
+    all of them; with debug info (most of a -g unit's text) it parses in a fraction of the time."""
+
+    _NUMBERED = re.compile(r"!(\d+) = ")
+    _REFERENCE = re.compile(r"!(\d+)")
+
+    def __init__(self, lines: list[str]):
+        self.named: list[str] = []
+        self.numbered: dict[str, tuple[int, str]] = {}  # number -> (position, line)
+        for position, line in enumerate(lines):
+            found = self._NUMBERED.match(line)
+            if found:
+                self.numbered[found.group(1)] = (position, line)
+            else:
+                self.named.append(line)
+        self._references: dict[str, list[str]] = {}
+        self._from_named = self._reached(
+            [r for line in self.named for r in self._REFERENCE.findall(line)], set()
+        )
+
+    def needed_by(self, text: list[str]) -> list[str]:
+        """The named lines and the numbered lines `text` and they reach, in the unit's order."""
+        pending = [r for line in text for r in self._REFERENCE.findall(line)]
+        reached = self._reached(pending, set(self._from_named))
+        lines = sorted(self.numbered[n] for n in reached)
+        return [*self.named, *(line for _, line in lines)]
+
+    def _reached(self, pending: list[str], reached: set[str]) -> set[str]:
+        while pending:
+            number = pending.pop()
+            if number in reached or number not in self.numbered:
+                continue
+            reached.add(number)
+            pending.extend(self._refers_to(number))
+        return reached
+
+    def _refers_to(self, number: str) -> list[str]:
+        if number not in self._references:
+            line = self.numbered[number][1]
+            self._references[number] = self._REFERENCE.findall(line, line.index("=") + 1)
+        return self._references[number]
 
 
 def _printed(module) -> str:
@@ -341,7 +387,7 @@ def apply_function_lists(
         own = function_lists.own(list(parts.functions))
         optimized = {}
         for name in own:
-            module = parse_module(parts.functions[name])
+            module = parse_module(parts.functions[name], printed_here=True)
             optimize_module(module, function_lists.for_function(name))
             optimized[name] = str(module)
             module.close()

@@ -46,11 +46,14 @@ def check_stop(stop: Stop | None, what: str) -> None:
         raise StoppedError(f"stopped while {what}")
 
 
-def parse_module(ir: str) -> llvm.ModuleRef:
-    """Parse and verify IR text into a module of its own context; IRError says what is wrong and where."""
+def parse_module(ir: str, printed_here: bool = False) -> llvm.ModuleRef:
+    """Parse and verify IR text into a module of its own context; IRError says what is wrong and where.
+    `printed_here`: text this process made from a module that was parsed here (a unit's parts), which
+    nests no deeper than that module did: the nesting guard for a client's text is not run again."""
     import llvmlite.binding as llvm  # here, not at the top: see the module's docstring
 
-    _check_nesting(ir)
+    if not printed_here:
+        _check_nesting(ir)
     try:
         module = llvm.parse_assembly(ir, context=llvm.create_context())
     except RuntimeError as err:

@@ -226,3 +226,31 @@ def test_real_units_link_verify_and_keep_their_defined_symbols():
         assert kept <= names  # nothing renamed or duplicated (passes may only delete)
         assert all(f.linkage.name == linkage[f.name] for f in module.functions if f.name in kept)
         assert linked.cost == text_size(object_code(module))
+
+
+def test_a_debug_units_parts_carry_only_the_metadata_they_reach_and_split_as_with_all_of_it(monkeypatch):
+    """With -g most of a unit's text is debug metadata; each part is given the lines it reaches (the
+    split's `_Metadata`), and LLVM prints every part (and the shell) as when given every metadata line."""
+    from optserve.compiler import function_lists
+
+    ir = subprocess.run(
+        ["clang-19", "-g", *OPTCC_IR, str(PROGRAM), "-o", "-"], capture_output=True, text=True, check=True
+    ).stdout
+    given: list[int] = []
+    needed_by = function_lists._Metadata.needed_by
+
+    def counted(self, text):
+        lines = needed_by(self, text)
+        given.append(len(lines))
+        return lines
+
+    monkeypatch.setattr(function_lists._Metadata, "needed_by", counted)
+    parts = split_unit(ir)
+    every = sum(1 for line in ir.splitlines() if line.startswith("!"))
+    assert len(parts.functions) > 3 and max(given) < every  # the other functions' debug info left out
+    monkeypatch.setattr(
+        function_lists._Metadata,
+        "needed_by",
+        lambda self, text: [*self.named, *(line for _, line in sorted(self.numbered.values()))],
+    )
+    assert split_unit(ir) == parts
