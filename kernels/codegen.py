@@ -29,6 +29,7 @@ from optserve.kernels.packing import (
     COPY_WIDTH,
     PackedLayout,
     Panel,
+    channel_panel,
     channel_vector,
     pack_function_ir,
     packed_layout,
@@ -572,8 +573,19 @@ def schedule_panels(spec: LoopNestSpec, schedule: Schedule) -> tuple[Panel | Non
     to whole panels (every loop over the row index but the innermost covers whole register tiles: tiled
     schedules do); None elsewhere (where a row-packed input is transposed instead)."""
     panels: list[Panel | None] = [None, None]
-    if schedule.compute[-1].index != spec.output.dims[-1][0]:
-        return None, None  # packed_layout packs nothing along the reduction then (Schedule.check refuses it)
+    inner = schedule.compute[-1].index
+    if inner != spec.output.dims[-1][0]:
+        # NCHW's channels: the weights in panels of the register tile's channels where its loops keep them
+        # whole, else transposed (packing.channel_panel); nothing else is packed along the reduction then
+        # (Schedule.check refuses it)
+        if inner == channel_vector(spec) and whole_panels(schedule.compute, inner):
+            width = next(lp.size for lp in reversed(schedule.compute) if lp.index == inner)
+            panel = channel_panel(spec, width)
+            layout = packed_layout(spec, inner)
+            if panel is not None and layout is not None:
+                position = next(p for p, order in enumerate(layout.orders) if order is not None)
+                panels[position] = panel
+        return panels[0], panels[1]
     for position, tensor in enumerate(spec.inputs):
         if tensor.name not in schedule.pack:
             continue

@@ -46,6 +46,11 @@ from optserve.kernels.spec import LoopNestSpec
 PANEL_FLOATS = 2**18  # inputs larger than this (1 MiB: 512 x 512) are packed in panels (large_panels)
 PANEL_REUSE = 32  # reads of each element from which packing it pays (as policies/tiles.py PACK_REUSE)
 PANEL_ROWS = 8  # register tile rows from which the broadcast operand's panels pay
+# multiply-adds per accumulator from which a register tile gathered and scattered (NCHW's channels) pays
+# for its opening: its reduction block is at least this many steps of (c, r, s); a 1x1 convolution's tile
+# with a block of 4 channels spent more on its gathers than its FMAs (resnet conv4 1x1 reduce: 6 GFLOPS,
+# 79 with the whole reduction in the tile)
+GATHERED_STEPS = 64
 
 
 @dataclass(frozen=True)
@@ -131,13 +136,28 @@ def roles(spec: LoopNestSpec, pack: bool = True) -> Roles:
     else:  # nothing is contiguous everywhere: scalar code along the output's fastest index
         vector, partial = min(outputs, key=lambda i: (strides[0][i], -size[i])), False
 
-    def reuse(index: str) -> tuple[int, int, int]:
-        """Rows that reuse an input's vector (stride 0 in it) first, then the larger ones; on channels, of
-        equal size, the output's contiguous index (the broadcast image row's neighbours)."""
-        contiguous = bool(channel) and strides[0][index] == 1
-        return (any(s[index] == 0 for s in strides[1:]), size[index], contiguous)
+    others = [i for i in outputs if i != vector and size[i] > 1]
+    elements = [math.prod(spec.shape(t)) for t in spec.inputs]
 
-    candidates = sorted((i for i in outputs if i != vector and size[i] > 1), key=reuse, reverse=True)
+    def reread(index: str) -> int:
+        """Input elements read again by the output loops left outside the tile if `index` takes its rows:
+        each input once per element of those it does not read (an NCHW row layout: rows over the output
+        channel f re-read the weights once per image row y, 147 KB each for vgg conv1_2; rows over y would
+        re-read the whole 13 MB image once per channel)."""
+        outside = [i for i in others if i != index]
+        return sum(
+            count * math.prod(size[i] for i in outside if s[i] == 0)
+            for count, s in zip(elements, strides[1:], strict=True)
+        )
+
+    def reuse(index: str) -> tuple[int, int, int, int]:
+        """Rows that reuse an input's vector (stride 0 in it) first, then those that leave the least to read
+        again outside the tile (`reread`: the same for every matmul kind), then the larger ones; on
+        channels, of equal size, the output's contiguous index (the broadcast image row's neighbours)."""
+        contiguous = bool(channel) and strides[0][index] == 1
+        return (any(s[index] == 0 for s in strides[1:]), -reread(index), size[index], contiguous)
+
+    candidates = sorted(others, key=reuse, reverse=True)
     rows = tuple(candidates[: 2 if partial else 1])
     rest = [i for i in reductions if i != vector]
     reduction = max(rest, key=lambda i: size[i]) if rest else None
@@ -170,6 +190,9 @@ def tiled_schedule(spec: LoopNestSpec, template: TileTemplate, width: int) -> Sc
     k_levels = []
     if role.reduction:
         k_block = min(template.k_block or size[role.reduction], size[role.reduction])
+        if role.vector != spec.output.dims[-1][0] and role.vector == channel_vector(spec):
+            window = math.prod(size[i] for i in role.reductions)
+            k_block = min(max(k_block, -(-GATHERED_STEPS // window)), size[role.reduction])
         k_levels = _levels(role.reduction, size[role.reduction], [k_block])
     compute: list[Loop] = [Loop(i, size[i]) for i in role.outer]
     # cache blocks, outermost first; a level equal to the whole extent makes no loop

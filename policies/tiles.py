@@ -49,6 +49,11 @@ PACK_REUSE = 32  # reads of each packed element from which the decision measures
 # image rows from which an NCHW convolution's decision measures the row vectorized before the channels
 # (224: 89 vs 70 GFLOPS here; 28: 18 vs 88, its row is 16 + 8 + 4 floats)
 CHANNEL_ROW = 64
+# image rows below which it measures every cover template on channels before any on the image row (a row
+# of 7, 14 or 28 fills at most one 16-float vector and tails: on the lent Xeon the row twins lost on every
+# such layer, and interleaved they took half a decision's budget: resnet conv4 1x1 reduce never reached
+# the cover's last template, 8x2 at 100 GFLOPS here against 2x3's 51)
+CHANNEL_ONLY_ROW = 32
 
 
 def template_grid() -> list[TileTemplate]:
@@ -184,9 +189,11 @@ def policy_tiles(
         layouts.reverse()
     channel = channel_vector(evaluator.spec)
     if channel:  # NCHW: channels vectorized (packed) or the image row (unpacked), each template both ways
+        # (a narrow row: every template on channels first)
         row = evaluator.spec.size_of[evaluator.spec.output.dims[-1][0]]
-        pairs = zip(*(layouts[::-1] if row >= CHANNEL_ROW else layouts), strict=True)
-        layouts = [[template for pair in pairs for template in pair], []]
+        if row >= CHANNEL_ONLY_ROW:
+            pairs = zip(*(layouts[::-1] if row >= CHANNEL_ROW else layouts), strict=True)
+            layouts = [[template for pair in pairs for template in pair], []]
     policy_option = (tuple(visited.actions), visited.final.schedule)
     options = [((TILE_ACTION + name,), s) for name, s in candidates(evaluator, layouts[0], target)]
     if bundle.network.tile_actions:

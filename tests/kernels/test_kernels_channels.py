@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from optserve.kernels.codegen import Target, generate_ir, plan_schedule
+from optserve.kernels.codegen import Target, generate_ir, plan_schedule, schedule_panels, workspace_floats
 from optserve.kernels.jit import compile_ir
-from optserve.kernels.packing import channel_vector, packed_layout
+from optserve.kernels.packing import channel_panel, channel_vector, packed_layout
 from optserve.kernels.parallel import ParallelKernel, compile_parallel
 from optserve.kernels.schedule import Loop, Schedule
 from optserve.kernels.spec import LoopNestSpec
@@ -114,3 +114,40 @@ def test_the_channel_loop_runs_around_the_window_where_it_strides_a_plane():
     nhwc = LoopNestSpec.parse("O[n,y,x,f] += I[n,y+r,x+s,c] * W[r,s,c,f]", spec.size_of)
     assert not roles(nhwc).reduction_outside  # c is contiguous there: innermost
     assert [lp.index for lp in tiled_schedule(nhwc, TileTemplate(4, 2), 16).compute][-3] == "c"
+
+
+def test_the_weights_are_packed_in_panels_of_the_register_tiles_channels():
+    # W[f,c,r,s] copied as panels of nr channels (16 x 2: 32), c*r*s steps of 32 floats side by side, the
+    # last panel (45 = 32 + 13) padded; the tile streams one panel (BLIS's packed B)
+    spec = LoopNestSpec.parse(NCHW, SIZES[0])
+    schedule = tiled_schedule(spec, TileTemplate(4, 2), 16)
+    panels = schedule_panels(spec, schedule)
+    assert panels[0] is None and panels[1] == channel_panel(spec, 32)
+    panel = panels[1]
+    assert (panel.row, panel.width, panel.rows, panel.depth) == ("f", 32, 45, 5 * 3 * 3)
+    assert (panel.strides["c"], panel.strides["r"], panel.strides["s"]) == (9 * 32, 3 * 32, 32)
+    assert workspace_floats(spec, schedule) == (0, panel.size) and panel.size >= 64 * 45
+    unpacked = tiled_schedule(spec, TileTemplate(4, 2, pack=False), 16)  # the image row: no panels
+    assert schedule_panels(spec, unpacked) == (None, None)
+
+
+def test_a_gathered_tile_sums_at_least_gathered_steps_before_it_closes():
+    # a 1x1 window: a block of 4 channels would open (gather) and close (scatter) the tile every 4 FMAs;
+    # the block grows to GATHERED_STEPS channels, or to ceil(64 / 9) under a 3x3 window
+    from optserve.kernels.tiling import GATHERED_STEPS
+
+    for window, block in ((1, GATHERED_STEPS), (3, -(-GATHERED_STEPS // 9))):
+        sizes = {"n": 1, "f": 32, "c": 128, "y": 4, "x": 14, "r": window, "s": window}
+        spec = LoopNestSpec.parse(NCHW, sizes)
+        schedule = tiled_schedule(spec, TileTemplate(4, 1, k_block=4), 16)
+        assert [lp.size for lp in schedule.compute if lp.index == "c"] == [128 // block, block]
+        row = tiled_schedule(spec, TileTemplate(4, 1, k_block=4, pack=False), 16)  # no gathers: as asked
+        assert [lp.size for lp in row.compute if lp.index == "c"] == [32, 4]
+
+
+def test_the_image_row_layout_takes_the_rows_that_leave_least_to_read_again():
+    # rows over the image row y would leave the channel loop outside the tile, reading the whole image
+    # once per channel; rows over f read the weights once per image row (what the sub-problem timed too)
+    sizes = {"n": 1, "f": 64, "c": 64, "y": 224, "x": 224, "r": 3, "s": 3}
+    assert roles(LoopNestSpec.parse(NCHW, sizes), pack=False).rows == ("f",)
+    assert roles(LoopNestSpec.parse(NCHW, {**sizes, "y": 64, "x": 64}), pack=False).rows == ("f",)

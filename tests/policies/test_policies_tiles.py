@@ -280,3 +280,19 @@ def test_measuring_in_order_starts_no_option_with_less_than_half_its_mean_cost_l
     assert again.evaluations == 4 and now[0] <= 100.36 + 0.05
     late = Evaluator(MATMUL, costs_a_tenth)
     assert measure_in_order(late, options, deadline=0.0).gflops and late.evaluations == 1  # one always
+
+
+@pytest.mark.parametrize("x, channels_first", [(14, True), (40, False)])
+def test_a_narrow_image_row_measures_every_template_on_channels_first(monkeypatch, x, channels_first):
+    """NCHW with a 14-wide row: the whole cover on channels (f innermost) before any template on the row;
+    from 32 wide each template is measured both ways in turn."""
+    from optserve.config import LoopTuneSettings
+
+    measured = record_measured(monkeypatch)
+    sizes = {"n": 1, "f": 32, "c": 8, "y": 4, "x": x, "r": 1, "s": 1}
+    spec = LoopNestSpec.parse(KINDS["conv_nchw"], sizes)
+    schedule_nest(spec, "policy_tiles", time_limit_s=30.0, settings=LoopTuneSettings(polish_time_s=30.0))
+    cover = len(candidates(Evaluator(spec, more_loops_are_faster), load_cover(), host_target()))
+    inner = [s.compute[-1].index for s in measured]
+    assert set(inner[:cover]) == ({"f"} if channels_first else {"f", "x"})
+    assert {"f", "x"} <= set(inner)  # both layouts measured with time left
