@@ -10,7 +10,7 @@ from optserve.kernels.codegen import Target, generate_ir
 from optserve.kernels.jit import host_target
 from optserve.kernels.schedule import Schedule
 from optserve.kernels.spec import LoopNestSpec
-from optserve.kernels.tiling import TileTemplate
+from optserve.kernels.tiling import TileTemplate, tiled_schedule
 from optserve.looptune_training.suites import KINDS
 from optserve.policies.env import AgentState, Evaluator, apply_action
 from optserve.policies.scheduler import CUT_SLACK, schedule_nest
@@ -295,4 +295,6 @@ def test_a_narrow_image_row_measures_every_template_on_channels_first(monkeypatc
     cover = len(candidates(Evaluator(spec, more_loops_are_faster), load_cover(), host_target()))
     inner = [s.compute[-1].index for s in measured]
     assert set(inner[:cover]) == ({"f"} if channels_first else {"f", "x"})
+    widest_first = tiled_schedule(spec, load_cover()[-1], host_target().vector_widths[0])
+    assert widest_first.compute_key() in [s.compute_key() for s in measured[:2]]  # the cover reversed
     assert {"f", "x"} <= set(inner)  # both layouts measured with time left
