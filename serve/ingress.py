@@ -80,28 +80,32 @@ class Ingress:
 
     # --- HTTP ------------------------------------------------------------------------------------------
 
-    async def _http(self, operation: str, authorization: str | None, work):
+    def _http(self, operation: str, authorization: str | None):
+        """Check the caller's token; the operation's record (serve/edges/operations.py) to run its work in."""
         check_token(authorization, self.settings.serve.auth_token)
-        return await self.operations.record(operation, "http", work, tracing.http_caller_trace())
+        return self.operations.record(operation, "http", tracing.http_caller_trace())
 
     @api.post("/v1/optimize", response_model_exclude_none=True, responses=WORK_ERRORS)
     async def http_optimize(
         self, body: schemas.OptimizeRequest, authorization: str | None = Header(None)
     ) -> schemas.OptimizeResponse:
         """The best pass list for an LLVM module: ranked candidates, -Oz cost, timings, model version."""
-        return await self._http("optimize", authorization, lambda: self.operations.optimize(body))
+        async with self._http("optimize", authorization):
+            return await self.operations.optimize(body)
 
     @api.post("/v1/schedule", response_model_exclude_none=True, responses=WORK_ERRORS)
     async def http_schedule(
         self, body: schemas.ScheduleRequest, authorization: str | None = Header(None)
     ) -> schemas.ScheduleResponse:
         """A loop schedule for a tensor contraction: loop order, splits, actions and GFLOPS."""
-        return await self._http("schedule", authorization, lambda: self.operations.schedule(body))
+        async with self._http("schedule", authorization):
+            return await self.operations.schedule(body)
 
     @api.get("/v1/model", responses=READ_ERRORS)
     async def http_model(self, authorization: str | None = Header(None)) -> schemas.ModelMetadata:
         """The pass-ordering model: id, version (content hash), backend, readiness and limits."""
-        return await self._http("model_metadata", authorization, self.operations.model_metadata)
+        async with self._http("model_metadata", authorization):
+            return await self.operations.model_metadata()
 
     # KServe v2-style health and metadata (https://kserve.github.io/website/latest/modelserving/data_plane/v2_protocol/)
     @api.get("/v2")
@@ -135,7 +139,8 @@ class Ingress:
         return kserve_model_readiness(await self._named_model(name, authorization))
 
     async def _named_model(self, name: str, authorization: str | None) -> schemas.ModelMetadata:
-        metadata = await self._http("model_metadata", authorization, self.operations.model_metadata)
+        async with self._http("model_metadata", authorization):
+            metadata = await self.operations.model_metadata()
         return named_model(metadata, name)
 
     # Prometheus text exposition, not JSON: PlainTextResponse makes the OpenAPI say text/plain.

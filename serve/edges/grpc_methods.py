@@ -80,7 +80,8 @@ class GrpcMethods:
     async def _answer(
         self, operation: str, context, empty: M, work: Callable[[Deadline | None], Awaitable[M]]
     ) -> M:
-        """Check the caller and run `work(call)` (the call's deadline; None: it has none) within the call."""
+        """Check the caller and run `work(call)` (the call's deadline; None: it has none) within the call,
+        inside the operation's record (counted, timed, traced, logged: serve/edges/operations.py)."""
         try:
             call = trace_parent = None
             if context is not None:
@@ -89,7 +90,8 @@ class GrpcMethods:
                 check_token(dict(metadata).get(TOKEN_HEADER), self.settings.serve.auth_token)
                 call = call_deadline(metadata)
                 trace_parent = caller_trace(metadata)
-            return await self.operations.record(operation, "grpc", lambda: _within(call, work), trace_parent)
+            async with self.operations.record(operation, "grpc", trace_parent):
+                return await _within(call, work)
         except ServiceError as err:
             if context is None:
                 raise

@@ -1,16 +1,18 @@
 """The service's operations, shared by gRPC (serve/edges/grpc_methods.py) and HTTP (serve/edges/http_app.py
 routes).
 
-Each request runs through `record`: counted and timed (serve/observability/metrics.py), its access line
-written with the request id (serve/observability/logs.py), traced as the root span of its trace
-(serve/observability/tracing.py), and any failure turned into the `ServiceError` the caller sees.
+An edge runs each request's work inside `record`, a context manager: the request is counted and timed
+(serve/observability/metrics.py), its access line written with the request id (serve/observability/logs.py),
+traced as the root span of its trace (serve/observability/tracing.py), and any failure turned into the
+`ServiceError` the caller sees.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
 
 from optserve.compiler.cache import ResultCache
 from optserve.config import Settings
@@ -22,8 +24,6 @@ from optserve.serve.optimize.optimizer import Optimizer
 from optserve.serve.replicas.handles import CompilerClient, EngineClient, LoopTuneClient
 from optserve.serve.replicas.ray_errors import as_service_error
 from optserve.serve.replicas.readiness import deployment_statuses, readiness
-
-T = TypeVar("T")
 
 
 class Operations:
@@ -82,21 +82,21 @@ class Operations:
         """Per part (model, compiler, looptune): "ready", or why not (serve/replicas/readiness.py)."""
         return await readiness(await deployment_statuses(self.app_name), self.engine)
 
+    @asynccontextmanager
     async def record(
-        self,
-        operation: str,
-        protocol: str,
-        work: Callable[[], Awaitable[T]],
-        trace_parent: Mapping[str, str] | None = None,
-    ) -> T:
-        """Run one request's work: count it, time it, trace it (a child of the caller's `trace_parent`
-        headers, if any) and write its access line (with the request id)."""
+        self, operation: str, protocol: str, trace_parent: Mapping[str, str] | None = None
+    ) -> AsyncIterator[None]:
+        """Around one request's work, which the edge runs itself inside: count it, time it, trace it (a
+        child of the caller's `trace_parent` headers, if any), write its access line (with the request id)
+        and turn a failure into the `ServiceError` the caller sees. A context manager rather than a runner
+        of the work, so that control goes one way: the edge calls `record`, then the operation, never
+        `record` back into the edge."""
         started = time.monotonic()
         code = "OK"
         fields: dict[str, Any] = start_access(operation=operation, protocol=protocol)
         with tracing.span(f"optserve.{operation}", trace_parent, protocol=protocol) as span:
             try:
-                return await work()
+                yield
             except Exception as err:
                 error = as_service_error(err)
                 code = error.kind.grpc_code.name

@@ -43,7 +43,7 @@ from optserve.compiler.interface import (
     killed_from_outside,
     llvm_failure,
 )
-from optserve.compiler.ir import IRError, parse_ir, split_functions
+from optserve.compiler.ir import IRError, parse_ir
 from optserve.compiler.passes import format_pass_list, to_opt_pipeline
 from optserve.compiler.pipeline import OZ
 from optserve.compiler.unit_search import search_function_lists
@@ -51,7 +51,7 @@ from optserve.config import Settings
 from optserve.deadline import BACKEND_GRACE_S, Deadline, StoppedError, exceeded
 from optserve.engine.coreset import Coreset
 from optserve.engine.feedback import generate_with_feedback
-from optserve.engine.interface import Engine, Generation, SamplingOptions, Strategy
+from optserve.engine.interface import Engine, SamplingOptions, Strategy
 from optserve.serve import schemas
 from optserve.serve.errors import ErrorKind, ServiceError, invalid, unavailable
 from optserve.serve.observability import tracing
@@ -682,12 +682,6 @@ class Optimizer:
         """A module longer than the model's context: lists for its largest functions, the coreset's, -Oz."""
         engine = self.settings.engine
         started = time.monotonic()
-
-        async def generate(function_ir: str, options: SamplingOptions) -> Generation:
-            return await deadline.extended(BACKEND_GRACE_S).within(
-                self.engine.generate(function_ir, options, None), "sampling"
-            )
-
         found = UnitLists([], [], 0)
         if started >= deadline.at:  # the model's try of the whole unit took the time: no lists, no error
             sampled.deadline_hit = True
@@ -695,7 +689,7 @@ class Optimizer:
             try:
                 options = replace(_sampling_options(request, self.coreset), deadline=deadline)
                 found = await unit_lists(
-                    ir, generate, options, engine.unit_function_prompts, self._split_functions(deadline)
+                    ir, self.engine, self.compiler, options, engine.unit_function_prompts, deadline
                 )
             except StoppedError:
                 sampled.deadline_hit = True
@@ -719,14 +713,6 @@ class Optimizer:
             await self._measure(
                 ir, request.objective, deadline, sampled, other_lists, CandidateSource.CORESET
             )
-
-    def _split_functions(self, deadline: Deadline):
-        """The unit's functions as `unit_lists` asks for them: LLVM's split in a compiler worker."""
-
-        async def split(ir: str) -> list[tuple[str, str]]:
-            return await self.compiler.run_async(split_functions, ir, deadline=deadline)
-
-        return split
 
     async def _measure_coreset(
         self, ir: str, request: schemas.OptimizeRequest, deadline: Deadline, count: int, sampled: _Sampled

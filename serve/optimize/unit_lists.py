@@ -10,18 +10,12 @@ still see the whole unit.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from optserve.compiler.interface import WorkerCrashedError
-from optserve.compiler.ir import IRError
-from optserve.engine.interface import Generation, PromptTooLongError, SamplingOptions
-
-# generate(function IR, options) -> Generation; raises PromptTooLongError for a function too long itself.
-Generate = Callable[[str, SamplingOptions], Awaitable[Generation]]
-# split(unit IR) -> [(function name, its IR)]: `compiler.ir.split_functions`, run where LLVM may crash (a
-# compiler worker); IRError for a unit it cannot split, StoppedError at the request's deadline.
-Split = Callable[[str], Awaitable[list[tuple[str, str]]]]
+from optserve.compiler.interface import CandidateCompiler, WorkerCrashedError
+from optserve.compiler.ir import IRError, split_functions
+from optserve.deadline import BACKEND_GRACE_S, Deadline
+from optserve.engine.interface import Engine, Generation, PromptTooLongError, SamplingOptions
 
 
 @dataclass(frozen=True)
@@ -32,16 +26,30 @@ class UnitLists:
 
 
 async def unit_lists(
-    ir: str, generate: Generate, options: SamplingOptions, functions: int, split: Split
+    ir: str,
+    engine: Engine,
+    compiler: CandidateCompiler,
+    options: SamplingOptions,
+    functions: int,
+    deadline: Deadline,
 ) -> UnitLists:
     """Lists for the `functions` largest functions of `ir` the model can read (largest IR first).
 
-    Functions are tried in batches of `functions`, largest first, until that many were read or three
-    batches were tried: a unit whose largest functions are all too long still gets lists from smaller ones.
-    A split cut by the request's deadline raises its StoppedError (`optserve.deadline`).
+    The two backends are the Optimizer's, passed down: the `compiler` splits the unit where LLVM may crash (a
+    compiler worker: `compiler.ir.split_functions`), the `engine` reads each function (a function too long
+    for it too raises PromptTooLongError, and is skipped). Functions are tried in batches of `functions`,
+    largest first, until that many were read or three batches were tried: a unit whose largest functions
+    are all too long still gets lists from smaller ones. A split or a generation cut by `deadline` raises
+    its StoppedError (`optserve.deadline`).
     """
+
+    async def generate(function_ir: str) -> Generation:
+        return await deadline.extended(BACKEND_GRACE_S).within(
+            engine.generate(function_ir, options, None), "sampling"
+        )
+
     try:
-        parts = await split(ir)
+        parts = await compiler.run_async(split_functions, ir, deadline=deadline)
     except (IRError, WorkerCrashedError):  # a unit LLVM cannot split: lists from the coreset and -Oz only
         parts = []
     parts.sort(key=lambda part: (-len(part[1]), part[0]))  # by size; the name breaks ties (determinism)
@@ -49,9 +57,7 @@ async def unit_lists(
     too_long = 0
     for start in range(0, min(len(parts), 3 * functions), functions):
         batch = parts[start : start + functions - len(read)]
-        results = await asyncio.gather(
-            *(generate(text, options) for _, text in batch), return_exceptions=True
-        )
+        results = await asyncio.gather(*(generate(text) for _, text in batch), return_exceptions=True)
         for (name, _), result in zip(batch, results, strict=True):
             if isinstance(result, PromptTooLongError):
                 too_long += 1
