@@ -650,8 +650,9 @@ def _render_sides(run: dict, logs: Path, labels) -> str:
     lines = [
         "",
         "Cold build, unit by unit (sums over the units sent to the service; `told` units were sent clang's "
-        "`.text` size; `-Oz won`: the service's -Oz was the object written; `-Oz unfinished`: the deadline "
-        "came before its compile (with `told`) or the service's -Oz was skipped (before 2026-11-26); "
+        "`.text` size; `-Oz won`: the service's -Oz was the object written; `-Oz unfinished`: the answer "
+        "had no -Oz (`oz_skipped`: with `told`, the deadline came before its compile, or the service did not "
+        "compile -Oz beside a client's baseline); "
         "`optcc / clang` is optcc's whole time per unit over clang's own compile of the same unit, which ran "
         "beside it; `.text saved` over every object of the package):",
         "",

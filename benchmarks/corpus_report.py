@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 SPLITS = ("train", "val", "test")
-ACCEPTANCE = {"train": 30_000, "val": 2_000, "test": 2_000}  # issue 6: labelled functions needed
+ACCEPTANCE = {"train": 30_000, "val": 2_000, "test": 2_000}  # labelled functions each split must reach
 REMOTE_CORES = 16
 REMOTE_CALL_LABEL_S = 510  # a 600 s call minus unpacking llvmlite/bundle and packing labels
 

@@ -39,8 +39,8 @@ NOTES = [
     "- Ray RLlib was not used: `import ray.rllib` fails here without gymnasium (not installed), APEX-DQN"
     " is not part of RLlib 2.x's current algorithms, and the 16-core machine where rewards can be measured"
     " has no Ray. The trainer is plain torch. Its DQN phase (double DQN, n-step, replay, DQfD, cost-model"
-    " rewards; `--iterations`) did not beat its own starting point when measured on training shapes in"
-    " session 1, and was not run for this bundle: the bundled policy is the tree Q-learning phase alone.",
+    " rewards; `--iterations`) did not beat its own starting point when measured on training shapes,"
+    " and was not run for this bundle: the bundled policy is the tree Q-learning phase alone.",
 ]
 
 
@@ -84,7 +84,7 @@ def earlier_section(current: dict, earlier: dict) -> list[str]:
     rows = {r["method"]: r for r in summary(earlier["results"], shapes, searches=False)}
     now = {r["method"]: r for r in summary(current["results"], shapes, searches=False)}
     out = [
-        "### Against the policy bundled before (session 1), same machine and protocol",
+        "### Against the previously bundled policy, same machine and protocol",
         "",
         "| policy | mean speedup over base | geomean vs numpy | geomean GFLOPS |",
         "|---|---|---|---|",

@@ -32,7 +32,7 @@ class Compiled:
     or why there is none (NotAsked, ServiceFailure). `choice`: the service's object, already chosen over
     the record of clang's object (baseline_memo.py), when clang's back end did not run (no scratch/clang.o).
 
-    A class with slots, not a dataclass: `dataclasses` imports `inspect` (~11 ms here), which every unit
+    A class with slots, not a dataclass: `dataclasses` imports `inspect` (~11 ms of imports), which every unit
     compiled by one clang process would pay for; nothing else on that path loads it."""
 
     __slots__ = ("returncode", "clang_stderr", "answer", "choice")

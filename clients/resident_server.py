@@ -1,12 +1,12 @@
 """optcc's resident server: a zygote that has imported everything optcc needs once, and forks a child per
 command (as sccache's server, or multiprocessing's forkserver), so that a command costs a bare Python start
-(the thin client, resident_client.py) plus its real work, not ~0.15 s of imports (grpc, protobuf, the
-generated stubs, pydantic, optcc's modules) and the interpreter's start each time.
+(the thin client, resident_client.py) plus its real work, not the imports (grpc, protobuf, the generated
+stubs, pydantic, optcc's modules: most of a fresh optcc's own time) and the interpreter's start each time.
 
 The parent imports, then listens; it never creates a gRPC channel or a thread (a forked child of a process
 with either inherits locks held by threads that do not exist in it). It checks that it has one thread
-before it serves. Each child makes its own channel, as a fresh optcc process does (~7 ms here,
-docs/clients.md); so gRPC's fork support (GRPC_ENABLE_FORK_SUPPORT, for processes that fork with live
+before it serves. Each child makes its own channel, as a fresh optcc process does (cheap next to the
+imports, docs/clients.md); so gRPC's fork support (GRPC_ENABLE_FORK_SUPPORT, for processes that fork with live
 channels) is not needed and the environment's value is left as it is.
 
 Per request (the frame of resident_wire.py) the parent checks the caller's uid (SO_PEERCRED: only this user

@@ -2,15 +2,14 @@
 request helpers.
 
 The Python client (clients/python/) is the general one (pydantic settings, retry policies, the asyncio
-client, health checks); in a fresh process its imports cost ~0.24 s of CPU here, more than clang-19 -Oz
-needs for most units of xz-utils, and optcc is a fresh process per unit. This module's cost ~0.11 s
-(docs/bench/clients.md). Same request (clients/python/requests.py: optimize_request), same call deadline (the
-request's plus DEADLINE_MARGIN_S), same errors (CallError); the token and CA certificate come from the
-same environment variables, and channel_policy.py decides whether and how they are used (no plaintext
-beyond loopback unless OPTCC_INSECURE=1, and never a token over plaintext beyond loopback). UNAVAILABLE
-and RESOURCE_EXHAUSTED (and the proxy's INTERNAL for a replica that died with the call: requests.py
-replica_died) are tried again, as the Python client's default policy does, up to ATTEMPTS tries within the
-call's deadline.
+client, health checks); in a fresh process its imports cost more CPU than clang -Oz needs for most units of
+a C project, and optcc is a fresh process per unit. This module's imports cost less than half as much
+(docs/bench/clients.md has both). Same request (clients/python/requests.py: optimize_request), same call
+deadline (the request's plus DEADLINE_MARGIN_S), same errors (CallError); the token and CA certificate come
+from the same environment variables, and channel_policy.py decides whether and how they are used (no plaintext
+beyond loopback unless OPTCC_INSECURE=1, and never a token over plaintext beyond loopback). UNAVAILABLE and
+RESOURCE_EXHAUSTED (and the proxy's INTERNAL for a replica that died with the call: requests.py replica_died)
+are tried again, as the Python client's default policy does, up to ATTEMPTS tries within the call's deadline.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ def _corpus_dir(args: argparse.Namespace) -> Path:
 def register(subparsers: argparse._SubParsersAction) -> None:
     dataset = subparsers.add_parser(
         "dataset",
-        help="build, label and describe the IR corpus (issue 6)",
+        help="build, label and describe the IR corpus",
         description=__doc__.split("\n\n")[0],
     )
     add_dataset_commands(dataset.add_subparsers(dest="dataset_command", metavar="SUBCOMMAND", required=True))

@@ -1,8 +1,8 @@
 """A compact Llama forward pass with a preallocated KV cache, for the torch backend's decoding loop.
 
 On CPU a decoding step of a small model is mostly framework overhead: transformers' LlamaForCausalLM runs ~40
-modules, a `DynamicCache` that concatenates, and a mask builder per token (~10 ms per step for the 6-layer
-passformer here, of which ~2 ms is arithmetic). This file is the same network as a few tensor operations per
+modules, a `DynamicCache` that concatenates, and a mask builder per token (for the 6-layer passformer,
+arithmetic is about a fifth of such a step). This file is the same network as a few tensor operations per
 layer (gpt-fast style), reading the weights of a loaded transformers model, with
 - fused q/k/v and gate/up projections (one matmul each),
 - rotary tables computed once by the model's own rotary module (so every static RoPE variant agrees),

@@ -1,9 +1,9 @@
 """Contraction suites beyond the 64..256 matmuls: every kind, sizes 16..2048, a training and a held-out set.
 
 Kinds are written in the einsum spec (transposed operands, batches, vectors and 2-D convolutions, direct, in
-both layouts). The training suite is drawn with a fixed seed; the held-out suite is a fixed list (the
-shapes of issue 19 and more) that no training shape equals, so the tile cover is scored on shapes it never
-saw. Both stay within the sizes timed whole (`timed_flops`: at most 2 * 512^3 flops).
+both layouts). The training suite is drawn with a fixed seed; the held-out suite is a fixed list (every kind,
+at powers of two and at odd and skewed sizes) that no training shape equals, so the tile cover is scored on
+shapes it never saw. Both stay within the sizes timed whole (`timed_flops`: at most 2 * 512^3 flops).
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """Train the LoopTune policy: Q-learning from measured returns on the template tree, plus a cost model.
 
-Measuring a schedule costs ~40 ms and the lent machine's cores drift in speed, so the policy learns from
+Measuring a schedule costs tens of milliseconds and a shared machine's cores drift in speed, so the policy
+learns from
 templates measured on every training shape (`looptune_training/measure_templates.py`, tree_q.py): exact,
 measured Bellman targets for the episodes the templates span, with a DQfD margin on the best measured action.
 A GFLOPS cost model (thesis §3.10.2) is fitted to every measured nest (collect.py and the
 template passes): it gives the service's predicted GFLOPS and the rewards of the optional DQN fine-tuning
-phase (`--iterations`, a DQN-family learner run here on CPU without Ray: double DQN with n-step returns,
+phase (`--iterations`, a DQN-family learner run on CPU without Ray: double DQN with n-step returns,
 replay, epsilon-greedy exploration, a soft-updated target network and the best measured template of each shape
 as DQfD demonstrations; reward = (GFLOPS(s') - GFLOPS(s)) / peak, predicted; 10-step episodes).
 

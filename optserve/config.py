@@ -234,7 +234,7 @@ class ServeSettings(_Section):
 
 
 class CorpusSettings(_Section):
-    """The IR corpus builders and the autotuned labelling of issue 6 (docs/bench/corpus.md)."""
+    """The IR corpus builders and its autotuned labelling (docs/bench/corpus.md)."""
 
     data_dir: Path = Field(REPO_ROOT / "data", description="downloads, extracted sources, corpus and labels")
     min_instructions: int = Field(4, gt=0, description="drop functions with fewer instructions (trivial)")

@@ -30,14 +30,14 @@ T = TypeVar("T")
 # looptune.search_time_limit_s for Schedule).
 # Of a gRPC call's time, kept for the answer (serve/edges/call_deadline.py `work_deadline`): the Optimizer
 # waits up to BACKEND_GRACE_S past its deadline for a backend, then the answer goes back through the proxy,
-# slow on a loaded machine (with 0.5 s, a 4 s call was answered at 3.79 s at load 1.5). A short call keeps
-# half of what is left instead.
+# slow on a loaded machine (half a second is too little there: the client's deadline passes first). A
+# short call keeps half of what is left instead.
 ANSWER_MARGIN_S = 1.0
 # How long past the request's deadline the Optimizer waits for a backend that did not stop on its own.
 BACKEND_GRACE_S = 0.25
 # Of the time left before a Schedule's deadline, the search's share (serve/replicas/looptune.py): a timing
 # started near the end of its limit may run 20% past it (policies/scheduler.py), the chosen schedule's compile
-# (and IR) follows, and a replica's first Schedule also measures the core's peak GFLOPS (~0.3 s here).
+# (and IR) follows, and a replica's first Schedule also measures the core's peak GFLOPS (tenths of a second).
 SEARCH_SHARE = 2 / 3
 # The search time of a Schedule that names none (`time_limit_s` 0), at most looptune.search_time_limit_s.
 SCHEDULE_TIME_LIMIT_S = 10.0

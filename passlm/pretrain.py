@@ -4,18 +4,18 @@
         --steps 2000 --time-limit 450 [--resume]
     python -m optserve.passlm.pretrain ...        # one process (CPU or one GPU): no torchrun needed
 
-Issue 35: the thesis' model and LLM Compiler learned IR at scale before learning pass lists; ours learned from
-57k test-suite snippets. This trainer reads the token shards of `passlm/pretrain_data.py` (documents packed
+The thesis' model and LLM Compiler learn IR at scale before they learn pass lists; fine-tuning alone sees
+only the labelled examples. This trainer reads the token shards of `passlm/pretrain_data.py` (documents packed
 back to back, BOS/EOS between them) and trains a larger Llama than the bundled one:
 
 - **Model** (`PRETRAIN_ARCHITECTURE`, `passlm/train.py`'s `Architecture` and `build_model`, so fine-tuning
   rebuilds it with `--arch`): hidden 512, 8 layers, 8 query heads of 64, 2 key/value heads, SwiGLU 1408,
-  tied embeddings: 26.8M parameters, 54 MB in bf16 (under the issue's 60 MB). Grouped-query attention keeps
-  the KV cache of a 16k-token unit at 8 MB (fp16) and the priority-sampling tree cheap; the 8,228-token
-  vocabulary keeps the embeddings to 4.2M. RoPE (theta 10,000, train.py's default, whose slowest wavelength
-  is 63k positions) with 16,384 positions: windows of `--seq-len` (default 8192) tokens, and the last
-  `--long-fraction` of the steps at `--long-seq-len` (default 16384, the same tokens per step), so the
-  whole context the engine may use has been trained on.
+  tied embeddings: 26.8M parameters, 54 MB in bf16 (under 60 MB, the bundled model's size budget).
+  Grouped-query attention keeps the KV cache of a 16k-token unit at 8 MB (fp16) and the priority-sampling tree
+  cheap; the 8,228-token vocabulary keeps the embeddings to 4.2M. RoPE (theta 10,000, train.py's default,
+  whose slowest wavelength is 63k positions) with 16,384 positions: windows of `--seq-len` (default 8192)
+  tokens, and the last `--long-fraction` of the steps at `--long-seq-len` (default 16384, the same tokens per
+  step), so the whole context the engine may use has been trained on.
 - **Data order**: windows of seq-len + 1 tokens at multiples of seq-len; each epoch a seeded permutation.
   Global sequence k of the run is a pure function of (seed, phase, k), so any world size and any resume
   sees the same batches.

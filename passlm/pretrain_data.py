@@ -5,7 +5,7 @@
         --archive runs/pretrain/carry/pretrain_data.tar.xz --archive-mb 30
 
 Unlabelled IR costs no compiles, so everything the project has captured can teach the model the language of
-IR before it learns pass lists (issue 35). The documents, and what keeps evaluation clean:
+IR before it learns pass lists. The documents, and what keeps evaluation clean:
 
 - **Sources.** Real C (`--real-root`): per package, the processed units and functions that
   `corpus/real_corpus.py` writes under `<root>/processed/` (the assembled corpora are made from the same

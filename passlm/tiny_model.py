@@ -8,8 +8,8 @@ It writes what a trained model directory holds: a Hugging Face `LlamaForCausalLM
 fp32 or bf16), a byte-level BPE tokenizer trained with `tokenizers` on synthetic -O0-style IR (every pass
 name and meta flag an added single token), and `profile.json`. The weights are random (seeded, with a wide
 initializer so next-token distributions are peaked rather than flat): its pass lists are valid but
-uninformed. The trained model of issue 7 replaces it. `--shape passformer` gives the trained model's
-architecture (for latency work before the weights exist).
+uninformed: it stands in for the trained model (models/passformer) where its answers do not matter.
+`--shape passformer` gives the trained model's architecture (for latency work without its weights).
 """
 
 from __future__ import annotations

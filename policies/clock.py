@@ -1,7 +1,8 @@
 """The clock a schedule search's time budget is counted on: wall time, or the CPU time of its thread.
 
-On a shared machine a wall-clock budget shrinks with the load: at load 20 on 2 cores the quick decision's
-0.5 s measures a fraction of the cover, so what it decides depends on what else runs. Counted in the
+On a shared machine a wall-clock budget shrinks with the load: with more runnable threads than cores the
+quick decision's polish budget measures only part of the cover, so what it decides depends on what else
+runs. Counted in the
 deciding thread's CPU time (JIT compiles and kernel timings both run on it), the budget buys about the same
 candidates whatever the load, at the cost of a longer wall time when the machine is busy. Settings:
 `looptune.budget_clock` ("wall", the default, or "cpu"). The clock is chosen per decision (a context
