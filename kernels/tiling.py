@@ -21,7 +21,7 @@ without it k (partial sums); the schedule's innermost loop tells the code genera
 `A^T·B` and `A^T·B^T` it also packs A (read `A[k,m]`) in panels of the register tile's rows, so the tile
 reads A as one contiguous stream; the loop nest is the same, so the schedule says so in its `pack` line.
 For an NCHW convolution it vectorizes the output channels on packed weights, the image row its register
-tile's rows (kernels/packing.py `channel_vector`), and its twin the image row. Above PANEL_FLOATS it also
+tile's rows (kernels/packing.py `channel_vector`), and its twin the image row. From PANEL_FLOATS it also
 packs B (and A[m,k] under a tall register tile) in panels (`large_panels`), as BLIS does: a 2048^3 matmul
 read unpacked is bound by B's 8 KiB row stride, not by the FMAs.
 """
@@ -43,7 +43,11 @@ from optserve.kernels.packing import (
 from optserve.kernels.schedule import Loop, Schedule, whole_panels
 from optserve.kernels.spec import LoopNestSpec
 
-PANEL_FLOATS = 2**18  # inputs larger than this (1 MiB: 512 x 512) are packed in panels (large_panels)
+# inputs of this many floats or more (1 MiB: 512 x 512) are packed in panels (large_panels); 512^3 is the
+# sub-problem a larger matmul is decided on (policies/proxy.py), so its candidates are timed with the panels
+# the whole runs on (at more than this they were timed without: at 1000-2048^3 the decision compared kernels
+# that never ran, and kept 4x4, first there, where 8x2 and 12x1 are faster on panels)
+PANEL_FLOATS = 2**18
 PANEL_REUSE = 32  # reads of each element from which packing it pays (as policies/tiles.py PACK_REUSE)
 PANEL_ROWS = 8  # register tile rows from which the broadcast operand's panels pay
 # multiply-adds per accumulator from which a register tile gathered and scattered (NCHW's channels) pays
@@ -214,7 +218,7 @@ def tiled_schedule(spec: LoopNestSpec, template: TileTemplate, width: int) -> Sc
 
 def large_panels(spec: LoopNestSpec, nest: tuple[Loop, ...], template: TileTemplate) -> tuple[str, ...]:
     """The inputs a tiled schedule packs in panels for their size, as BLIS and GotoBLAS pack B and A
-    (kernels/packing.py, the fourth and fifth cases): an input of more than PANEL_FLOATS floats read at a
+    (kernels/packing.py, the fourth and fifth cases): an input of PANEL_FLOATS floats or more read at a
     whole row's stride per step of the reduction, reused across another output index (the copy is paid
     per call); the vectorized operand (B) then, and the broadcast one (A[m,k]) where the register tile
     has PANEL_ROWS rows or more (its rows, a whole row apart, then exceed the L1's ways). Only where the
@@ -225,7 +229,7 @@ def large_panels(spec: LoopNestSpec, nest: tuple[Loop, ...], template: TileTempl
     for tensor in spec.inputs:
         if tensor.name not in column_packable(spec) + transposed_panel_packable(spec):
             continue
-        if math.prod(spec.shape(tensor)) <= PANEL_FLOATS:
+        if math.prod(spec.shape(tensor)) < PANEL_FLOATS:
             continue
         strides = spec.strides(tensor)
         reuse = math.prod(size[i] for i in spec.output_indices if strides[i] == 0)

@@ -115,6 +115,9 @@ def test_large_matmuls_pack_b_and_under_tall_tiles_a_and_their_blocks_run_on_pan
     assert tiled_schedule(large, TileTemplate(12, 1, pack=False), 16).pack == ()
     small = _spec("A·B", {"m": 256, "k": 256, "n": 256})
     assert tiled_schedule(small, TileTemplate(12, 1), 16).pack == ()  # fits the caches: no copy per call
+    # 512^3, the sub-problem larger matmuls are decided on (policies/proxy.py), is timed on their panels
+    timed = _spec("A·B", {"m": 512, "k": 512, "n": 512})
+    assert tiled_schedule(timed, TileTemplate(12, 1), 16).pack == ("A", "B")
     schedule = tiled_schedule(large, TileTemplate(12, 1, k_block=128, r_block=96), 16)
     panels = schedule_panels(large, schedule)
     assert panels[0] is not None and panels[0].transposed and panels[0].width == 12
