@@ -30,6 +30,30 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+class PerFunctionJob(Protocol):
+    """A whole unit compiled with a pass list per function, as one job: what
+    `compiler.function_lists.FunctionLists` is, named here by its shape (that module imports this one, and
+    the seam imports nothing back)."""
+
+    @property
+    def lists(self) -> tuple[tuple[str, tuple[str, ...]], ...]: ...  # (function name, pass list)
+
+    @property
+    def default(self) -> tuple[str, ...]: ...  # for the functions not named
+
+    @property
+    def cleanup(self) -> tuple[str, ...]: ...  # on the linked unit
+
+    @property
+    def grouped(self) -> bool: ...
+
+    def for_function(self, name: str) -> tuple[str, ...]: ...
+
+
+# What one Evaluation measures: a pass list for the whole unit, or a pass list per function.
+CompileJob = Sequence[str] | PerFunctionJob
+
+
 class Outcome(StrEnum):
     """How a candidate's compile ended (also the label of the service's compile metrics)."""
 
@@ -113,14 +137,14 @@ class CandidateCompiler(Protocol):
     async def evaluate_async(
         self,
         ir: str,
-        pass_lists: Sequence[Sequence[str]],
+        pass_lists: Sequence[CompileJob],
         objective: Objective | str,
         want_ir: bool = False,
         want_object: bool = False,
         deadline: Deadline | None = None,
     ) -> list[Evaluation]:
-        """One Evaluation per pass list (a `FunctionLists` in its place: one per-function job for the whole
-        unit), in order; a candidate that crashed or overran has `error` set and its `outcome` says which.
+        """One Evaluation per job (a pass list, or a `PerFunctionJob` for the whole unit), in order; a
+        candidate that crashed or overran has `error` set and its `outcome` says which.
 
         `deadline`: candidates not finished by then are stopped or never started, and come back with
         outcome DEADLINE."""

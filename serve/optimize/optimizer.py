@@ -44,7 +44,6 @@ from optserve.compiler.interface import (
     llvm_failure,
 )
 from optserve.compiler.ir import IRError, parse_ir
-from optserve.compiler.passes import format_pass_list, to_opt_pipeline
 from optserve.compiler.pipeline import OZ
 from optserve.compiler.unit_search import search_function_lists
 from optserve.config import Settings
@@ -56,6 +55,7 @@ from optserve.serve import schemas
 from optserve.serve.errors import ErrorKind, ServiceError, invalid, unavailable
 from optserve.serve.observability import tracing
 from optserve.serve.optimize.answer_key import answer_key
+from optserve.serve.optimize.ranking import client_code, failed, measured, rank
 from optserve.serve.optimize.unit_lists import UnitLists, unit_lists
 from optserve.serve.schemas import CandidateSource, ServedStrategy
 
@@ -77,28 +77,18 @@ ModelMetadataSource = Callable[[], Awaitable[schemas.ModelMetadata]]
 
 
 @dataclass
-class _Measured:
-    pass_list: tuple[str, ...]
-    cost: int | None
-    logprob: float
-    source: CandidateSource
-    error: str
-    function_lists: FunctionLists | None = None  # source per_function: the list of each function
-    outputs: tuple[str | None, bytes | None] | None = None  # (IR, object) compiled with it, when asked for
-
-    @property
-    def job(self) -> tuple[str, ...] | FunctionLists:
-        """What the compiler compiles to reproduce this candidate."""
-        return self.function_lists or self.pass_list
-
-
-@dataclass
 class _Sampled:
-    measured: list[_Measured] = field(default_factory=list)
+    measured: list[schemas.Candidate] = field(default_factory=list)  # ranking.measured's
+    # (candidate, (IR, object)): those compiled with the outputs asked for (the tuning store's candidate)
+    held: list[tuple[schemas.Candidate, tuple[str | None, bytes | None]]] = field(default_factory=list)
     sample_s: float = 0.0
     compile_s: float = 0.0
     deadline_hit: bool = False
     warning: str = ""
+
+    def outputs(self, candidate: schemas.Candidate) -> tuple[str | None, bytes | None] | None:
+        """The (IR, object) `candidate` was compiled with, if it was."""
+        return next((outputs for held, outputs in self.held if held is candidate), None)
 
 
 class Optimizer:
@@ -182,23 +172,23 @@ class Optimizer:
             sampled, oz_eval = await self._sample_beside_oz(ir, request, deadline, want, stored)
         oz = None
         if oz_eval is not None:  # an error only as a candidate (with a client baseline): ranked last
-            oz = _Measured(OZ, oz_eval.cost, 0.0, CandidateSource.OZ, oz_eval.error or "")
+            oz = measured(OZ, oz_eval.cost, CandidateSource.OZ, oz_eval.error)
         if client_baseline:
             # client_compares without baseline_cost: the client's object, not measured here, is ranked
             # below every candidate that compiled and above every one that failed
-            baseline = _Measured((), request.baseline_cost, 0.0, CandidateSource.CLIENT_BASELINE, "")
-            ranked = _rank([baseline, *([oz] if oz else []), *sampled.measured])
+            baseline = client_code(request.baseline_cost)
+            ranked = rank([baseline, *([oz] if oz else []), *sampled.measured])
         else:
             baseline = oz
-            ranked = _rank([baseline, *sampled.measured])
+            ranked = rank([baseline, *sampled.measured])
         # -Oz's outputs came with its evaluation: its win (over the client's cost) needs no further compile
         best_ir = best_object = None
         if ranked[0] is oz:
             best_ir, best_object = oz_eval.optimized_ir, oz_eval.object_code
-        elif ranked[0].outputs is not None:  # the tuning store's candidate compiles with its outputs
-            best_ir, best_object = ranked[0].outputs
+        elif (outputs := sampled.outputs(ranked[0])) is not None:  # the tuning store's, with its outputs
+            best_ir, best_object = outputs
         # candidates whose outputs are at hand (the client holds its own code)
-        held = (baseline, oz, *(m for m in ranked if m.outputs is not None))
+        held = (baseline, oz, *(m for m, _ in sampled.held))
 
         if any(want) and not any(ranked[0] is m for m in held):
             started_output = time.monotonic()
@@ -219,8 +209,8 @@ class Optimizer:
                 ranked = sorted(ranked, key=lambda m: m is not fallback)
                 if fallback is oz:
                     best_ir, best_object = oz_eval.optimized_ir, oz_eval.object_code
-                elif fallback.outputs is not None:
-                    best_ir, best_object = fallback.outputs
+                elif (outputs := sampled.outputs(fallback)) is not None:
+                    best_ir, best_object = outputs
                 sampled.warning = (
                     f"{_HELD_NAMES[fallback.source]} returned instead of a better candidate whose output "
                     f"failed: {err}"
@@ -235,15 +225,14 @@ class Optimizer:
             started_input = time.monotonic()
             input_cost = await self._input_cost(ir, request.objective, deadline)
             sampled.compile_s += time.monotonic() - started_input
-        candidates = [_candidate(m) for m in ranked]
-        baseline_cost, best_cost = baseline.cost, candidates[0].cost
+        baseline_cost, best_cost = baseline.cost, ranked[0].cost
         response = schemas.OptimizeResponse(
             ir_sha256=digest,
             objective=request.objective,
             input_cost=-1 if input_cost is None else input_cost,
-            oz_cost=-1 if oz is None or oz.error else oz.cost,
-            candidates=candidates,
-            best=candidates[0],
+            oz_cost=-1 if oz is None else oz.cost,
+            candidates=ranked,
+            best=ranked[0],
             improvement_over_oz_pct=(
                 100.0 * (baseline_cost - best_cost) / baseline_cost if (baseline_cost or 0) > 0 else 0.0
             ),
@@ -307,7 +296,7 @@ class Optimizer:
             return (raw, found.pending) if found.link else None
         recorded = found.record and await self._record_raw(raw, module, request.unit_name)
         model = await self.model_metadata()
-        baseline = _candidate(_Measured((), request.baseline_cost, 0.0, CandidateSource.CLIENT_BASELINE, ""))
+        baseline = client_code(request.baseline_cost)
         return schemas.OptimizeResponse(
             ir_sha256=raw,
             objective=request.objective,
@@ -482,8 +471,8 @@ class Optimizer:
         (`stored.oz_cost`) and kept the entry because it costs less, so one compile (the entry's lists,
         with the outputs) answers. Should it not hold up (it failed, or costs no less), -Oz is compiled."""
         sampled = await self._sample_and_measure(ir, request, deadline, stored)
-        tuned = [m for m in sampled.measured if m.source is CandidateSource.TUNED and not m.error]
-        if tuned and tuned[0].cost is not None and tuned[0].cost < stored.oz_cost:
+        tuned = [m for m in sampled.measured if m.source == CandidateSource.TUNED and not failed(m)]
+        if tuned and tuned[0].cost < stored.oz_cost:
             return sampled, Evaluation(OZ, stored.oz_cost, None, 0.0)
         started = time.monotonic()
         oz_eval = await deadline.extended(BACKEND_GRACE_S).within(
@@ -566,7 +555,7 @@ class Optimizer:
         sampled.sample_s, sampled.compile_s = rounds.sample_s, rounds.compile_s
         sampled.deadline_hit = rounds.deadline_hit
         sampled.measured += [
-            _Measured(c.pass_list, e.cost, c.logprob, CandidateSource.MODEL, e.error or "")
+            measured(c.pass_list, e.cost, CandidateSource.MODEL, e.error, c.logprob)
             for c, e in rounds.measured
         ]
         if rounds.prompt_too_long is not None:
@@ -603,12 +592,12 @@ class Optimizer:
             return
         lists = job if isinstance(job, FunctionLists) else None
         pass_list = () if lists is not None else job
-        held = (evaluation.optimized_ir, evaluation.object_code) if any(outputs) and evaluation.ok else None
-        sampled.measured.append(
-            _Measured(
-                pass_list, evaluation.cost, 0.0, CandidateSource.TUNED, evaluation.error or "", lists, held
-            )
+        candidate = measured(
+            pass_list, evaluation.cost, CandidateSource.TUNED, evaluation.error, function_lists=lists
         )
+        sampled.measured.append(candidate)
+        if any(outputs) and evaluation.ok:
+            sampled.held.append((candidate, (evaluation.optimized_ir, evaluation.object_code)))
 
     async def _per_function(
         self,
@@ -659,9 +648,7 @@ class Optimizer:
             return
         chosen, linked = found
         sampled.measured.append(
-            _Measured(
-                (), linked.cost, 0.0, CandidateSource.PER_FUNCTION, linked.error or "", function_lists=chosen
-            )
+            measured((), linked.cost, CandidateSource.PER_FUNCTION, linked.error, function_lists=chosen)
         )
 
     async def _coreset_beside_model(
@@ -671,7 +658,7 @@ class Optimizer:
         count = self.settings.engine.coreset_lists_with_model
         if not count or request.strategy == ServedStrategy.RANKED_CORESET or sampled.deadline_hit:
             return
-        drawn = set(MEASURED_BESIDE) | {m.pass_list for m in sampled.measured}
+        drawn = set(MEASURED_BESIDE) | {tuple(m.passes) for m in sampled.measured}
         lists = [(p, 0.0) for p in self.coreset.first(request.objective, count) if p not in drawn]
         if lists:
             await self._measure(ir, request.objective, deadline, sampled, lists, CandidateSource.CORESET)
@@ -748,7 +735,7 @@ class Optimizer:
         finally:
             sampled.compile_s += time.monotonic() - started
         sampled.measured += [
-            _Measured(p, e.cost, logprob, source, e.error or "")
+            measured(p, e.cost, source, e.error, logprob)
             for (p, logprob), e in zip(candidates, evaluations, strict=True)
             if e.outcome is not Outcome.DEADLINE
         ]
@@ -791,52 +778,11 @@ def _crash_error(err: WorkerCrashedError, what: str) -> ServiceError:
     return invalid(f"LLVM failed while {what}: {reason}")
 
 
-# Among candidates of equal cost: the baseline first (the client's before -Oz: a tie keeps the client's
-# code), then the model's, the coreset's, per-function lists.
-_SOURCE_ORDER = {
-    CandidateSource.CLIENT_BASELINE: -1,
-    CandidateSource.OZ: 0,
-    CandidateSource.MODEL: 1,
-    CandidateSource.CORESET: 2,
-    CandidateSource.PER_FUNCTION: 3,
-    CandidateSource.TUNED: 4,
-}
 _HELD_NAMES = {
     CandidateSource.OZ: "-Oz",
     CandidateSource.CLIENT_BASELINE: "the client's baseline",
     CandidateSource.TUNED: "the tuning store's candidate",
 }
-
-
-def _rank(measured: list[_Measured]) -> list[_Measured]:
-    """Cheapest first; on a tie the baseline first (never replace it without a gain), then the likelier one.
-
-    Candidates that failed to compile go last. The order is total, so equal requests rank equally.
-    """
-
-    def order(m: _Measured):
-        if m.source is CandidateSource.CLIENT_BASELINE and m.cost is None:  # client_compares: unmeasured
-            return (False, float("inf"), _SOURCE_ORDER[m.source], 0.0, ())
-        failed = m.cost is None or bool(m.error)
-        return (failed, m.cost if not failed else 0, _SOURCE_ORDER[m.source], -m.logprob, m.pass_list)
-
-    return sorted(measured, key=order)
-
-
-def _candidate(m: _Measured) -> schemas.Candidate:
-    failed = m.cost is None or bool(m.error)
-    if m.source is CandidateSource.CLIENT_BASELINE:  # its cost, if any, is the client's word
-        return schemas.Candidate(pipeline="", passes=[], cost=m.cost or -1, source=m.source)
-    per_function = m.function_lists
-    return schemas.Candidate(
-        pipeline=to_opt_pipeline(m.pass_list) if per_function is None else "",
-        passes=list(m.pass_list),
-        cost=-1 if failed else m.cost,
-        logprob=m.logprob,
-        source=m.source,
-        error=m.error or ("" if not failed else "no cost"),
-        function_passes={n: format_pass_list(p) for n, p in per_function.lists} if per_function else {},
-    )
 
 
 def _hits(stored: StoredAnswer | None, recorded: bool) -> schemas.TuningStoreHits:
