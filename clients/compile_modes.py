@@ -190,6 +190,8 @@ def _compile_through_bitcode(
         if baseline is not None:  # clang's object is known: the service first, clang's back end if it loses
             won, answer = _against_baseline(settings, job, scratch, baseline, timing, started)
             if won is not None:
+                if job.dependency_flags and headers:  # the cache reads the headers from the user's file
+                    (scratch / "unit.d").write_bytes(Path(job.dependency_file).read_bytes())
                 return Compiled(0, front.stderr + baseline.stderr, answer, won)
             record_key = None  # its record stands
     if front.returncode == 0:

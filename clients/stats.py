@@ -23,6 +23,7 @@ COUNTERS = {
     "not_asked": "  not asked (clang's object: its budget)",
     "fallbacks": "  service failed or unreachable (clang's object)",
     "service_won": "  service's object smaller than clang's",
+    "clang_from_record": "    of which beat the record of clang's object (no clang back end)",
     "store_unit_hits": "  tuning store: whole unit tuned",
     "store_function_hits": "  tuning store: functions tuned (units without a unit entry)",
     "store_recorded": "  tuning store: units recorded for tuning",
@@ -60,6 +61,7 @@ def increments(record: dict) -> dict[str, float]:
         added |= {
             "asked": 1,
             "service_won": int(record.get("winner") == "service"),
+            "clang_from_record": int(bool(record.get("clang_from_record"))),
             "store_unit_hits": int(bool(record.get("store_unit_hit"))),
             "store_function_hits": int(record.get("store_function_hits") or 0),
             "store_recorded": int(bool(record.get("store_recorded"))),

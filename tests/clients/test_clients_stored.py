@@ -14,6 +14,7 @@ import pytest
 
 from optserve.clients import elf
 from optserve.clients.settings import OptccSettings
+from optserve.compiler.pipeline import OZ
 from optserve.tuning.lookup import toolchain_of
 from optserve.tuning.records import TunedList
 from optserve.tuning.store import open_store
@@ -155,9 +156,11 @@ def test_the_record_decides_whether_clangs_back_end_runs_and_an_unreadable_one_i
 
     original = json.loads(record.read_text())
     record.write_text(json.dumps(original | {"text": 10**9}))  # any object beats it: the back end is skipped
+    subprocess.run([OPTCC, "--zero-stats"], cwd=unit, check=True, capture_output=True)
     _, [skipped] = optcc(unit, ["-w"], OPTCC_CACHE="0", OPTCC_BASELINE_DIR=str(records))
     assert skipped["clang_from_record"] and skipped["winner"] == "service" and "clang_s" not in skipped
     assert skipped["store_function_hits"] > 0 and (unit / "unit.o").read_bytes() != reference
+    assert counter(stats(unit), "of which beat the record of clang's object") == 1  # optcc --stats
 
     tampered = original | {"text": 1}  # no object beats 1 byte of code
     record.write_text(json.dumps(tampered))
@@ -169,3 +172,23 @@ def test_the_record_decides_whether_clangs_back_end_runs_and_an_unreadable_one_i
     _, [unread] = optcc(unit, ["-w"], OPTCC_CACHE="0", OPTCC_BASELINE_DIR=str(records))
     assert not unread.get("clang_from_record") and "clang_s" in unread
     assert elf.text_size((unit / "unit.o").read_bytes()) <= elf.text_size(reference)
+
+
+def test_an_object_chosen_over_the_record_is_cached_with_the_users_dependency_file(unit):
+    """Clang's back end did not run, but the front end wrote the -MD file: the object cache keeps the unit
+    (once tuned: settled) with its headers, and a hit writes the dependency file again."""
+    env = {"OPTCC_CACHE_DIR": str(unit / "cache"), "OPTCC_BASELINE_DIR": str(unit / "baselines")}
+    flags = ["-w", "-MD", "-MF", "deps.d"]
+    optcc(unit, flags, **env)
+    ir = subprocess.run([*FRONT_END, "unit.c"], cwd=unit, capture_output=True, text=True, check=True).stdout
+    whole, toolchain = unit_keys(ir, max_functions=200).unit_hash, toolchain_of(ir, "text_size")
+    with open_store() as store:  # tuned, with a whole-unit entry: a settled answer with an object
+        store.offer([TunedList(whole, toolchain, "unit", OZ, (), 1, 2, 5, "test", time.time())])
+        store.set_tuned_budget(whole, toolchain, 1)
+    (record,) = (unit / "baselines").glob("*/*.json")
+    record.write_text(json.dumps(json.loads(record.read_text()) | {"text": 10**9}))  # the service wins
+    _, [skipped] = optcc(unit, flags, **env)
+    assert skipped.get("clang_from_record") and skipped["store_unit_hit"] and skipped["store_settled"]
+    (unit / "deps.d").unlink()
+    _, [cached] = optcc(unit, flags, **env)
+    assert cached.get("from_cache") and "unit.c" in (unit / "deps.d").read_text()
