@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 from collections import namedtuple
 
+from optserve.objectives import OBJECTIVE_NAMES, Objective
 from optserve.strategies import ServedStrategy
 
-OBJECTIVES = ("text_size", "instruction_count")
 STRATEGIES = tuple(strategy.value for strategy in ServedStrategy)
 LEVELS = {"s": "-Os", "z": "-Oz", "os": "-Os", "oz": "-Oz", "-os": "-Os", "-oz": "-Oz"}
 # The unoptimized IR sent to the service. `oz` is what clang itself starts its -Oz (or -Os) pipeline from
@@ -93,7 +93,7 @@ class OptccSettings(_OptccSettings):
         baseline to beat (`baseline_cost`): only when OPTCC_CLANG_BASELINE asks for it,
         for objective text_size (clang's object has no IR to count) and with a budget. Otherwise the service
         is asked beside clang's back end, before that size exists."""
-        return self.clang_baseline and self.objective == "text_size" and self.budget > 0
+        return self.clang_baseline and self.objective == Objective.TEXT_SIZE and self.budget > 0
 
     def for_unit(self, bitcode_bytes: int) -> tuple[str, int]:
         """(strategy, samples) for a unit of `bitcode_bytes`: the settings', or the large-unit ones (the
@@ -130,7 +130,7 @@ class OptccSettings(_OptccSettings):
             )
         return cls(
             server=env.get("OPTCC_SERVER", "localhost:9000"),
-            objective=choice("OPTCC_OBJECTIVE", "text_size", OBJECTIVES),
+            objective=choice("OPTCC_OBJECTIVE", Objective.TEXT_SIZE.value, OBJECTIVE_NAMES),
             ir_mode=choice("OPTCC_IR", "oz", tuple(IR_MODES)),
             strategy=strategy,
             samples=samples,

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from optserve.cli import add_json_flag, emit, positive_int
+from optserve.objectives import OBJECTIVE_NAMES, Objective
 
 
 def register(subparsers) -> None:
@@ -26,8 +27,8 @@ def register(subparsers) -> None:
     )
     parser.add_argument(
         "--objective",
-        choices=("instruction_count", "text_size"),
-        default="instruction_count",
+        choices=OBJECTIVE_NAMES,
+        default=Objective.INSTRUCTION_COUNT.value,
         help="what to minimize",
     )
     parser.add_argument(

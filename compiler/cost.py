@@ -5,21 +5,14 @@ llvmlite is imported where LLVM is called (compiler/ir.py says why).
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from optserve.compiler.ir import module_instruction_count, parse_module
 from optserve.compiler.target import target_machine
+from optserve.objectives import Objective
 
 if TYPE_CHECKING:
     import llvmlite.binding as llvm
-
-
-class Objective(StrEnum):
-    """What the autotuner and the service minimize."""
-
-    INSTRUCTION_COUNT = "instruction_count"  # instructions in all function bodies of the IR
-    TEXT_SIZE = "text_size"  # bytes of .text in the object file for the module's target triple
 
 
 def measure(ir: str, objective: Objective | str) -> int:

@@ -30,8 +30,9 @@ from optserve.compiler.pipeline import OZ
 from optserve.corpus.journal import Journal, read_jsonl, write_atomic, write_jsonl_atomic
 from optserve.corpus.layout import CorpusLayout
 from optserve.corpus.parallel import Runner, TaskFailure
+from optserve.objectives import OBJECTIVE_NAMES
 
-OBJECTIVES = ("instruction_count", "text_size")
+OBJECTIVES = OBJECTIVE_NAMES  # a function is labelled for each, in this order
 STAGES = ("autotune", "broadcast", "local", "measure")
 
 

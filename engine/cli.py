@@ -10,6 +10,7 @@ from pathlib import Path
 
 from optserve.cli import add_json_flag, emit
 from optserve.engine.interface import Strategy
+from optserve.objectives import OBJECTIVE_NAMES
 
 
 def register(subparsers) -> None:
@@ -22,7 +23,7 @@ def register(subparsers) -> None:
     parser.add_argument("--strategy", choices=[s.value for s in Strategy], default=Strategy.GREEDY.value)
     parser.add_argument(
         "--objective",
-        choices=["instruction_count", "text_size"],
+        choices=OBJECTIVE_NAMES,
         help="the objective the prompt names, for a model trained on several (default: the model's first)",
     )
     parser.add_argument("--samples", type=int, default=1)

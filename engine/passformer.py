@@ -8,6 +8,7 @@ the bundled model does. Defined here, on the runtime side, so that the runtime n
 from __future__ import annotations
 
 from optserve.engine.profile import ModelProfile
+from optserve.objectives import Objective
 
 PASSFORMER_PROFILE = ModelProfile(
     model_id="passformer-7m-v3",
@@ -18,5 +19,5 @@ PASSFORMER_PROFILE = ModelProfile(
     normalize_ir=True,
     add_bos=True,
     max_new_tokens=64,
-    objectives=("text_size", "instruction_count"),  # optcc's default first
+    objectives=(Objective.TEXT_SIZE.value, Objective.INSTRUCTION_COUNT.value),  # optcc's default first
 )

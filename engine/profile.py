@@ -28,6 +28,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from optserve.engine.pass_syntax import SYNTAXES, PassSyntax
+from optserve.objectives import Objective
 
 PROFILE_FILE = "profile.json"
 COUNT_REGEX = "(?:0|[1-9][0-9]{0,6})"  # an instruction count as the model writes it
@@ -54,7 +55,7 @@ class ModelProfile(BaseModel):
     max_new_tokens: int = Field(96, gt=0, description="longest answer in tokens")
     max_prompt_tokens: int | None = Field(None, gt=0, description="longest prompt; default: model context")
     objectives: tuple[str, ...] = Field(
-        ("instruction_count",),
+        (Objective.INSTRUCTION_COUNT.value,),
         min_length=1,
         description="objectives the model was trained for, the default first; a prompt_template with "
         "{objective} names the request's objective there",

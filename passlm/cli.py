@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from optserve.cli import add_json_flag, command_group, emit
+from optserve.objectives import OBJECTIVE_NAMES, Objective
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,9 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--backend", choices=("torch", "vllm"), help="default: the configured one")
     parser.add_argument("--device", default="cpu", help="torch backend: the model's device, e.g. cuda")
-    parser.add_argument(
-        "--objective", default="instruction_count", choices=("instruction_count", "text_size")
-    )
+    parser.add_argument("--objective", default=Objective.INSTRUCTION_COUNT.value, choices=OBJECTIVE_NAMES)
     parser.add_argument("--workers", type=int, default=2, help="compiler processes (default 2)")
     parser.add_argument("--deadline", type=float, help="generation budget per function and method, seconds")
     parser.add_argument("--time-limit", type=float, help="stop after this many seconds; rerun to resume")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import get_args
 
 from optserve.cli import add_json_flag, emit
+from optserve.objectives import OBJECTIVE_NAMES, Objective
 from optserve.serve.schemas import StrategyName
 from optserve.strategies import ServedStrategy
 
@@ -34,9 +35,7 @@ def register(subparsers) -> None:
         "--strategy", choices=list(get_args(StrategyName)), default=ServedStrategy.GREEDY.value
     )
     optimize.add_argument("--samples", type=int, default=1, help="model candidates (priority/nucleus)")
-    optimize.add_argument(
-        "--objective", choices=["instruction_count", "text_size"], default="instruction_count"
-    )
+    optimize.add_argument("--objective", choices=OBJECTIVE_NAMES, default=Objective.INSTRUCTION_COUNT.value)
     optimize.add_argument("--feedback-rounds", type=int, default=0)
     optimize.add_argument("--deadline", type=float, default=0.0, help="seconds; 0 = the server's default")
     optimize.add_argument("--output-ir", type=Path, help="write the optimized module here")

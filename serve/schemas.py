@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     Base64Bytes,
@@ -16,19 +16,16 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainSerializer,
-    PrivateAttr,
     WithJsonSchema,
     field_validator,
     model_validator,
 )
 
+from optserve.objectives import OBJECTIVE_NAMES, Objective
 from optserve.strategies import ServedStrategy
 
-if TYPE_CHECKING:  # a type only: the module loads nothing of the compiler
-    from optserve.compiler.function_lists import FunctionLists
-
-ObjectiveName = Literal["instruction_count", "text_size"]
-# The field type: the names as plain strings (a Literal of the enum's values, so requests stay strict).
+# The field types: the names as plain strings (a Literal of the enum's values, so requests stay strict).
+ObjectiveName = Literal[OBJECTIVE_NAMES]
 StrategyName = Literal[tuple(strategy.value for strategy in ServedStrategy)]
 
 
@@ -125,7 +122,7 @@ class OptimizeRequest(_Request):
     ir_bitcode: Base64Bytes | None = Field(
         None, strict=False, description="LLVM bitcode, base64 (instead of `ir`)"
     )
-    objective: ObjectiveName = "instruction_count"
+    objective: ObjectiveName = Objective.INSTRUCTION_COUNT.value
     strategy: StrategyName = ServedStrategy.GREEDY.value
     samples: int = Field(
         1, ge=1, description="unique model candidates wanted; more than 1: priority or nucleus only"
@@ -197,18 +194,6 @@ class Candidate(_Model):
         description="source per_function: each function's pass list (text form); pipeline and passes are "
         "then empty, the lists apply to the unit's functions one by one",
     )
-    # Inside the service only, never on the wire: what a per-function candidate compiles with (its
-    # function_passes are their text). The Optimize flow ranks these (serve/optimize/ranking.py).
-    _function_lists: FunctionLists | None = PrivateAttr(None)
-
-    def hold_function_lists(self, function_lists: FunctionLists | None) -> None:
-        """Keep the lists it compiles with (serve/optimize/ranking.py `measured`); they are not sent."""
-        self._function_lists = function_lists
-
-    @property
-    def job(self) -> tuple[str, ...] | FunctionLists:
-        """What the compiler compiles to reproduce this candidate: its pass list or its FunctionLists."""
-        return self._function_lists or tuple(self.passes)
 
 
 class Timings(_Model):

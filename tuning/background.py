@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable
 
 from optserve.config import Settings
+from optserve.objectives import Objective
 from optserve.tuning.store import TuningStore
 from optserve.tuning.tune import RayTasks, TuneSummary, search_plan, tune
 
@@ -27,7 +28,7 @@ logger = logging.getLogger(__name__)
 
 IDLE_LOAD = 0.5  # the 1-minute load average per CPU under which the machine counts as idle
 POLL_S = 30.0  # how often an idle machine is looked for between units
-OBJECTIVE = "text_size"  # optcc's default objective: what builds ask for
+OBJECTIVE = Objective.TEXT_SIZE.value  # optcc's default objective: what builds ask for
 
 
 def machine_idle(idle_load: float = IDLE_LOAD) -> bool:

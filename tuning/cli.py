@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from optserve.cli import add_json_flag, emit, positive_int
+from optserve.objectives import OBJECTIVE_NAMES, Objective
 
-OBJECTIVES = ("text_size", "instruction_count")
 ACTIONS = ("export", "import", "stats")
 
 
@@ -42,7 +42,7 @@ def register(subparsers) -> None:
         "--budget", type=_budget, default=None, help="compiles per function searched (default: config)"
     )
     parser.add_argument(
-        "--objective", choices=OBJECTIVES, default=None, help="what to minimize (default: text_size)"
+        "--objective", choices=OBJECTIVE_NAMES, default=None, help="what to minimize (default: text_size)"
     )
     parser.add_argument(
         "--workers", type=positive_int, default=None, help="CPUs of the local Ray (default: all)"
@@ -75,7 +75,7 @@ def _action_parser(action: str) -> argparse.ArgumentParser:
         parser.description = "Write the store's lists as a tuning profile (one reviewable, versioned file)."
         parser.add_argument("file", type=Path)
         parser.add_argument(
-            "--objective", choices=OBJECTIVES, default=None, help="only this objective (default: all)"
+            "--objective", choices=OBJECTIVE_NAMES, default=None, help="only this objective (default: all)"
         )
     elif action == "import":
         parser.description = "Offer a tuning profile's lists to the store (each kept where cheaper)."
@@ -251,7 +251,7 @@ def _tune(store, settings, args: argparse.Namespace) -> int:
     )
 
     budget = args.budget or settings.tuning.default_budget
-    objective = args.objective or "text_size"
+    objective = args.objective or Objective.TEXT_SIZE.value
     coreset = Coreset.load(settings.engine.coreset_path)
     plan = search_plan(
         objective,
@@ -302,7 +302,7 @@ def _tune(store, settings, args: argparse.Namespace) -> int:
 
 def _render(result: Mapping[str, Any]) -> str:
     r = result
-    unit = "bytes" if r["objective"] == "text_size" else "instructions"
+    unit = "bytes" if r["objective"] == Objective.TEXT_SIZE else "instructions"
     lines = [
         f"units: {r['units']} tuned at budget {r['budget']} ({r['units_at_budget']} already at it, "
         f"{r['units_failed']} failed)",

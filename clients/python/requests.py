@@ -10,6 +10,7 @@ from typing import TypedDict, Unpack
 import grpc
 from google.protobuf import json_format
 
+from optserve.objectives import Objective
 from optserve.strategies import ServedStrategy
 from optserve.v1 import optserve_pb2 as pb
 
@@ -74,7 +75,8 @@ def optimize_request(ir: str | bytes, **options: Unpack[OptimizeOptions]) -> pb.
     """`ir`: text, or bitcode as bytes."""
     module = {"ir_bitcode": ir} if isinstance(ir, bytes) else {"ir_text": ir}
     fields = dict(options)
-    fields["objective"] = pb.Objective.Value(fields.get("objective", "instruction_count").upper())
+    objective = fields.get("objective", Objective.INSTRUCTION_COUNT.value)
+    fields["objective"] = pb.Objective.Value(objective.upper())
     fields["strategy"] = pb.Strategy.Value(fields.get("strategy", ServedStrategy.GREEDY.value).upper())
     return pb.OptimizeRequest(**fields, **module)
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from optserve.corpus.journal import Journal
+from optserve.objectives import Objective
 from optserve.passlm.evaluation.journal import (
     journal_key,
     method_fingerprint,
@@ -20,7 +21,7 @@ from optserve.passlm.evaluation.journal import (
 from optserve.passlm.evaluation.methods import EvalConfig
 from optserve.passlm.evaluation.metrics import FunctionCosts, summarize
 
-_UNITS = {"instruction_count": "instructions", "text_size": "bytes of .text"}
+_UNITS = {Objective.INSTRUCTION_COUNT: "instructions", Objective.TEXT_SIZE: "bytes of .text"}
 
 
 def collect(config: EvalConfig, functions: Sequence[dict[str, Any]]) -> dict[str, Any]:

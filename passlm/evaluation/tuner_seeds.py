@@ -34,6 +34,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from optserve.objectives import OBJECTIVE_NAMES, Objective
+
 COMMAND = "python -m optserve.passlm.evaluation.tuner_seeds"
 TARGET_SHARE = 0.95
 WITHIN = 100  # the goal: the target within this many compiles
@@ -374,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", type=Path, required=True, help="labelled corpus (CorpusLayout)")
     parser.add_argument("--split", default="test", choices=("test", "val", "train"))
     parser.add_argument("--limit", type=int, help="the first N labelled functions of the split")
-    parser.add_argument("--objective", default="text_size", choices=("instruction_count", "text_size"))
+    parser.add_argument("--objective", default=Objective.TEXT_SIZE.value, choices=OBJECTIVE_NAMES)
     parser.add_argument("--budget", type=int, default=1000, help="compiles per search (optserve tune's)")
     parser.add_argument("--samples", type=int, default=10, help="the model's priority samples per function")
     parser.add_argument("--top-k", type=int, default=5, help="priority sampling: K")

@@ -42,7 +42,7 @@ def optimize_request(message: pb.OptimizeRequest) -> schemas.OptimizeRequest:
     if message.deadline_s < 0:
         raise invalid("deadline_s: must be positive (0 = server default)")
     options = {
-        "objective": _enum_name(pb.Objective, message.objective, "instruction_count"),
+        "objective": _enum_name(pb.Objective, message.objective, schemas.Objective.INSTRUCTION_COUNT.value),
         "strategy": _enum_name(pb.Strategy, message.strategy, schemas.ServedStrategy.GREEDY.value),
         "samples": message.samples or 1,
         "feedback_rounds": message.feedback_rounds,
