@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import (
     Base64Bytes,
@@ -16,6 +16,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainSerializer,
+    PrivateAttr,
     WithJsonSchema,
     field_validator,
     model_validator,
@@ -23,6 +24,9 @@ from pydantic import (
 
 from optserve.objectives import OBJECTIVE_NAMES, Objective
 from optserve.strategies import ServedStrategy
+
+if TYPE_CHECKING:  # a type only: the module loads nothing of the compiler
+    from optserve.compiler.function_lists import FunctionLists
 
 # The field types: the names as plain strings (a Literal of the enum's values, so requests stay strict).
 ObjectiveName = Literal[OBJECTIVE_NAMES]
@@ -194,6 +198,18 @@ class Candidate(_Model):
         description="source per_function: each function's pass list (text form); pipeline and passes are "
         "then empty, the lists apply to the unit's functions one by one",
     )
+    # Inside the service only, never on the wire: what a per-function candidate compiles with (its
+    # function_passes are their text). The Optimize flow ranks these (serve/optimize/ranking.py).
+    _function_lists: FunctionLists | None = PrivateAttr(None)
+
+    def hold_function_lists(self, function_lists: FunctionLists | None) -> None:
+        """Keep the lists it compiles with (serve/optimize/ranking.py `measured`); they are not sent."""
+        self._function_lists = function_lists
+
+    @property
+    def job(self) -> tuple[str, ...] | FunctionLists:
+        """What the compiler compiles to reproduce this candidate: its pass list or its FunctionLists."""
+        return self._function_lists or tuple(self.passes)
 
 
 class Timings(_Model):
