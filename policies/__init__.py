@@ -6,8 +6,9 @@
   `SEARCHES` maps each `SearchMethod` to its search.
 - `tiles`: the tile-template pool, the learned cover (models/looptune/tiles.json), methods tiles and
   policy_tiles (the service's default decision).
-- `scheduler`: `schedule_nest(spec, method, time_limit_s, measure)` -> `ScheduleResult`, the entry point
-  of the service and of `optserve schedule-local` (`schedule_local`).
+- `scheduler`: `schedule_nest(spec, method, time_limit_s, measure)` -> `ScheduleResult`, and
+  `schedule_contraction` (parse, then `schedule_nest` with the default method and time limit), the entry
+  point of the service and of `optserve schedule-local` (`schedule_local`).
 - `policy`: the Q-network, its input features, greedy rollout, polish, the bundle in models/looptune.
 
 Its training and evaluation (datasets, suites, templates, the trainer, `optserve eval looptune`) are in the

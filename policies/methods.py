@@ -35,3 +35,6 @@ BASELINE_SEARCHES = (
 )
 # Decisions under a second: short timing, polish budget (settings).
 QUICK_METHODS = (SearchMethod.POLICY_TILES,)
+# What a Schedule request or `optserve schedule-local` that names no method gets: the learned tile cover and
+# the Q-policy, within the polish budget.
+DEFAULT_METHOD = SearchMethod.POLICY_TILES

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from optserve.cli import add_json_flag, emit
-from optserve.policies.methods import SearchMethod
+from optserve.policies.methods import DEFAULT_METHOD, SearchMethod
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,11 +21,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--sizes", required=True, help="e.g. m=128,n=96,k=64")
     parser.add_argument(
         "--search",
-        default=SearchMethod.GREEDY2.value,
+        default=None,
         choices=[method.value for method in SearchMethod],
-        help="search method (default greedy2)",
+        help=f"search method (default {DEFAULT_METHOD}, as the service's)",
     )
-    parser.add_argument("--time-limit", type=float, default=10.0, help="search seconds (default 10)")
+    parser.add_argument(
+        "--time-limit", type=float, default=None, help="search seconds (default: the service's default)"
+    )
     parser.add_argument("--measure", action="store_true", help="also time the base schedule and the peak")
     parser.add_argument("--emit-ir", action="store_true", help="include the kernel's optimized LLVM IR")
     parser.add_argument(
@@ -41,19 +43,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _schedule(args: argparse.Namespace) -> int:
     from optserve.config import load_settings
-    from optserve.kernels.spec import LoopNestSpec, SpecError, parse_sizes
-    from optserve.policies.scheduler import schedule_nest
+    from optserve.kernels.spec import SpecError, parse_sizes
+    from optserve.policies.scheduler import schedule_contraction
 
-    limits = load_settings(args.config).looptune
     try:
-        spec = LoopNestSpec.parse(args.einsum, parse_sizes(args.sizes), limits)
-        result = schedule_nest(
-            spec,
+        # No decision cache: a command run by hand asks for a search on this machine, now.
+        result = schedule_contraction(
+            args.einsum,
+            parse_sizes(args.sizes),
+            load_settings(args.config).looptune,
             method=args.search,
             time_limit_s=args.time_limit,
             measure=args.measure,
             emit_ir=args.emit_ir,
-            settings=limits,
             threads=args.threads,
         )
     except SpecError as err:

@@ -1,17 +1,20 @@
 """`schedule_nest`: find a schedule for a validated nest with one of the search methods, and report it.
 
-This is the entry point the service and the CLI use. Every method starts from the base schedule; all but
-"base" search the LoopTune environment, measuring candidates with the JIT backend. A contraction of more
-than `timed_flops` is decided on a sub-problem and the decision replayed on it (policies/proxy.py), so the
-decision's cost does not grow with the contraction's size.
+`schedule_contraction` (validate the request's contraction, then `schedule_nest` it with the default method
+and time limit) is the entry point the service and the CLI use. Every method starts from the base
+schedule; all but "base" search the LoopTune environment, measuring candidates with the JIT backend. A
+contraction of more than `timed_flops` is decided on a sub-problem and the decision replayed on it
+(policies/proxy.py), so the decision's cost does not grow with the contraction's size.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 from optserve.config import LoopTuneSettings
+from optserve.deadline import SCHEDULE_TIME_LIMIT_S
 from optserve.kernels.jit import host_target
 from optserve.kernels.measure import measure, numpy_gflops, peak_gflops
 from optserve.kernels.parallel import check_parallel, compile_parallel, default_threads, plan_blocks
@@ -20,7 +23,7 @@ from optserve.kernels.spec import LoopNestSpec, SpecError
 from optserve.policies import clock
 from optserve.policies.decision_cache import CachedDecision, DecisionCache, decision_key
 from optserve.policies.env import Evaluator
-from optserve.policies.methods import QUICK_METHODS, SearchMethod
+from optserve.policies.methods import DEFAULT_METHOD, QUICK_METHODS, SearchMethod
 from optserve.policies.proxy import replay, timed_spec
 from optserve.policies.search import SEARCHES, run_search
 
@@ -121,6 +124,40 @@ def measure_interleaved(
             if kernel is not None:
                 kernel.close()
     return [best[s.compute_key()] for s in schedules], best_numpy if numpy_sizes else None
+
+
+def default_time_limit_s(settings: LoopTuneSettings) -> float:
+    """The search time of a schedule that names none: SCHEDULE_TIME_LIMIT_S, at most the settings' limit."""
+    return min(SCHEDULE_TIME_LIMIT_S, settings.search_time_limit_s)
+
+
+def schedule_contraction(
+    einsum: str,
+    sizes: Mapping[str, int],
+    settings: LoopTuneSettings,
+    *,
+    method: str | None = None,
+    time_limit_s: float | None = None,
+    measure: bool = True,
+    emit_ir: bool = False,
+    threads: int | None = None,
+    cache: DecisionCache | None = None,
+) -> ScheduleResult:
+    """The entry of the service's Schedule and of `optserve schedule-local`: validate the contraction
+    `einsum` over `sizes` against the settings' limits (`LoopNestSpec.parse`) and `schedule_nest` it, with
+    DEFAULT_METHOD for no `method` and `default_time_limit_s` for no `time_limit_s`, so both give one
+    contraction the same decision. Raises SpecError for a bad contraction, size, method or time limit."""
+    spec = LoopNestSpec.parse(einsum, sizes, settings)
+    return schedule_nest(
+        spec,
+        method=method or DEFAULT_METHOD,
+        time_limit_s=default_time_limit_s(settings) if time_limit_s is None else time_limit_s,
+        measure=measure,
+        emit_ir=emit_ir,
+        settings=settings,
+        threads=threads,
+        cache=cache,
+    )
 
 
 def schedule_nest(

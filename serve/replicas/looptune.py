@@ -10,13 +10,10 @@ for a gRPC call, by the call's deadline: the search's time limit is cut so that 
 from __future__ import annotations
 
 from optserve.config import Settings
-from optserve.deadline import SCHEDULE_TIME_LIMIT_S, SEARCH_SHARE, Deadline
-from optserve.kernels.spec import LoopNestSpec, SpecError
-from optserve.policies.methods import SearchMethod
+from optserve.deadline import SEARCH_SHARE, Deadline
+from optserve.kernels.spec import SpecError
 from optserve.serve import schemas
 from optserve.serve.errors import ErrorKind, ServiceError, invalid
-
-DEFAULT_METHOD = SearchMethod.POLICY_TILES  # learned tile cover + the Q-policy, within the polish budget
 
 
 def time_limit_within(asked_s: float, deadline: Deadline | None, max_s: float) -> float:
@@ -36,21 +33,20 @@ def schedule(
     """Choose a schedule for the request's loop nest (blocking: run it off the event loop), done by
     `deadline` if one is given (the gRPC call's, less what its answer needs to get back)."""
     from optserve.policies.decision_cache import shared_decision_cache
-    from optserve.policies.scheduler import schedule_nest
+    from optserve.policies.scheduler import default_time_limit_s, schedule_contraction
 
     limits = settings.looptune
-    asked_s = request.time_limit_s or min(SCHEDULE_TIME_LIMIT_S, limits.search_time_limit_s)
+    asked_s = request.time_limit_s or default_time_limit_s(limits)
     time_limit_s = time_limit_within(asked_s, deadline, limits.search_time_limit_s)
-    method = request.method or DEFAULT_METHOD
     try:
-        spec = LoopNestSpec.parse(request.einsum, request.sizes, limits)
-        result = schedule_nest(
-            spec,
-            method=method,
+        result = schedule_contraction(
+            request.einsum,
+            request.sizes,
+            limits,
+            method=request.method,
             time_limit_s=time_limit_s,
             measure=request.measure,
             emit_ir=request.return_kernel,
-            settings=limits,
             threads=request.threads,
             cache=shared_decision_cache(),  # a repeated shape is answered without search
         )
