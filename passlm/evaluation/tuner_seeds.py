@@ -1,5 +1,5 @@
 """Do the model's samples make the tuner's search cheap? Compiles to reach 95% of a 1,000-compile search's
-saving, with and without the model's priority samples as seeds (issue 35, "Seeds for the tuner").
+saving, with and without the model's priority samples as seeds.
 
     python -m optserve.passlm.evaluation.tuner_seeds --model-dir DIR --corpus CORPUS --split test \
         --objective text_size --budget 1000 --samples 10 --workers 16 --device cuda \
@@ -7,16 +7,16 @@ saving, with and without the model's priority samples as seeds (issue 35, "Seeds
 
 For each held-out function, two searches run exactly as `optserve tune` runs them (`tuning.tune.search_task`:
 `local_search` of the project, seed 0, one compiler process per task, seeds from `tuning.tune.search_plan`):
-  - **coreset**: -Oz and the coreset's first `CORESET_SEEDS` lists (today's seeds);
+  - **coreset**: -Oz and the coreset's first `CORESET_SEEDS` lists (the seeds `optserve tune` uses);
   - **model**: the same, then the model's priority samples (PS@`--samples`, the engine as served) of that
     function, so the search compiles them right after the coreset's.
 Every compilation's cost is recorded in order (the search's -O0 and -Oz baselines, its seeds, its batches and
 the minimization of its best list). Best cost so far at compile k is the cheapest candidate among the first k
 (-Oz included; -O0 is no answer). A function's targets are 95% of the saving (-Oz cost - best cost) that the
-coreset-seeded search reaches at the budget (the issue's measure) and 95% of the better of the two searches'
-savings (the model's samples can lead a search further); compiles-to-target is the first k whose saving
-reaches it. A function with no saving to reach is left out of that target's rows. Searches run in a process
-pool, one compiler process each (no Ray: the lent host has none).
+coreset-seeded search reaches at the budget (the search `optserve tune` runs) and 95% of the better of the two
+searches' savings (the model's samples can lead a search further); compiles-to-target is the first k whose
+saving reaches it. A function with no saving to reach is left out of that target's rows. Searches run in a
+process pool, one compiler process each (no Ray: the lent host has none).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from optserve.objectives import OBJECTIVE_NAMES, Objective
 
 COMMAND = "python -m optserve.passlm.evaluation.tuner_seeds"
 TARGET_SHARE = 0.95
-WITHIN = 100  # the issue's goal: the target within this many compiles
+WITHIN = 100  # a cheap search: one that reaches the target within this many compiles
 CURVE_AT = (2, 12, 22, 50, 100, 200, 500, 1000)  # compiles at which the summed saving is reported
 VARIANTS = ("coreset", "model")
 TARGETS = ("coreset_search", "best_search")  # whose saving the 95% target is of (see `targets`)
@@ -298,7 +298,7 @@ def measure(record: dict[str, Any]) -> None:
 
 
 def targets(oz: int, best_costs: dict[str, int]) -> dict[str, float]:
-    """95% of the coreset-seeded search's saving (the search `optserve tune` runs today), and 95% of the
+    """95% of the coreset-seeded search's saving (the search `optserve tune` runs), and 95% of the
     better of the two searches' savings (the model's samples can lead the search somewhere better)."""
     saving = {variant: max(0, oz - cost) for variant, cost in best_costs.items()}
     return {
