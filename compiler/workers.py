@@ -60,6 +60,7 @@ from optserve.compiler.function_lists import FunctionLists, apply_function_lists
 from optserve.compiler.interface import (
     LLVM_SAYS,
     CandidateCompiler,
+    CompileJob,
     Evaluation,
     Outcome,
     WorkerCrashedError,
@@ -481,7 +482,7 @@ class CompilerPool(CandidateCompiler):
     async def evaluate_async(
         self,
         ir: str,
-        pass_lists: Sequence[Sequence[str]],
+        pass_lists: Sequence[CompileJob],
         objective: Objective | str,
         want_ir: bool = False,
         want_object: bool = False,
