@@ -67,7 +67,12 @@ def _autotune_command(args: argparse.Namespace) -> int:
         return 2
 
     processes = args.workers or settings.workers
-    pool = CompilerPool(processes, settings.candidate_timeout_s, memory_limit_mb=settings.worker_memory_mb)
+    pool = CompilerPool(
+        processes,
+        settings.candidate_timeout_s,
+        memory_limit_mb=settings.worker_memory_mb,
+        burst=0 if args.workers else settings.burst_workers,  # --workers N: N processes, no more
+    )
     with pool, _progress_bar(args) as progress:
         result = autotune(
             ir,

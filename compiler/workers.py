@@ -30,6 +30,16 @@ the engine that asked (`WorkerCrashedError`).
 Standby workers (`standby`, default none): processes started and ready but idle, outside the pool's
 `processes`. A worker stopped or lost (deadline, crash, overrun) is replaced by a standby one at once, and a
 new standby starts in the background, so the next call does not wait for a process start.
+
+Burst workers (`burst`, default none): up to `burst` more compiling processes, used only while every one of
+the pool's `processes` is busy, so that a job arriving during a compile runs beside it instead of waiting in
+the queue (a replica reserves a Ray CPU per worker, none per burst process: a 2-core machine has one worker,
+and a build under make -j2 asks for two units at once). A call with more candidates than free workers takes a
+burst process too. They start lazily: the first job that finds every worker busy
+starts one in the background and takes whichever comes first, a worker freed or the burst process ready, so
+an idle pool holds no burst process until a first overflow. A burst process runs a job exactly as a worker
+does (time limit, memory limit, deadline, crash isolation, kill and reap); one stopped or lost is reaped and
+not replaced by a standby, which stays the workers'; the next overflow starts its successor.
 """
 
 from __future__ import annotations
@@ -69,6 +79,8 @@ from optserve.compiler.pipeline import evaluate
 from optserve.deadline import Deadline, StoppedError
 
 _START_TIMEOUT_S = 120.0
+# How often a job waiting for a worker looks whether a burst process is free (only while the pool has burst).
+_BURST_POLL_S = 0.005
 T = TypeVar("T")
 
 
@@ -225,6 +237,7 @@ class _Worker:
         self.pid = self.process.pid
         self.ir_key: str | None = None
         self.busy = False
+        self.burst = False  # a burst process (CompilerPool's `burst`), not one of the pool's `processes`
 
     def wait_ready(self) -> None:
         try:
@@ -285,10 +298,16 @@ class _Worker:
 
 class CompilerPool(CandidateCompiler):
     """`processes` worker processes evaluating candidates, each within `timeout_s` seconds of wall time,
-    and `standby` more started and idle to replace a worker stopped or lost without waiting."""
+    `standby` more started and idle to replace a worker stopped or lost without waiting, and up to `burst`
+    more started on demand, compiling only while all `processes` are busy."""
 
     def __init__(
-        self, processes: int, timeout_s: float, memory_limit_mb: int | None = None, standby: int = 0
+        self,
+        processes: int,
+        timeout_s: float,
+        memory_limit_mb: int | None = None,
+        standby: int = 0,
+        burst: int = 0,
     ):
         if processes < 1:
             raise ValueError("a compiler pool needs at least one process")
@@ -296,7 +315,10 @@ class CompilerPool(CandidateCompiler):
             raise ValueError("timeout_s must be positive")
         if standby < 0:
             raise ValueError("standby must not be negative")
+        if burst < 0:
+            raise ValueError("burst must not be negative")
         self.processes = processes
+        self.burst = burst
         self.timeout_s = timeout_s
         self._memory_limit_bytes = memory_limit_mb * 1024 * 1024 if memory_limit_mb else None
         self._lock = threading.Lock()
@@ -305,6 +327,9 @@ class CompilerPool(CandidateCompiler):
         self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
         self._standby: list[_Worker] = []  # started and ready, not among the workers until one is lost
         self._restarting = 0  # workers stopped whose successors have not been started yet
+        self._burst: set[_Worker] = set()  # burst processes alive (idle, busy or not yet ready)
+        self._burst_idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
+        self._burst_starting = 0  # burst processes being started (counted against `burst`)
         self.replaced_workers = 0
         started = [self._start_worker() for _ in range(processes)]
         spares = [_Worker(self._memory_limit_bytes) for _ in range(standby)]
@@ -322,7 +347,11 @@ class CompilerPool(CandidateCompiler):
         return worker
 
     def _replace(self, worker: _Worker) -> _Worker:
+        """A fresh process in the place of `worker` (killed): a standby one if ready, else one started now;
+        a burst process's successor is a burst process started now (the standby is the workers')."""
         worker.kill()
+        if worker.burst:
+            return self._replace_burst(worker)
         with self._lock:
             standby = self._swap_out(worker)
         if standby is not None:
@@ -335,6 +364,81 @@ class CompilerPool(CandidateCompiler):
                 self._workers.discard(fresh)
             raise
         return fresh
+
+    def _replace_burst(self, stopped: _Worker) -> _Worker:
+        """A burst process started now in the place of `stopped` (killed), for the call that holds it."""
+        with self._lock:
+            self._burst.discard(stopped)
+            self.replaced_workers += 1
+            self._burst_starting += 1
+        try:
+            fresh = _Worker(self._memory_limit_bytes)
+            fresh.burst = True
+            fresh.wait_ready()
+        finally:
+            with self._lock:
+                self._burst_starting -= 1
+        with self._lock:
+            self._burst.add(fresh)
+        return fresh
+
+    def _start_burst(self) -> None:
+        """(In a thread.) Start a burst process and make it idle once ready, for whichever job takes it."""
+        try:
+            fresh = _Worker(self._memory_limit_bytes)
+        except Exception:  # noqa: BLE001 (no process: the pool works on without it)
+            with self._lock:
+                self._burst_starting -= 1
+            return
+        fresh.burst = True
+        try:
+            fresh.wait_ready()
+        except PoolBrokenError:  # the pool works on without it; the next overflow tries again
+            with self._lock:
+                self._burst_starting -= 1
+            return
+        with self._lock:
+            self._burst_starting -= 1
+            if not self._closed:
+                self._burst.add(fresh)
+                self._burst_idle.put(fresh)
+                return
+        fresh.stop()
+
+    def _reap_burst(self, stopped: _Worker) -> None:
+        """(Lock held.) `stopped`, a burst process killed, leaves the pool; a thread reaps it. The next
+        overflow starts its successor."""
+        self._burst.discard(stopped)
+        self.replaced_workers += 1
+        threading.Thread(target=stopped.kill, daemon=True).start()
+
+    def _take_burst(self) -> _Worker | None:
+        """An idle burst process, if one is ready; else start one (in the background) if fewer than `burst`
+        are alive, and return None."""
+        while True:
+            try:
+                worker = self._burst_idle.get(block=False)
+            except queue.Empty:
+                break
+            if worker.process.poll() is None:
+                return worker
+            with self._lock:  # died while idle (killed from outside): reaped, the next one is tried
+                self._reap_burst(worker)
+        with self._lock:
+            if self._closed or len(self._burst) + self._burst_starting >= self.burst:
+                return None
+            self._burst_starting += 1
+        threading.Thread(target=self._start_burst, name="compiler-burst-start", daemon=True).start()
+        return None
+
+    def _give_back(self, worker: _Worker) -> None:
+        worker.busy = False
+        (self._burst_idle if worker.burst else self._idle).put(worker)
+
+    def burst_worker_pids(self) -> list[int]:
+        """Burst processes alive now (started on the first overflow)."""
+        with self._lock:
+            return sorted(worker.pid for worker in self._burst)
 
     def _swap_out(self, stopped: _Worker) -> _Worker | None:
         """(Lock held.) `stopped`, killed, leaves the workers; a ready standby worker takes its place if
@@ -391,9 +495,10 @@ class CompilerPool(CandidateCompiler):
             return sorted(worker.pid for worker in self._workers)
 
     def busy_worker_pids(self) -> list[int]:
-        """Workers compiling a candidate right now (for monitoring, and for tests that kill one)."""
+        """Workers and burst processes compiling a candidate or running a job right now (for monitoring,
+        and for tests that kill one)."""
         with self._lock:
-            return sorted(worker.pid for worker in self._workers if worker.busy)
+            return sorted(worker.pid for worker in self._workers | self._burst if worker.busy)
 
     def evaluate(
         self,
@@ -475,8 +580,7 @@ class CompilerPool(CandidateCompiler):
             for worker, _, _ in running.values():  # interrupted: those results will never be read
                 self._restart_in_background(worker)
             for worker in spare:
-                worker.busy = False
-                self._idle.put(worker)
+                self._give_back(worker)
         return results  # type: ignore[return-value]
 
     async def evaluate_async(
@@ -535,8 +639,7 @@ class CompilerPool(CandidateCompiler):
             finished = True
         finally:
             if finished:
-                worker.busy = False
-                self._idle.put(worker)
+                self._give_back(worker)
             else:  # stopped, crashed or interrupted: the worker is replaced (a crashed one is dead already)
                 self._restart_in_background(worker)
         if kind == "raised":
@@ -606,12 +709,26 @@ class CompilerPool(CandidateCompiler):
         return None if wake is None else max(0.0, wake - time.monotonic())
 
     def _take_idle(self, wait_s: float | None) -> _Worker | None:
-        try:
-            if wait_s is not None and wait_s <= 0:
+        """An idle worker, else an idle burst process (one is started if none is alive), waiting up to
+        `wait_s` seconds (None: as long as it takes) for whichever comes first."""
+        if not self.burst:
+            try:
+                if wait_s is not None and wait_s <= 0:
+                    return self._idle.get(block=False)
+                return self._idle.get(timeout=wait_s)
+            except queue.Empty:
+                return None
+        until = None if wait_s is None else time.monotonic() + wait_s
+        while True:
+            with contextlib.suppress(queue.Empty):
                 return self._idle.get(block=False)
-            return self._idle.get(timeout=wait_s)
-        except queue.Empty:
-            return None
+            if (worker := self._take_burst()) is not None:
+                return worker
+            left = _BURST_POLL_S if until is None else min(_BURST_POLL_S, until - time.monotonic())
+            if left <= 0:
+                return None
+            with contextlib.suppress(queue.Empty):
+                return self._idle.get(timeout=left)
 
     def _restart_in_background(self, worker: _Worker) -> None:
         """Kill a worker whose compile nobody will read; a thread reaps it and starts its successor, which
@@ -619,6 +736,10 @@ class CompilerPool(CandidateCompiler):
         takes up to seconds (~0.15 s on an idle one)."""
         with contextlib.suppress(OSError):
             worker.process.kill()  # at once: the reaping waits in the thread
+        if worker.burst:
+            with self._lock:
+                self._reap_burst(worker)
+            return
         with self._lock:
             standby = self._swap_out(worker)
             if standby is None:
@@ -682,6 +803,8 @@ class CompilerPool(CandidateCompiler):
             workers, self._workers = list(self._workers), set()
             workers += self._standby
             self._standby = []
+            workers += self._burst
+            self._burst = set()
         for worker in workers:
             worker.stop()
 

@@ -72,6 +72,14 @@ class CompilerSettings(_Section):
         description="worker processes started and idle beside `workers`, each taking the place of a worker "
         "stopped at a deadline or lost at once (not reserved as a Ray CPU: idle until then)",
     )
+    burst_workers: int = Field(
+        1,
+        ge=0,
+        description="extra compiling processes of one CompilerWorkers replica, used only while all `workers` "
+        "are busy, so that a job arriving during a compile (a build's two units under make -j2) runs beside "
+        "it instead of waiting (not reserved as a Ray CPU: idle otherwise; started on the first such job, "
+        "not with the replica; not a standby; 0: jobs wait for a worker)",
+    )
     intake_workers: int = Field(
         1,
         gt=0,

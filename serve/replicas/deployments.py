@@ -99,6 +99,7 @@ class CompilerWorkers:
             timeout_s=compiler.candidate_timeout_s,
             memory_limit_mb=compiler.worker_memory_mb,
             standby=compiler.standby_workers,
+            burst=compiler.burst_workers,
         )
         # the intake's own processes: reading a request's IR never waits for a worker busy compiling
         self.intake = CompilerPool(

@@ -439,3 +439,101 @@ def test_a_job_is_stopped_at_its_deadline_and_its_worker_restarted(c_ir):
             pool.run(time.sleep, 20, deadline=Deadline(started + 0.3))
         assert time.monotonic() - started < 5
         assert pool.run(len, "ab") == 2  # a fresh worker, not the one still sleeping
+
+
+def _busy_worker(pool: CompilerPool, seconds: float) -> threading.Thread:
+    """Keep the pool's one worker busy for `seconds` (a job in a thread); returned once it runs."""
+    thread = threading.Thread(target=pool.run, args=(time.sleep, seconds))
+    thread.start()
+    _wait_for(lambda: pool.busy_worker_pids() != [], 30.0)
+    return thread
+
+
+def _two_jobs_wall_s(pool: CompilerPool, seconds: float) -> float:
+    started = time.monotonic()
+    threads = [threading.Thread(target=pool.run, args=(time.sleep, seconds)) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return time.monotonic() - started
+
+
+def test_a_burst_process_runs_a_second_job_beside_the_busy_worker_and_none_serializes():
+    """One worker and one burst process: two jobs submitted together take the time of one. The burst
+    process starts on the first job that found the worker busy (none while the pool idles); with burst 0
+    the second job waits for the first."""
+    job_s = 1.5
+    with CompilerPool(processes=1, timeout_s=30, burst=1) as pool:
+        assert pool.burst_worker_pids() == []  # lazy: an idle pool holds no burst process
+        _two_jobs_wall_s(pool, 0.2)  # the first overflow starts it
+        _wait_for(lambda: len(pool.burst_worker_pids()) == 1, 30.0)
+        together = _two_jobs_wall_s(pool, job_s)
+        assert together < 1.5 * job_s, together
+        assert pool.busy_worker_pids() == [] and pool.idle_workers() == 1
+        (burst,) = pool.burst_worker_pids()
+        assert burst not in pool.worker_pids()
+        # a lone job takes the worker, not the burst process
+        assert pool.run(os.getpid) == pool.worker_pids()[0]
+    assert not _alive(burst)  # close stops burst processes
+    with CompilerPool(processes=1, timeout_s=30) as serial:
+        alone = _two_jobs_wall_s(serial, job_s)
+        assert alone >= 2 * job_s, alone
+        assert serial.burst_worker_pids() == []
+
+
+def test_a_burst_process_compiles_candidates_under_the_same_limits(c_ir):
+    """Candidates of one call beyond the busy worker go to the burst process, which runs under the pool's
+    memory limit and gives the same results."""
+    import psutil
+
+    with CompilerPool(processes=1, timeout_s=30, memory_limit_mb=2048, burst=1) as pool:
+        busy = _busy_worker(pool, 3.0)
+        results = pool.evaluate(c_ir["structs"], CANDIDATES[:2], "instruction_count")
+        expected = [evaluate(c_ir["structs"], c, "instruction_count").cost for c in CANDIDATES[:2]]
+        assert [r.cost for r in results] == expected
+        (burst,) = pool.burst_worker_pids()
+        limit = 2048 * 1024 * 1024
+        assert psutil.Process(burst).rlimit(psutil.RLIMIT_AS) == (limit, limit)
+        busy.join(timeout=30)
+
+
+def test_a_burst_process_stopped_at_a_deadline_or_crashing_is_handled_like_a_worker(heavy_ir):
+    """With the worker taken: a job on the burst process stopped at its deadline (the call returns at
+    once), one that aborts it (WorkerCrashedError), a candidate whose process is killed from outside (CRASH)
+    and a job over the time limit: each ends only that process, which is reaped, and the next overflow has a
+    fresh one. The worker and the standby are untouched."""
+    with CompilerPool(processes=1, timeout_s=30, standby=1, burst=1) as pool:
+        regular = pool.worker_pids()
+        held = pool._take_idle(0)  # the worker is busy for every job below
+        assert pool.run(len, "ab") == 2  # starts the burst process
+        (first,) = pool.burst_worker_pids()
+        started = time.monotonic()
+        with pytest.raises(StoppedError, match="was stopped at the deadline"):
+            pool.run(time.sleep, 20, deadline=Deadline(started + 0.5))
+        assert time.monotonic() - started < 5
+        _wait_for(lambda: not _alive(first) and pool.burst_worker_pids() == [], 10.0)
+        with pytest.raises(WorkerCrashedError) as crashed:
+            pool.run(os.abort)
+        assert crashed.value.signal_name == "SIGABRT"
+        assert pool.run(len, "abc") == 3  # on a fresh burst process
+        outcome = {}
+        thread = threading.Thread(
+            target=lambda: outcome.update(results=pool.evaluate(heavy_ir, [("-O3",)], "instruction_count"))
+        )
+        thread.start()
+        _wait_for(lambda: pool.busy_worker_pids() != [], 30.0)
+        (burst,) = pool.busy_worker_pids()
+        os.kill(burst, signal.SIGKILL)
+        thread.join(timeout=120)
+        (killed,) = outcome["results"]
+        assert killed.outcome == Outcome.CRASH and "was killed by SIGKILL" in killed.error
+        assert not _alive(burst) and len(pool.burst_worker_pids()) == 1  # its successor
+        assert pool.worker_pids() == regular and pool.standby_workers() == 1
+        assert pool.replaced_workers == 3
+        pool._give_back(held)
+    with CompilerPool(processes=1, timeout_s=1, burst=1) as strict:
+        held = strict._take_idle(0)
+        with pytest.raises(StoppedError, match="time limit"):
+            strict.run(time.sleep, 10)
+        strict._give_back(held)
