@@ -28,7 +28,7 @@ it with --compare-first).
 --compare-budget B does the same with a third copy built with OPTCC_BUDGET=B (`optcc-budget`), after the
 optcc one (before it with --compare-first): two budgets at the same load, on one service.
 
-Packages: five of the seven in the real-code corpus's held-out test split (never seen in training; issue 20),
+Packages: five of the seven in the real-code corpus's held-out test split (never seen in training),
 plus two C++ libraries; zlib, lua, libjpeg and MiBench are never used. Of the test split, libuv1 is left out
 because its test suite refuses to run as root (the benchmark machine's user), and sed because its build is
 the longest (gnulib: 93 s of configure with clang alone) and its panic test fails as root.

@@ -1,4 +1,5 @@
-"""Tile templates on the CNN layers in NCHW, one by one, against PyTorch's convolution (issue 36's layers).
+"""Tile templates on the CNN layers in NCHW, one by one, against PyTorch's convolution (the layers of the
+benchmark's NCHW group).
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/looptune_nchw_probe.py --layers conv5 --templates 4x4rv-k64-r64
 

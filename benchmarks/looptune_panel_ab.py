@@ -1,7 +1,7 @@
 """Sub-problems timed with or without the whole's panels: the default decision on large matmul kinds with
 kernels/tiling.py PANEL_FLOATS as it is (512 x 512 operands packed in panels, as the whole's are) and one
 float higher (the 512^3 sub-problem timed without them), each decision's kernel on the whole timed in
-interleaved rounds (issue 36's sweep at 1 thread).
+interleaved rounds (the sizes sweep at 1 thread).
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/looptune_panel_ab.py --sizes 1000 2048 --rounds 3
 """

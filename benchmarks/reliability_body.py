@@ -1,4 +1,4 @@
-"""Memory of the HTTP proxy and the ingress under a large chunked POST (issue 38): with no Content-Length,
+"""Memory of the HTTP proxy and the ingress under a large chunked POST: with no Content-Length,
 the body limit must be enforced while the body is read, or one request makes both processes hold it.
 
 Starts the service (tiny stand-in model, default limits: `compiler.max_ir_bytes` 4 MiB, a body limit of

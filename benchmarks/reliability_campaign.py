@@ -1,4 +1,4 @@
-"""A long fuzzing campaign of the IR intake (issue 38): a million inputs and more, over every core, resumable
+"""A long fuzzing campaign of the IR intake: a million inputs and more, over every core, resumable
 across calls on a lent host, its crashes deduplicated and minimized.
 
 Inputs are numbered: input `i` of seed `s` is a function of (s, i) alone (its own `random.Random`), so a

@@ -1,4 +1,4 @@
-"""Chaos soak (issue 38): mixed Optimize/Schedule load from locust and repeated real builds through optcc,
+"""Chaos soak: mixed Optimize/Schedule load from locust and repeated real builds through optcc,
 while each kind of process of the service is SIGKILLed in turn; lost builds, wrong objects, the status of
 every failed call and the time to recover from each kill.
 

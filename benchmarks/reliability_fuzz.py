@@ -1,4 +1,4 @@
-"""Long fuzzing run of the IR intake, the pass-list parser and the loop-nest parser (issue 10).
+"""Long fuzzing run of the IR intake, the pass-list parser and the loop-nest parser.
 
 Each target runs in a supervised child process: a hard crash (signal) or a hang of the parser cannot take
 the fuzzer down with it; the supervisor records it, keeps the input that caused it (runs/reliability_fuzz/)

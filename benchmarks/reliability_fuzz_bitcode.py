@@ -1,4 +1,4 @@
-"""Fuzzing campaign of the IR intake with structure-aware mutations of real bitcode (issue 38).
+"""Fuzzing campaign of the IR intake with structure-aware mutations of real bitcode.
 
 Inputs come from tests/reliability/bitcode_mutations.py (seed modules by clang-19 from tests/data/c; blocks
 dropped, repeated, swapped and spliced across modules, block lengths edited, truncations, bit flips) and

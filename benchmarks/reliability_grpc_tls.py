@@ -1,4 +1,4 @@
-"""gRPC over TLS (issue 10): the TLS front's (serve/edges/grpc_tls.py) cost per call, and its answer to
+"""gRPC over TLS: the TLS front's (serve/edges/grpc_tls.py) cost per call, and its answer to
 garbage.
 
 Starts its own service (local Ray, tiny stand-in model, the serve tests' settings) with a self-signed

@@ -1,4 +1,4 @@
-"""One or two ingress replicas (issue 38): what the second costs (memory, idle CPU, the time `optserve serve`
+"""One or two ingress replicas: what the second costs (memory, idle CPU, the time `optserve serve`
 takes to be ready) and what it buys (the outage clients see when one ingress replica is SIGKILLed).
 
 For each count in `--replicas`, starts `optserve serve` as a user would (default settings, the bundled model;

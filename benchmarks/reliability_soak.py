@@ -1,4 +1,4 @@
-"""Overload soak (issue 10): the real service at saturation under locust for a fixed time, with the memory of
+"""Overload soak: the real service at saturation under locust for a fixed time, with the memory of
 every Ray process sampled throughout.
 
 Starts its own service (local Ray, tiny stand-in model, the serve tests' small queue limits: 4 queued /

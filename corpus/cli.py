@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from optserve.cli import add_json_flag, emit
+from optserve.objectives import OBJECTIVE_NAMES
 
 SOURCES_HELP = "gcc-torture, gcc-dg, gcc-common, llvm-transforms, csmith"
 
@@ -117,7 +118,7 @@ def add_dataset_commands(sub: argparse._SubParsersAction) -> None:
                        "'val-00000' (default: every shard of the splits)")  # fmt: skip
     label.add_argument("--limit", type=int, help="only the first N functions of each shard (a sample)")
     label.add_argument("--budget", type=int, help="compilations per function and objective (default 1000)")
-    label.add_argument("--objectives", default="instruction_count,text_size", help="comma-separated")
+    label.add_argument("--objectives", default=",".join(OBJECTIVE_NAMES), help="comma-separated")
     label.add_argument("--workers", type=int, help="local processes (default: all cores)")
     label.add_argument(
         "--ray", metavar="ADDRESS", help="run as Ray tasks on this cluster ('local' starts one)"

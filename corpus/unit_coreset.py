@@ -40,8 +40,9 @@ from optserve.corpus.journal import journaled, read_jsonl, write_atomic
 from optserve.corpus.label_store import seed_sets, stored_labels
 from optserve.corpus.real_corpus import RealCorpusLayout
 from optserve.engine.coreset import Coreset
+from optserve.objectives import Objective
 
-OBJECTIVE = "text_size"
+OBJECTIVE = Objective.TEXT_SIZE.value
 PassList = tuple[str, ...]
 
 

@@ -37,8 +37,9 @@ from pathlib import Path
 from optserve.compiler.pipeline import OZ
 from optserve.engine.passformer import PASSFORMER_PROFILE  # re-exported: training writes this format
 from optserve.engine.profile import ModelProfile
+from optserve.objectives import Objective
 
-OBJECTIVE = "instruction_count"  # of the compiler-feedback examples (passlm.feedback_examples)
+OBJECTIVE = Objective.INSTRUCTION_COUNT.value  # of the compiler-feedback examples (passlm.feedback_examples)
 # The autotuner prefers the shortest list at equal cost, so "no passes" is a label (the function is already
 # as small as it gets). The grammar has no empty list; -O0 runs no optimization, so it says the same.
 NO_PASSES = ("-O0",)

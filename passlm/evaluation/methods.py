@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from optserve.objectives import Objective
+
 # "ranked": priority sampling restricted to the coreset's lists (the service's strategy ranked_coreset)
 MODEL_STRATEGIES = ("greedy", "priority", "nucleus", "ranked")
 DEFAULT_METHODS = "greedy,priority,nucleus-0.8,nucleus-1.2,random,autotuner"
@@ -96,7 +98,7 @@ class EvalConfig:
     methods: tuple[Method, ...] = field(default_factory=lambda: parse_methods(DEFAULT_METHODS))
     backend: str = "torch"
     device: str = "cpu"  # the torch backend's device (cuda on the lent GPU); results do not depend on it
-    objective: str = "instruction_count"
+    objective: str = Objective.INSTRUCTION_COUNT.value
     workers: int = 2  # compiler processes
     candidate_timeout_s: float = 20.0
     deadline_s: float | None = None  # generation budget per function and method
