@@ -70,20 +70,12 @@ def test_a_unit_is_recorded_then_served_its_tuned_lists_never_larger_than_clangs
     clang = subprocess.run(["clang-19", "-Oz", "-w", "-c", "unit.c", "-o", "clang.o"], cwd=unit, check=True)
     assert clang.returncode == 0
 
-    # What `optserve tune` would write: a list for every function of the recorded unit.
-    ir = subprocess.run([*FRONT_END, "unit.c"], cwd=unit, capture_output=True, text=True, check=True).stdout
-    keys = unit_keys(ir, max_functions=200)
-    toolchain = toolchain_of(ir, "text_size")
-    entries = [
-        TunedList(h, toolchain, "function", ("instcombine", "simplifycfg"), (), 1, 2, 5, "test", time.time())
-        for h in sorted(set(keys.function_hashes.values()))
-    ]
     with open_store() as store:  # the service's store (conftest: this session's OPTSERVE_TUNING_DIR)
         # recorded as IR, or (a store holding nothing for text_size yet) as its bitcode, unread
-        assert any(u.ir_hash == keys.unit_hash for u in store.recorded_units()) or any(
-            u.name.endswith("unit.c") for u in store.pending_raw()
-        )
-        store.offer(entries)
+        recorded = {u.ir_hash for u in store.recorded_units()}
+        pending = [u.name for u in store.pending_raw()]
+    keys = _tune_every_function(unit)  # what `optserve tune` would write: a list for every function
+    assert keys.unit_hash in recorded or any(name.endswith("unit.c") for name in pending)
     _, [second] = optcc(unit, ["-w"], OPTCC_CACHE="0")
     assert not second["store_recorded"] and second["store_function_hits"] == len(keys.function_hashes)
     chosen, reference = (unit / "unit.o").read_bytes(), (unit / "clang.o").read_bytes()
@@ -113,8 +105,9 @@ def test_optccs_object_cache_keeps_a_stored_answer_only_once_its_unit_was_tuned(
     assert tuned["store_settled"] and cached.get("from_cache")
 
 
-def _tune_every_function(unit: Path) -> None:
-    """What `optserve tune` would write for the unit: a list that beats -Oz's size for each function."""
+def _tune_every_function(unit: Path):
+    """What `optserve tune` would write for the unit: a list that beats -Oz's size for each function; the
+    unit's keys."""
     ir = subprocess.run([*FRONT_END, "unit.c"], cwd=unit, capture_output=True, text=True, check=True).stdout
     keys = unit_keys(ir, max_functions=200)
     toolchain = toolchain_of(ir, "text_size")
@@ -124,6 +117,7 @@ def _tune_every_function(unit: Path) -> None:
     ]
     with open_store() as store:
         store.offer(entries)
+    return keys
 
 
 def test_a_rebuild_skips_clangs_back_end_when_the_record_of_its_object_is_beaten(unit):
