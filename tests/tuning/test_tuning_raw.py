@@ -107,10 +107,9 @@ def test_a_profile_store_records_no_raw_unit_and_has_none_pending(tmp_path):
         assert not store.holds_entries("text_size", TOOLCHAIN.llvm_version, TOOLCHAIN.vocabulary)
 
 
-def test_a_store_of_schema_2_is_migrated_to_3_in_place_keeping_its_contents(store_url):
+def _store_of_schema_2(store_url: str, *statements: str) -> None:
+    """A tuning store as schema 2 wrote it, with one function entry, then `statements`."""
     blob = "BYTEA" if store_url.startswith("postgresql://") else "BLOB"
-    unit_blob = zlib.compress(b"define void @u() { ret void }", ZLIB_LEVEL).hex()
-    blob_literal = f"'\\x{unit_blob}'::bytea" if blob == "BYTEA" else f"X'{unit_blob}'"
     _execute(
         store_url,
         META_TABLE,
@@ -118,6 +117,16 @@ def test_a_store_of_schema_2_is_migrated_to_3_in_place_keeping_its_contents(stor
         "INSERT INTO meta VALUES ('application_id', 'optserve-tuning'), ('schema_version', '2')",
         f"INSERT INTO tuned VALUES ('function', '{hash_of('f')}', 'text_size', 'x86_64-unknown-linux-gnu', "
         "'20.1.8', '7e85ffbb740d', '-Oz instcombine', '[]', 80, 100, 10, 'test', 1700000000.0)",
+        *statements,
+    )
+
+
+def test_a_store_of_schema_2_is_migrated_to_3_in_place_keeping_its_contents(store_url):
+    blob = "BYTEA" if store_url.startswith("postgresql://") else "BLOB"
+    unit_blob = zlib.compress(b"define void @u() { ret void }", ZLIB_LEVEL).hex()
+    blob_literal = f"'\\x{unit_blob}'::bytea" if blob == "BYTEA" else f"X'{unit_blob}'"
+    _store_of_schema_2(
+        store_url,
         f"INSERT INTO units VALUES ('{hash_of('u')}', 'u.c', {blob_literal}, 29, {len(unit_blob) // 2},"
         " 1.0, 2.0, 3)",
     )
@@ -132,16 +141,7 @@ def test_a_store_of_schema_2_is_migrated_to_3_in_place_keeping_its_contents(stor
 
 
 def test_a_migration_from_2_that_fails_leaves_the_store_at_2(store_url):
-    blob = "BYTEA" if store_url.startswith("postgresql://") else "BLOB"
-    _execute(
-        store_url,
-        META_TABLE,
-        *(statement.format(blob=blob) for statement in SCHEMA_V2),
-        "INSERT INTO meta VALUES ('application_id', 'optserve-tuning'), ('schema_version', '2')",
-        f"INSERT INTO tuned VALUES ('function', '{hash_of('f')}', 'text_size', 'x86_64-unknown-linux-gnu', "
-        "'20.1.8', '7e85ffbb740d', '-Oz instcombine', '[]', 80, 100, 10, 'test', 1700000000.0)",
-        "CREATE TABLE raw_units (note TEXT)",  # in the way of the migration's table
-    )
+    _store_of_schema_2(store_url, "CREATE TABLE raw_units (note TEXT)")  # in the way of the migration's table
     from optserve.tuning.store import TuningStoreError
 
     with pytest.raises(TuningStoreError, match="raw_units"):
