@@ -21,8 +21,7 @@ from optserve.serve import schemas
 from optserve.serve.observability import metrics, tracing
 from optserve.serve.observability.logs import access_fields, log_access, start_access
 from optserve.serve.optimize.optimizer import Optimizer
-from optserve.serve.replicas.handles import CompilerClient, EngineClient, LoopTuneClient
-from optserve.serve.replicas.ray_errors import as_service_error
+from optserve.serve.replicas.handles import CompilerClient, EngineClient, LoopTuneClient, as_service_error
 from optserve.serve.replicas.readiness import deployment_statuses, readiness
 
 

@@ -4,18 +4,24 @@
 - `CompilerClient`: the CompilerWorkers deployment as an `optserve.compiler.interface.CandidateCompiler`;
 - `LoopTuneClient`: the LoopTuneScheduler deployment.
 
-Every call goes through `ray_errors.call`, so a deployment's own error arrives as itself; the engine, compiler
-and LoopTune calls carry the caller's trace context as their last argument (serve/observability/tracing.py).
+What a failure behind a handle means to the caller is decided here and only here. Ray hands an exception that
+a deployment raised to the caller wrapped in a `RayTaskError`; every call goes through `call`, which unwraps
+it, so the layers above see the deployment's own error (a `ServiceError`, `PromptTooLongError`, ...). Ray's
+own failures (overload, a replica gone) become the `ServiceError` they stand for in `as_service_error`. The
+engine, compiler and LoopTune calls carry the caller's trace context as their last argument
+(serve/observability/tracing.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from ray.serve.exceptions import BackPressureError
+from ray.exceptions import RayActorError, RayTaskError
+from ray.serve.exceptions import BackPressureError, DeploymentUnavailableError
 from ray.serve.handle import DeploymentHandle
 
 from optserve.compiler.cost import Objective
@@ -24,11 +30,37 @@ from optserve.compiler.interface import CandidateCompiler, Evaluation
 from optserve.deadline import ENGINE_ANSWER_TIMEOUT_S, Deadline, as_wall_time
 from optserve.engine.interface import Generation, PromptTooLongError, SamplingOptions
 from optserve.serve import schemas
-from optserve.serve.errors import unavailable
+from optserve.serve.errors import ErrorKind, ServiceError, unavailable
 from optserve.serve.observability import tracing
-from optserve.serve.replicas.ray_errors import call
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+async def call(handle: DeploymentHandle, method: str, *args: Any) -> Any:
+    """`handle.method.remote(*args)`'s answer; the deployment's own exception if it raised one."""
+    try:
+        return await getattr(handle, method).remote(*args)
+    except RayTaskError as err:
+        cause = err.cause
+        while isinstance(cause, RayTaskError):  # raised by a deployment that called another one
+            cause = cause.cause
+        if not isinstance(cause, BaseException):
+            raise
+        raise cause from None
+
+
+def as_service_error(err: BaseException) -> ServiceError:
+    """A ServiceError from any layer as it is; Ray's failures as what they mean; anything else INTERNAL."""
+    if isinstance(err, ServiceError):
+        return err
+    if isinstance(err, BackPressureError):
+        return ServiceError(ErrorKind.RESOURCE_EXHAUSTED, f"the service is at capacity, retry later ({err})")
+    if isinstance(err, DeploymentUnavailableError | RayActorError):
+        return ServiceError(ErrorKind.UNAVAILABLE, f"a backend is unavailable, retry later ({err})")
+    log.exception("internal error", exc_info=err)
+    return ServiceError(ErrorKind.INTERNAL, f"internal error: {type(err).__name__}: {err}")
 
 
 class EngineClient:

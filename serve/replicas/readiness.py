@@ -14,8 +14,7 @@ from typing import Any
 from ray import serve
 
 from optserve.serve.replicas.deployments import CompilerWorkers, LoopTuneScheduler, PassOrderingEngine
-from optserve.serve.replicas.handles import EngineClient
-from optserve.serve.replicas.ray_errors import as_service_error
+from optserve.serve.replicas.handles import EngineClient, as_service_error
 
 READY = "ready"
 _READY_DEPLOYMENT_STATES = {"HEALTHY", "UPSCALING", "DOWNSCALING"}

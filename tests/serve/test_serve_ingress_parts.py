@@ -21,8 +21,7 @@ from optserve.engine.interface import Generation, PromptTooLongError, SamplingOp
 from optserve.serve import schemas
 from optserve.serve.edges.http_app import kserve_model, named_model, readiness_response
 from optserve.serve.errors import ErrorKind, ServiceError, unavailable
-from optserve.serve.replicas.handles import EngineClient
-from optserve.serve.replicas.ray_errors import as_service_error, call
+from optserve.serve.replicas.handles import EngineClient, as_service_error, call
 from optserve.serve.replicas.readiness import READY, deployment_state, readiness
 
 METADATA = schemas.ModelMetadata(

@@ -77,7 +77,7 @@ def test_returned_ir_and_object_belong_to_the_best_candidate(pool, unrolled_loop
 
 class OzUnavailable:
     """The real pool, except that -Oz alone (the baseline's job) fails after `delay_s`, as when the compiler
-    replica compiling it dies (serve/replicas/ray_errors.py: UNAVAILABLE)."""
+    replica compiling it dies (serve/replicas/handles.py: UNAVAILABLE)."""
 
     def __init__(self, pool: CompilerPool, delay_s: float):
         self.pool, self.delay_s = pool, delay_s
