@@ -6,7 +6,7 @@ clock is set. That instant means nothing in another process, maybe on another ho
 one (a Ray deployment handle, the gRPC proxy's metadata) its deadline travels as wall-clock time (Unix
 seconds), absolute, so the time it waits in a queue on the way counts against it (a relative budget would
 restart there). `wall()` and `Deadline.from_wall` are the only conversions, made at those edges
-(serve/replicas/handles.py and deployments.py, serve/edges/call_deadline.py). Hosts of one cluster keep their
+(serve/replicas/handles.py and deployments.py, serve/edges/grpc_methods.py). Hosts of one cluster keep their
 clocks in step (NTP): a skew of a few milliseconds moves the stop by as much.
 
 Work the deadline stopped raises `StoppedError` (`within`, a compiler worker's job); a compile the deadline
@@ -28,7 +28,7 @@ T = TypeVar("T")
 # The service's deadline budgets, in one table. The deadlines themselves and their limits are settings
 # (optserve/config.py: serve.default_deadline_s and max_deadline_s for Optimize,
 # looptune.search_time_limit_s for Schedule).
-# Of a gRPC call's time, kept for the answer (serve/edges/call_deadline.py `work_deadline`): the Optimizer
+# Of a gRPC call's time, kept for the answer (serve/edges/grpc_methods.py `work_deadline`): the Optimizer
 # waits up to BACKEND_GRACE_S past its deadline for a backend, then the answer goes back through the proxy,
 # slow on a loaded machine (half a second is too little there: the client's deadline passes first). A
 # short call keeps half of what is left instead.

@@ -4,8 +4,9 @@ Ray Serve 2.60's proxy passes the replica a copy of the call's context without t
 own refusals (backpressure: the ingress's queue full) RESOURCE_EXHAUSTED with no trailing metadata. The
 proxy makes each method's handler with its server's `service_handler_factory`; `install` wraps that factory
 from the servicer functions Serve calls in the proxy (serve/edges/grpc_services.py), so that each unary call
-- reaches the ingress with its deadline in the metadata (`optserve-deadline`, serve/edges/call_deadline.py;
-  one a caller sent is dropped), and
+- reaches the ingress with its deadline in the metadata (`DEADLINE_KEY`, as Unix time: absolute, so that
+  time queued between proxy and replica counts against it; one a caller sent is dropped; the ingress reads it
+  back, serve/edges/grpc_methods.py `call_deadline`), and
 - answered RESOURCE_EXHAUSTED or UNAVAILABLE without `grpc-retry-pushback-ms`, gets it (RETRY_AFTER_S, as
   the ingress's own refusals and HTTP's Retry-After).
 Ray internals, as serve/replicas/loopback.py's hook: without the factory (another Ray), the proxy serves as
@@ -20,11 +21,11 @@ import grpc
 
 from optserve.clients.python.retry import PUSHBACK_KEY
 from optserve.deadline import NO_DEADLINE_S, Deadline
-from optserve.serve.edges.call_deadline import DEADLINE_KEY
 from optserve.serve.errors import RETRY_AFTER_S
 
 log = logging.getLogger(__name__)
 
+DEADLINE_KEY = "optserve-deadline"  # invocation metadata: the call's deadline, Unix time in seconds
 _WRAPPED = "_optserve_edge"
 # Answers that say "try again later": the proxy's own refusals (its queue full, no replica) get retry info.
 _RETRY_LATER_CODES = (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE)

@@ -3,10 +3,15 @@
 Ray Serve's proxy routes a gRPC call to the ingress method named like the RPC, with the request as raw bytes
 (serve/edges/grpc_services.py says why); the ingress hands it to the method of the same name here, which
 parses it, checks the caller (loopback peer, token), runs the operation and answers a `ServiceError` as the
-status it names. The call's deadline (serve/edges/call_deadline.py) bounds the work: an Optimize's budget is
-cut to what the call leaves (its best answer so far comes back in time, `deadline_hit`), a Schedule's search
-time limit too (the best schedule found in time, `timed_out`), and any work still running when the call's time
-is up is cancelled (DEADLINE_EXCEEDED). `grpc_context` is None when a test calls a method directly.
+status it names. The call's deadline bounds the work: an Optimize's budget is cut to what the call leaves
+(its best answer so far comes back in time, `deadline_hit`), a Schedule's search time limit too (the best
+schedule found in time, `timed_out`), and any work still running when the call's time is up is cancelled
+(DEADLINE_EXCEEDED). `grpc_context` is None when a test calls a method directly.
+
+Ray Serve's gRPC proxy does not pass the call's deadline on to the replica (its context has no
+`time_remaining`), so the proxy's edge (serve/edges/grpc_edge.py) adds it to the call's metadata as a Unix
+time, read back here (`call_deadline`). Proxy and ingress share a clock on one machine; on a cluster their
+clocks must agree to well under the deadlines callers use (NTP does).
 """
 
 from __future__ import annotations
@@ -19,10 +24,11 @@ from grpc_health.v1 import health_pb2
 
 from optserve.clients.python.retry import PUSHBACK_KEY
 from optserve.config import Settings
-from optserve.deadline import Deadline
+from optserve.deadline import ANSWER_MARGIN_S, Deadline
+from optserve.serve import schemas
 from optserve.serve.edges import codec
 from optserve.serve.edges.access import TOKEN_HEADER, check_peer, check_token, plaintext_grpc_host
-from optserve.serve.edges.call_deadline import call_deadline, fit_optimize, work_deadline
+from optserve.serve.edges.grpc_edge import DEADLINE_KEY
 from optserve.serve.edges.grpc_services import parse_request
 from optserve.serve.edges.operations import Operations
 from optserve.serve.errors import ErrorKind, ServiceError, retry_after_s
@@ -39,6 +45,35 @@ _SERVING = health_pb2.HealthCheckResponse.SERVING
 _NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 
 M = TypeVar("M")
+
+
+def call_deadline(metadata) -> Deadline | None:
+    """The deadline of the call whose invocation metadata is `metadata`; None when it has none."""
+    for key, value in metadata or ():
+        if key == DEADLINE_KEY:
+            try:
+                return Deadline.from_wall(float(value))
+            except ValueError:
+                return None
+    return None
+
+
+def work_deadline(call: Deadline) -> Deadline:
+    """When the work of a call due at `call` (not yet passed) must be done so that its answer still reaches
+    the caller: ANSWER_MARGIN_S before the call's deadline, or halfway to it for a short call."""
+    return Deadline(max(call.at - ANSWER_MARGIN_S, call.share(0.5).at))
+
+
+def fit_optimize(
+    request: schemas.OptimizeRequest, work: Deadline, default_s: float, max_s: float
+) -> schemas.OptimizeRequest:
+    """`request` with its deadline (its own, else the server's default) cut to what the work's deadline
+    `work` leaves. A deadline over the limit is left as asked, to be refused as such."""
+    asked_s = request.deadline_s or default_s
+    budget_s = work.remaining_s()
+    if asked_s > max_s or budget_s >= asked_s:
+        return request
+    return request.model_copy(update={"deadline_s": budget_s})
 
 
 def _answer_error(context, err: ServiceError, empty: M) -> M:

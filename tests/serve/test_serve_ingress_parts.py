@@ -157,7 +157,7 @@ def test_ray_serve_does_not_hand_the_ingress_the_call_s_deadline():
 
 
 def test_the_call_s_deadline_cuts_an_optimize_budget_to_what_the_call_leaves():
-    from optserve.serve.edges.call_deadline import fit_optimize, work_deadline
+    from optserve.serve.edges.grpc_methods import fit_optimize, work_deadline
     from optserve.serve.schemas import OptimizeRequest
 
     def budget(remaining_s: float, deadline_s: float | None = None) -> float | None:
