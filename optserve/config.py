@@ -116,7 +116,7 @@ class EngineSettings(_Section):
         ge=0,
         description="the coreset's first lists compiled beside the model's candidates of every model "
         "strategy (one more compile: on real test functions the first list alone saves most of what search "
-        "finds; docs/bench/passlm_v2.md); 0: model candidates only",
+        "finds; docs/bench/passlm_experiments.md, v2); 0: model candidates only",
     )
     unit_function_prompts: int = Field(
         4,

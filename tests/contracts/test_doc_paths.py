@@ -31,8 +31,6 @@ ALLOWED: dict[str, str] = {
     # Outputs that the command a doc or docstring shows writes, not committed.
     "docs/bench/clients_realproject.md": "benchmarks/clients_realproject.py --out, not committed",
     "docs/bench/kernels_compile.md": "benchmarks/kernels_compile.py's default --out, not committed",
-    "docs/bench/passlm_v3_table61.json": "the --json-out of its page's command, not committed",
-    "docs/bench/passlm_v3_units_table61.json": "the --json-out of the command on its page, not committed",
     "models/coreset/units.json": "written by `python -m optserve.corpus.unit_coreset`, not committed",
 }
 
