@@ -133,6 +133,8 @@ class Evaluator:
     cache: dict[str, float] = field(default_factory=dict)
     evaluations: int = 0
     seconds: float = 0.0
+    # the contraction the decision is for, where `spec` is a sub-problem of it (policies/proxy.py)
+    whole: LoopNestSpec | None = None
 
     def gflops(self, schedule: Schedule) -> float:
         key = schedule.compute_key()

@@ -307,7 +307,7 @@ def _schedule_nest(
     # 16 threads: 128 x 128 cells for the whole 2048^3's 512 x 512), so its candidates run on one thread,
     # where the cache blocking they are chosen for meets cells of about the whole's size
     timing_threads = threads if timed is spec else 1
-    evaluator = Evaluator(timed, measure_fn)
+    evaluator = Evaluator(timed, measure_fn, whole=None if timed is spec else spec)
     base = Schedule.base(timed)
     timed_key = None  # the chosen schedule's on the timed contraction
     if method == SearchMethod.BASE and not measure:

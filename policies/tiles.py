@@ -20,6 +20,13 @@ ones first only where each element packed by choice is read at least PACK_REUSE 
 A^T·B: n >= 32); below that the copy costs about what it saves (A·B^T 16 x 2048 x 48 here: 51 GFLOPS
 packed, 88 unpacked; 32 x 256 x 256: 96 both ways; 100^3: 87 packed, 66 unpacked).
 
+A contraction decided on a sub-problem with its reduction whole (policies/proxy.py `deep_reduction`: the
+matmul kinds from 512^3) measures the WIDE_TILES first: register tiles of 4 or 2 vectors and 16-24
+accumulators with reduction blocks of 256, which the cover (learned on shapes up to ~450 wide) lacks. On
+the lent Xeon at 2048^3 they ran at 0.82-1.00x numpy where the cover's best reached 0.78-0.89x and the
+12x1 tile its 512^3 sub-problem chose 0.63-0.67x (benchmarks/looptune_tile2048_ab.py and
+looptune_subproblem_probe.py): fewer loads per multiply-add (10 per 24 for 6x4, 13 per 12 for 12x1).
+
 Both measure the base schedule last, as the fallback: it is often scalar, and on a large contraction one
 timing of it costs more than measuring the whole cover, so measured first it would use up the budget.
 """
@@ -40,6 +47,7 @@ from optserve.kernels.tiling import TileTemplate, tiled_schedule
 from optserve.policies import clock
 from optserve.policies.env import AgentState, Evaluator
 from optserve.policies.outcome import SearchOutcome
+from optserve.policies.proxy import deep_reduction
 from optserve.policies.tile_actions import TILE_ACTION, tile_action
 
 POOL_SIZE = 150
@@ -54,6 +62,12 @@ CHANNEL_ROW = 64
 # such layer, and interleaved they took half a decision's budget: resnet conv4 1x1 reduce never reached
 # the cover's last template, 8x2 at 100 GFLOPS here against 2x3's 51)
 CHANNEL_ONLY_ROW = 32
+# measured first for a large contraction decided on a sub-problem with its reduction whole (module docstring)
+WIDE_TILES = (
+    TileTemplate(6, 4, k_block=256, v_block=512, r_block=96),
+    TileTemplate(12, 2, k_block=256, v_block=256, r_block=192),
+    TileTemplate(8, 2, k_block=256, v_block=256, r_block=128),
+)
 
 
 def template_grid() -> list[TileTemplate]:
@@ -126,6 +140,14 @@ def candidates(
     return out
 
 
+def with_wide_tiles(evaluator: Evaluator, cover: list[TileTemplate]) -> list[TileTemplate]:
+    """`cover` with WIDE_TILES first where the evaluator times a sub-problem that keeps its one reduction
+    whole (policies/proxy.py `deep_reduction`), else `cover` as it is."""
+    if evaluator.whole is None or deep_reduction(evaluator.spec) is None:
+        return cover
+    return list(WIDE_TILES) + [t for t in cover if t not in WIDE_TILES]
+
+
 def measure_in_order(
     evaluator: Evaluator, options: list[tuple[tuple[str, ...], Schedule]], deadline: float
 ) -> SearchOutcome:
@@ -158,7 +180,7 @@ def tiles_search(
 ) -> SearchOutcome:
     """The cover, the rest of the pool, then the base schedule, measured until the deadline."""
     target = target or host_target()
-    cover = list(load_cover())
+    cover = with_wide_tiles(evaluator, list(load_cover()))
     rest = [t for t in template_pool() if t not in cover]
     ordered = cover + unpacked(cover) + rest + unpacked(rest)
     options = [((TILE_ACTION + name,), s) for name, s in candidates(evaluator, ordered, target)]
@@ -175,7 +197,8 @@ def policy_tiles(
 ) -> SearchOutcome:
     """The cover's templates (in reverse for an NCHW convolution on its channels), then the Q-policy's final
     schedule, then the cover's unpacked twins where they differ (the twins first where packing is unlikely
-    to pay), then the base, measured until the deadline. A tile Q-network's pick (tile_actions.py) is
+    to pay), then the base, measured until the deadline; WIDE_TILES ahead of the cover on a large
+    contraction's deep sub-problem (`with_wide_tiles`). A tile Q-network's pick (tile_actions.py) is
     measured first: it is the network's guess of the best template for this shape, and on a large
     contraction the budget may not reach past the cover."""
     from optserve.policies.policy import decision_policy_path, load_bundle, rollout
@@ -183,7 +206,7 @@ def policy_tiles(
     target = target or host_target()
     bundle = load_bundle(str(policy_path or decision_policy_path()))
     visited = rollout(bundle.network, evaluator.spec, start=root, target=target)
-    cover = list(load_cover())
+    cover = with_wide_tiles(evaluator, list(load_cover()))
     channel = channel_vector(evaluator.spec)
     if channel:
         # the cover's order is the matmuls' (its first templates, small k-blocked tiles, cover most of

@@ -9,7 +9,7 @@ from optserve.kernels.jit import host_target
 from optserve.kernels.schedule import Schedule
 from optserve.kernels.spec import LoopNestSpec
 from optserve.kernels.tiling import TileTemplate
-from optserve.policies.proxy import blocks_within, replay, timed_spec
+from optserve.policies.proxy import blocks_within, deep_reduction, replay, timed_spec
 from optserve.policies.scheduler import schedule_nest
 
 MATMUL = "C[m,n] += A[m,k] * B[k,n]"
@@ -25,10 +25,18 @@ def test_a_layer_sized_matmul_is_accepted():
 def test_the_timed_spec_halves_the_largest_sizes_until_it_fits():
     spec = LoopNestSpec.parse(MATMUL, {"m": 2048, "k": 2048, "n": 2048})
     small = timed_spec(spec, 2 * 512**3)
-    assert small.size_of == {"m": 512, "k": 512, "n": 512} and small.text() == spec.text()
+    # one reduction: kept whole, the output indices cut (the whole's cache blocks along k are timed)
+    assert small.size_of == {"m": 256, "k": 2048, "n": 256} and small.text() == spec.text()
+    assert deep_reduction(spec) == "k"
+    assert timed_spec(spec, 2 * 128 * 2048 * 128).size_of == {"m": 128, "k": 2048, "n": 128}
+    # outputs at DEEP_OUTPUT: the largest sizes, the reduction first
+    assert timed_spec(spec, 2 * 128**3).size_of == {"m": 128, "k": 128, "n": 128}
+    batched = LoopNestSpec.parse("C[b,m,n] += A[b,m,k] * B[b,k,n]", {"b": 8, "m": 512, "k": 512, "n": 512})
+    assert timed_spec(batched, 2 * 512**3).size_of == {"b": 8, "m": 128, "k": 512, "n": 256}
     conv = LoopNestSpec.parse(CONV, {"f": 256, "c": 256, "y": 56, "x": 56, "r": 3, "s": 3})
     shrunk = timed_spec(conv, 2 * 512**3).size_of
     assert shrunk["r"] == shrunk["s"] == 3 and shrunk["y"] == 56 and conv.flops > 2 * 512**3
+    assert deep_reduction(conv) is None  # a window and channels: the largest sizes first, as before
     assert 2 * (shrunk["f"] * shrunk["c"] * 56 * 56 * 9) <= 2 * 512**3
     small_already = LoopNestSpec.parse(MATMUL, {"m": 64, "k": 64, "n": 64})
     assert timed_spec(small_already, 2 * 512**3) is small_already
@@ -46,13 +54,14 @@ def test_replay_builds_the_decision_on_the_whole_contraction():
 
 
 def test_a_2048_cube_is_decided_within_a_second_of_budget():
-    """The default decision on 2048^3 (17 GFLOP) times candidates on 512^3 and answers for 2048^3."""
+    """The default decision on 2048^3 (17 GFLOP) times candidates on 256 x 2048 x 256 and answers for
+    2048^3, the wide register tiles measured first."""
     spec = LoopNestSpec.parse(MATMUL, {"m": 2048, "k": 2048, "n": 2048})
     schedule_nest(LoopNestSpec.parse(MATMUL, {"m": 32, "k": 32, "n": 32}), method="policy_tiles")  # warm
     start = time.perf_counter()
     result = schedule_nest(spec, method="policy_tiles", time_limit_s=10)
     seconds = time.perf_counter() - start
-    assert result.timed_sizes == {"m": 512, "k": 512, "n": 512}
+    assert result.timed_sizes == {"m": 256, "k": 2048, "n": 256}
     assert result.gflops and result.evaluations >= 1 and result.compile_ms
     Schedule.from_text(result.schedule).check(spec)
     assert seconds < 5  # 0.5 s budget + a timing that may run past it + the whole's compile, on busy cores
@@ -60,7 +69,7 @@ def test_a_2048_cube_is_decided_within_a_second_of_budget():
 
 def test_a_template_replayed_on_a_larger_whole_keeps_blocks_of_the_timed_size_and_packs_b():
     spec = LoopNestSpec.parse(MATMUL, {"m": 2048, "k": 2048, "n": 2048})
-    timed = timed_spec(spec, 2 * 512**3)
+    timed = LoopNestSpec.parse(MATMUL, {"m": 512, "k": 512, "n": 512})
     within = blocks_within(TileTemplate.from_name("12x1rv"), timed)
     assert (within.k_block, within.v_block, within.r_block) == (512, 512, 512)
     kept = blocks_within(TileTemplate.from_name("4x4rv-k64-r64"), timed)
@@ -69,4 +78,22 @@ def test_a_template_replayed_on_a_larger_whole_keeps_blocks_of_the_timed_size_an
     replayed.check(spec)
     assert replayed.pack == ("A", "B")  # 16 MiB operands: both in panels (kernels/tiling.py large_panels)
     assert [lp.size for lp in replayed.compute if lp.index == "k"] == [4, 512]  # k in blocks of 512
+    deep = blocks_within(TileTemplate.from_name("6x4rv-k256-v512-r96"), timed_spec(spec, 2 * 512**3))
+    assert (deep.k_block, deep.v_block, deep.r_block) == (256, 256, 96)  # n of the deep sub-problem: 256
     assert replay(spec, ["tile:12x1rv"], host_target()) != replayed  # without the timed spec: unblocked
+
+
+def test_a_deep_sub_problem_measures_the_wide_tiles_first_and_nothing_else_does():
+    from optserve.policies.env import Evaluator
+    from optserve.policies.tiles import WIDE_TILES, load_cover, with_wide_tiles
+
+    spec = LoopNestSpec.parse(MATMUL, {"m": 2048, "k": 2048, "n": 2048})
+    cover = list(load_cover())
+    timed = Evaluator(timed_spec(spec, 2 * 512**3), lambda s, schedule: 1.0, whole=spec)
+    ordered = with_wide_tiles(timed, cover)
+    assert ordered[: len(WIDE_TILES)] == list(WIDE_TILES) and set(cover) <= set(ordered)
+    assert len(ordered) == len(set(ordered))
+    assert with_wide_tiles(Evaluator(spec, lambda s, schedule: 1.0), cover) == cover  # timed whole
+    conv = LoopNestSpec.parse(CONV, {"f": 256, "c": 256, "y": 56, "x": 56, "r": 3, "s": 3})
+    conv_timed = Evaluator(timed_spec(conv, 2 * 512**3), lambda s, schedule: 1.0, whole=conv)
+    assert with_wide_tiles(conv_timed, cover) == cover
