@@ -469,30 +469,43 @@ class SqlTuningStore:
     def record_unit(self, ir_hash: str, ir: str, name: str) -> bool:
         self._check_writable()
         now = time.time()
-        with self.write() as cursor:
-            seen = self.execute(
-                cursor,
-                "UPDATE units SET last_seen = ?, times_seen = times_seen + 1,"
-                " name = CASE WHEN ? <> '' THEN ? ELSE name END WHERE ir_hash = ?",
-                (now, name, name, ir_hash),
-            ).rowcount
-        if seen:
-            return False
         data = ir.encode()
-        blob = zlib.compress(data, ZLIB_LEVEL)  # outside the transaction: other writers need not wait for it
+        row = self._record_compressed(
+            "UPDATE units SET last_seen = ?, times_seen = times_seen + 1,"
+            " name = CASE WHEN ? <> '' THEN ? ELSE name END WHERE ir_hash = ?",
+            (now, name, name, ir_hash),
+            data,
+            "INSERT INTO units (ir_hash, name, ir, size, stored_bytes, first_seen, last_seen, times_seen)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, 1) ON CONFLICT (ir_hash) DO UPDATE SET"
+            " last_seen = excluded.last_seen, times_seen = units.times_seen + 1 RETURNING times_seen",
+            lambda blob: (ir_hash, name, blob, len(data), len(blob), now, now),
+        )
+        return row is not None and int(row[0]) == 1
+
+    def _record_compressed(
+        self,
+        touch: str,
+        touch_parameters: Sequence[Any],
+        data: bytes,
+        insert: str,
+        insert_parameters: Callable[[bytes], Sequence[Any]],
+    ) -> Any:
+        """Record `data` compressed, once: `touch` updates the row if it is there already (then nothing more
+        happens: None); else the data is compressed outside any transaction (other writers need not wait for
+        it) and, if it fits the bound, `insert` (its parameters made from the compressed bytes) stores it and
+        the least recently seen units are evicted. Returns the row `insert` returned (None: none, or not
+        stored)."""
+        with self.write() as cursor:
+            if self.execute(cursor, touch, touch_parameters).rowcount:
+                return None
+        blob = zlib.compress(data, ZLIB_LEVEL)
         if len(blob) > self.max_recorded_bytes:
-            return False
+            return None
         with self.write() as cursor:
             self.lock_for_units(cursor)
-            (times_seen,) = self.execute(
-                cursor,
-                "INSERT INTO units (ir_hash, name, ir, size, stored_bytes, first_seen, last_seen, times_seen)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, 1) ON CONFLICT (ir_hash) DO UPDATE SET"
-                " last_seen = excluded.last_seen, times_seen = units.times_seen + 1 RETURNING times_seen",
-                (ir_hash, name, blob, len(data), len(blob), now, now),
-            ).fetchone()
+            row = self.execute(cursor, insert, insert_parameters(blob)).fetchone()
             self._evict(cursor)
-        return int(times_seen) == 1
+        return row
 
     def _evict(self, cursor: Any) -> None:
         """Delete the least recently seen units and pending raw units until their compressed bytes (IR and
@@ -527,27 +540,15 @@ class SqlTuningStore:
         if self.read_only:
             return False
         now = time.time()
-        with self.write() as cursor:
-            seen = self.execute(
-                cursor,
-                "UPDATE raw_units SET recorded_at = ?, name = CASE WHEN ? <> '' THEN ? ELSE name END"
-                " WHERE raw_hash = ?",
-                (now, name, name, raw_hash),
-            ).rowcount
-        if seen:
-            return False
-        blob = zlib.compress(bitcode, ZLIB_LEVEL)  # outside the transaction, as record_unit's
-        if len(blob) > self.max_recorded_bytes:
-            return False
-        with self.write() as cursor:
-            self.lock_for_units(cursor)
-            inserted = self.execute(
-                cursor,
-                "INSERT INTO raw_units (raw_hash, name, bitcode, size, stored_bytes, recorded_at)"
-                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (raw_hash) DO NOTHING RETURNING raw_hash",
-                (raw_hash, name, blob, len(bitcode), len(blob), now),
-            ).fetchone()
-            self._evict(cursor)
+        inserted = self._record_compressed(
+            "UPDATE raw_units SET recorded_at = ?, name = CASE WHEN ? <> '' THEN ? ELSE name END"
+            " WHERE raw_hash = ?",
+            (now, name, name, raw_hash),
+            bitcode,
+            "INSERT INTO raw_units (raw_hash, name, bitcode, size, stored_bytes, recorded_at)"
+            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (raw_hash) DO NOTHING RETURNING raw_hash",
+            lambda blob: (raw_hash, name, blob, len(bitcode), len(blob), now),
+        )
         return inserted is not None
 
     @guarded_read
