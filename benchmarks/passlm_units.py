@@ -43,11 +43,11 @@ from tqdm import tqdm
 from optserve.compiler.autotune import autotune, random_pass_list
 from optserve.compiler.cache import ResultCache
 from optserve.compiler.workers import CompilerPool
-from optserve.config import load_settings
+from optserve.config import load_settings, replica_config
 from optserve.passlm.evaluation.held_out_units import clang_oz, sample_units
 from optserve.serve import schemas
 from optserve.serve.optimize.optimizer import Optimizer
-from optserve.serve.replicas.engine_host import EngineHost
+from optserve.serve.replicas.deployments import PassOrderingEngine
 
 REQUESTS = {
     "greedy": {},
@@ -230,28 +230,28 @@ async def _run(args, settings) -> dict:
     units = sample_units(args.root, args.units, args.max_bytes)
     if args.latency:
         units = [u for u in units if len(u["ir"]) >= LONG_UNIT_BYTES]
-    host = EngineHost(settings.engine, settings.compiler)
+    engine = PassOrderingEngine.func_or_class(replica_config(settings))  # the engine replica, here
     rows = []
     with CompilerPool(processes=args.workers, timeout_s=settings.compiler.candidate_timeout_s) as pool:
 
         async def metadata() -> schemas.ModelMetadata:
-            return host.metadata()
+            return engine.metadata()
 
-        # The engine host in this process and the pool behind the Optimizer's seams (the service: handles).
-        optimizer = Optimizer(settings, host, pool, ResultCache(0), metadata)
+        # The engine replica in this process and the pool behind the Optimizer's seams (the service: handles).
+        optimizer = Optimizer(settings, engine, pool, ResultCache(0), metadata)
         if args.latency:
             rows = await greedy_latency(units, optimizer)
         else:
             for unit in tqdm(units, desc="units", unit="unit"):
                 rows.append(await measure(unit, optimizer, pool))
-    await host.close()
+    await engine.close()
     command = f"python benchmarks/passlm_units.py --units {args.units} --workers {args.workers}"
     command += " --latency" if args.latency else ""
     meta = {
         "command": command + (f" --model-dir {args.model_dir}" if args.model_dir else ""),
         "date": date.today().isoformat(),
         "machine": f"{platform.machine()}, {__import__('os').cpu_count()} cores",
-        "model": host.model_id,
+        "model": engine.model_id,
         "max_bytes": args.max_bytes,
         "latency": args.latency,
     }

@@ -1,6 +1,7 @@
 """The back-end Ray Serve deployments, one per resource profile. Each is a thin shell around a plain object.
 
-- `PassOrderingEngine`: one pass-ordering model (GPU when the cluster has one), around `EngineHost`.
+- `PassOrderingEngine`: one pass-ordering model (GPU when the cluster has one), around `ModelEngine`: it
+  loads the model, names its version and says why it is not ready.
 - `CompilerWorkers`: a crash-isolated `CompilerPool` of worker processes; autoscaled with the CPU load.
 - `LoopTuneScheduler`: LoopTune searches/policy and the kernel backend, one request at a time per replica
   so kernel timings do not disturb each other.
@@ -11,55 +12,121 @@ Settings arrive as a plain dict (what a Serve config file can hold) and are vali
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import logging
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ray import serve
 
 from optserve.config import Settings
 from optserve.deadline import from_wall_time
+from optserve.engine.backend import DecoderDeadError
 from optserve.engine.interface import Generation, PromptTooLongError, SamplingOptions
 from optserve.serve import schemas
 from optserve.serve.errors import ErrorKind, ServiceError, unavailable
 from optserve.serve.observability import metrics, tracing
 from optserve.serve.observability.logs import configure_replica_logging
-from optserve.serve.replicas.engine_host import EngineHost
 from optserve.serve.replicas.looptune import schedule
 
 if TYPE_CHECKING:
     from optserve.compiler.interface import Evaluation
+    from optserve.engine.engine import ModelEngine
+
+log = logging.getLogger(__name__)
+
+STRATEGIES = [strategy.value for strategy in schemas.ServedStrategy]
+
+
+def model_version(model_dir: Path) -> str:
+    """Content hash of every file in the model directory: a changed weight or tokenizer changes it."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in model_dir.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(model_dir)).encode() + b"\0")
+        with path.open("rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+    return digest.hexdigest()[:16]
+
+
+def _platform() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 @serve.deployment(name="PassOrderingEngine")
 class PassOrderingEngine:
+    """The engine replica: one pass-ordering model, or the reason it has none.
+
+    A missing or broken model does not stop the service (LoopTune and health still answer): the replica
+    records the reason, reports it in the model metadata and readiness, and Optimize answers UNAVAILABLE with
+    it. An engine that dies later (its vLLM process killed, e.g. by the OOM killer) is the same, and more:
+    `check_health` fails, so Ray Serve replaces the replica, and the new one loads the model afresh. The
+    plain class (`PassOrderingEngine.func_or_class`) runs without Ray: the tests' and the benchmarks' engine.
+    """
+
     def __init__(self, settings: dict):
         configure_replica_logging()
         config = Settings.model_validate(settings)
         tracing.configure(config.observability, "engine")
-        self.host = EngineHost(config.engine, config.compiler)
+        self.settings = config.engine
+        self.compiler = config.compiler
+        self.engine: ModelEngine | None = None
+        self.version = ""
+        self.reason = ""
+        self.dead = False  # the loaded engine died: only a new replica recovers
         self.pending = 0  # calls in this replica now: the engine's queue, as a gauge
         metrics.recorder(*metrics.ENGINE).set(metrics.ENGINE_PENDING, 0)
+        self._load(Path(self.settings.model_dir))
+
+    def _load(self, model_dir: Path) -> None:
+        if not (model_dir / "profile.json").is_file():
+            what = "does not exist" if not model_dir.exists() else "has no profile.json"
+            self.reason = (
+                f"model directory {model_dir} {what}; set engine.model_dir in the config file to a trained "
+                "model (or build a stand-in with `python -m optserve.passlm.tiny_model DIR`)"
+            )
+            log.warning("pass-ordering model not loaded: %s", self.reason)
+            return
+        try:
+            from optserve.engine.engine import ModelEngine
+
+            self.version = model_version(model_dir)
+            options = {"device": _platform()} if self.settings.backend == "torch" else {}
+            self.engine = ModelEngine.load(model_dir, self.settings.backend, **options)
+        except Exception as err:  # the service keeps answering; the reason is reported to callers
+            self.reason = f"loading {model_dir} with the {self.settings.backend} backend failed: {err}"
+            log.exception("pass-ordering model not loaded")
+
+    @property
+    def model_id(self) -> str:
+        return self.engine.model_id if self.engine is not None else Path(self.settings.model_dir).name
 
     async def generate(
         self,
         ir: str,
         options: SamplingOptions,
-        feedback: str | None,
+        feedback: str | None = None,
         wall_deadline: float | None = None,
         trace: dict | None = None,
     ) -> Generation:
         """The model's candidates by `wall_deadline` (wall-clock time: optserve/deadline.py; time queued
-        here counts against it); `trace`: the caller's span (serve/observability/tracing.py carrier)."""
-        options = replace(options, deadline=from_wall_time(wall_deadline))
+        here counts against it; None: the options' own deadline, as an in-process caller sets it);
+        `trace`: the caller's span (serve/observability/tracing.py carrier). PromptTooLongError for a module
+        longer than the model's context; UNAVAILABLE while the model is not ready."""
+        if wall_deadline is not None:
+            options = replace(options, deadline=from_wall_time(wall_deadline))
         recorder = metrics.recorder(*metrics.ENGINE)
         outcome = "error"
         self.pending += 1
         recorder.set(metrics.ENGINE_PENDING, self.pending)
         try:
             with tracing.span("engine.generate", trace, strategy=options.strategy.value):
-                generation = await self.host.generate(ir, options, feedback)
+                generation = await self._generate(ir, options, feedback)
             outcome = "deadline" if generation.deadline_hit else "ok"
             recorder.count(metrics.ENGINE_TOKENS, generation.tokens_computed)
             return generation
@@ -75,14 +142,56 @@ class PassOrderingEngine:
             recorder.count(metrics.ENGINE_GENERATIONS, outcome=outcome)
 
     def metadata(self) -> schemas.ModelMetadata:
-        return self.host.metadata()
+        return schemas.ModelMetadata(
+            name=self.model_id,
+            version=self.version,
+            backend=self.settings.backend,
+            platform=_platform(),
+            ready=self.engine is not None and not self.dead,
+            reason=self.reason,
+            strategies=STRATEGIES,
+            max_samples=self.settings.max_samples,
+            max_feedback_rounds=self.settings.max_feedback_rounds,
+            max_ir_bytes=self.compiler.max_ir_bytes,
+        )
 
     async def check_health(self) -> None:
-        """Ray Serve calls this periodically: raising makes it replace this replica (a dead engine)."""
-        await self.host.check_health()
+        """Ray Serve calls this periodically: raising makes it replace this replica (a dead engine).
+
+        A model that never loaded is not a failure of this replica: a new one would fail the same way, so it
+        stays up and says why (metadata, readiness).
+        """
+        if self.engine is None:
+            return
+        if not self.dead:
+            try:
+                await self.engine.check_health()
+            except DecoderDeadError as err:
+                self._died(err)
+        if self.dead:
+            raise RuntimeError(self.reason)
+
+    async def _generate(self, ir: str, options: SamplingOptions, feedback: str | None) -> Generation:
+        if self.engine is None or self.dead:
+            raise unavailable(f"pass-ordering model {self.model_id!r} is not ready: {self.reason}")
+        try:
+            return await self.engine.generate(ir, options, feedback)
+        except DecoderDeadError as err:
+            self._died(err)
+            raise unavailable(f"pass-ordering model {self.model_id!r} is not ready: {self.reason}") from None
+
+    def _died(self, err: DecoderDeadError) -> None:
+        if not self.dead:
+            self.dead = True
+            self.reason = f"{err}; the {self.settings.backend} engine is being restarted, retry shortly"
+            log.error("pass-ordering engine died: %s", err)
+
+    async def close(self) -> None:
+        if self.engine is not None:
+            await self.engine.close()
 
     async def __del__(self):
-        await self.host.close()
+        await self.close()
 
 
 @serve.deployment(name="CompilerWorkers")

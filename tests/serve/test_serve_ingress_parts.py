@@ -304,14 +304,15 @@ def test_the_engine_client_sends_the_deadline_as_wall_clock_time_and_the_replica
     assert sent.deadline is None  # never a monotonic instant of another process
     assert wall_deadline == pytest.approx(time.time() + 7.0, abs=0.5) and no_deadline is None
 
-    class _Host:  # the replica's engine host, recording the options it is given
+    class _Engine:  # the replica's model, recording the options it is given
         async def generate(self, ir, options, feedback):
             self.options = options
             return Generation((), "m", tokens_computed=0)
 
-    replica = SimpleNamespace(host=_Host(), pending=0)
-    asyncio.run(PassOrderingEngine.func_or_class.generate(replica, "ir", sent, None, wall_deadline))
-    assert replica.host.options.deadline.at == pytest.approx(deadline.at, abs=0.01)
+    replica = object.__new__(PassOrderingEngine.func_or_class)  # no model loaded: its engine is set here
+    replica.engine, replica.dead, replica.pending = _Engine(), False, 0
+    asyncio.run(replica.generate("ir", sent, None, wall_deadline))
+    assert replica.engine.options.deadline.at == pytest.approx(deadline.at, abs=0.01)
 
 
 def test_the_call_s_deadline_cuts_a_schedule_search_to_what_the_call_leaves():

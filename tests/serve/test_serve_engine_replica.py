@@ -1,5 +1,5 @@
-"""The engine host (serve/replicas/engine_host.py): a missing model directory is reported, not fatal; a dead
-engine answers UNAVAILABLE and fails the health check."""
+"""The engine replica (serve/replicas/deployments.py `PassOrderingEngine`, run as its plain class): a missing
+model directory is reported, not fatal; a dead engine answers UNAVAILABLE and fails the health check."""
 
 from __future__ import annotations
 
@@ -7,20 +7,22 @@ import asyncio
 
 import pytest
 
-from optserve.config import Settings
 from optserve.engine.backend import DecoderDeadError
 from optserve.engine.interface import SamplingOptions
 from optserve.serve.errors import ErrorKind, ServiceError
-from optserve.serve.replicas.engine_host import EngineHost
+from optserve.serve.replicas.deployments import PassOrderingEngine
+
+
+def _replica(model_dir) -> PassOrderingEngine.func_or_class:
+    return PassOrderingEngine.func_or_class({"engine": {"model_dir": str(model_dir)}})
 
 
 def test_a_missing_model_directory_is_reported_not_fatal(tmp_path):
-    settings = Settings.model_validate({"engine": {"model_dir": str(tmp_path / "absent")}})
-    host = EngineHost(settings.engine, settings.compiler)
-    metadata = host.metadata()
+    replica = _replica(tmp_path / "absent")
+    metadata = replica.metadata()
     assert not metadata.ready and str(tmp_path / "absent") in metadata.reason
     with pytest.raises(ServiceError) as caught:
-        asyncio.run(host.generate("", SamplingOptions(), None))
+        asyncio.run(replica.generate("", SamplingOptions(), None))
     assert caught.value.kind is ErrorKind.UNAVAILABLE
 
 
@@ -37,14 +39,13 @@ class _DeadEngine:
 
 
 def test_a_dead_engine_answers_unavailable_and_fails_the_health_check(tmp_path):
-    settings = Settings.model_validate({"engine": {"model_dir": str(tmp_path / "absent")}})
-    host = EngineHost(settings.engine, settings.compiler)
-    asyncio.run(host.check_health())  # a model that never loaded is no reason to replace the replica
-    host.engine, host.reason = _DeadEngine(), ""
+    replica = _replica(tmp_path / "absent")
+    asyncio.run(replica.check_health())  # a model that never loaded is no reason to replace the replica
+    replica.engine, replica.reason = _DeadEngine(), ""
     with pytest.raises(ServiceError) as caught:
-        asyncio.run(host.generate("", SamplingOptions(), None))
+        asyncio.run(replica.generate("", SamplingOptions(), None))
     assert caught.value.kind is ErrorKind.UNAVAILABLE and "died" in caught.value.message
-    metadata = host.metadata()
+    metadata = replica.metadata()
     assert not metadata.ready and "died" in metadata.reason and "restarted" in metadata.reason
     with pytest.raises(RuntimeError, match="died"):
-        asyncio.run(host.check_health())
+        asyncio.run(replica.check_health())
