@@ -303,9 +303,9 @@ def _schedule_nest(
         return gflops
 
     timed = timed_spec(spec, settings.timed_flops)
-    # a sub-problem cut into cells for every thread times blocks a fraction of the whole's cells (512^3 on
-    # 16 threads: 128 x 128 cells for the whole 2048^3's 512 x 512), so its candidates run on one thread,
-    # where the cache blocking they are chosen for meets cells of about the whole's size
+    # a sub-problem cut into cells for every thread times blocks a fraction of the whole's cells (256 x 2048
+    # x 256 on 16 threads: 64 x 64 cells for the whole 2048^3's 512 x 512), so its candidates run on one
+    # thread, where the cache blocking they are chosen for meets cells of about the whole's size
     timing_threads = threads if timed is spec else 1
     evaluator = Evaluator(timed, measure_fn, whole=None if timed is spec else spec)
     base = Schedule.base(timed)

@@ -21,11 +21,13 @@ A^T·B: n >= 32); below that the copy costs about what it saves (A·B^T 16 x 204
 packed, 88 unpacked; 32 x 256 x 256: 96 both ways; 100^3: 87 packed, 66 unpacked).
 
 A contraction decided on a sub-problem with its reduction whole (policies/proxy.py `deep_reduction`: the
-matmul kinds from 512^3) measures the WIDE_TILES first: register tiles of 4 or 2 vectors and 16-24
+matmul kinds above 512^3) measures the WIDE_TILES first: register tiles of 4 or 2 vectors and 16-24
 accumulators with reduction blocks of 256, which the cover (learned on shapes up to ~450 wide) lacks. On
 the lent Xeon at 2048^3 they ran at 0.82-1.00x numpy where the cover's best reached 0.78-0.89x and the
 12x1 tile its 512^3 sub-problem chose 0.63-0.67x (benchmarks/looptune_tile2048_ab.py and
-looptune_subproblem_probe.py): fewer loads per multiply-add (10 per 24 for 6x4, 13 per 12 for 12x1).
+looptune_subproblem_probe.py): fewer loads per multiply-add (10 per 24 for 6x4, 13 per 12 for 12x1). The
+sub-problem understates their lead, so another template replaces the best of them only when it is faster
+by more than WIDE_MARGIN (`prefer_wide`).
 
 Both measure the base schedule last, as the fallback: it is often scalar, and on a large contraction one
 timing of it costs more than measuring the whole cover, so measured first it would use up the budget.
@@ -43,7 +45,7 @@ from optserve.kernels.codegen import Target
 from optserve.kernels.jit import host_target
 from optserve.kernels.packing import channel_vector, packed_reuse
 from optserve.kernels.schedule import Schedule
-from optserve.kernels.tiling import TileTemplate, tiled_schedule
+from optserve.kernels.tiling import TileTemplate, channels_last_first, tiled_schedule
 from optserve.policies import clock
 from optserve.policies.env import AgentState, Evaluator
 from optserve.policies.outcome import SearchOutcome
@@ -62,6 +64,11 @@ CHANNEL_ROW = 64
 # such layer, and interleaved they took half a decision's budget: resnet conv4 1x1 reduce never reached
 # the cover's last template, 8x2 at 100 GFLOPS here against 2x3's 51)
 CHANNEL_ONLY_ROW = 32
+# kept over a faster other template unless that one is faster by more than this: on the deep sub-problem
+# (256 x 2048 x 256, outputs cut to 256 wide) the best wide tile led the cover's best by 3-11 % where on the
+# whole 2048^3 it led by 14-29 % (lent Xeon, 4 matmul kinds, benchmarks/looptune_subproblem_probe.py), and
+# single quick timings there picked 4x4rv-k64-r64 in 4 of 8 decisions (0.59-0.73x numpy on the whole)
+WIDE_MARGIN = 1.1
 # measured first for a large contraction decided on a sub-problem with its reduction whole (module docstring)
 WIDE_TILES = (
     TileTemplate(6, 4, k_block=256, v_block=512, r_block=96),
@@ -148,6 +155,27 @@ def with_wide_tiles(evaluator: Evaluator, cover: list[TileTemplate]) -> list[Til
     return list(WIDE_TILES) + [t for t in cover if t not in WIDE_TILES]
 
 
+def prefer_wide(
+    evaluator: Evaluator, options: list[tuple[tuple[str, ...], Schedule]], outcome: SearchOutcome
+) -> SearchOutcome:
+    """On a deep sub-problem (`with_wide_tiles`), the fastest measured WIDE_TILES option unless the
+    outcome beats it by more than WIDE_MARGIN; else the outcome."""
+    if evaluator.whole is None or deep_reduction(evaluator.spec) is None or not outcome.gflops:
+        return outcome
+    wide = {TILE_ACTION + t.name() for t in WIDE_TILES}
+    measured = [
+        (evaluator.cache[s.compute_key()], actions, s)
+        for actions, s in options
+        if actions and actions[0] in wide and evaluator.cache.get(s.compute_key())
+    ]
+    if not measured:
+        return outcome
+    gflops, actions, schedule = max(measured, key=lambda m: m[0])
+    if gflops * WIDE_MARGIN < outcome.gflops or outcome.actions == actions:
+        return outcome
+    return SearchOutcome(AgentState(schedule), actions, gflops, outcome.timed_out)
+
+
 def measure_in_order(
     evaluator: Evaluator, options: list[tuple[tuple[str, ...], Schedule]], deadline: float
 ) -> SearchOutcome:
@@ -185,7 +213,7 @@ def tiles_search(
     ordered = cover + unpacked(cover) + rest + unpacked(rest)
     options = [((TILE_ACTION + name,), s) for name, s in candidates(evaluator, ordered, target)]
     options.append(((), root.schedule))
-    return measure_in_order(evaluator, options, deadline)
+    return prefer_wide(evaluator, options, measure_in_order(evaluator, options, deadline))
 
 
 def policy_tiles(
@@ -198,15 +226,15 @@ def policy_tiles(
     """The cover's templates (in reverse for an NCHW convolution on its channels), then the Q-policy's final
     schedule, then the cover's unpacked twins where they differ (the twins first where packing is unlikely
     to pay), then the base, measured until the deadline; WIDE_TILES ahead of the cover on a large
-    contraction's deep sub-problem (`with_wide_tiles`). A tile Q-network's pick (tile_actions.py) is
-    measured first: it is the network's guess of the best template for this shape, and on a large
-    contraction the budget may not reach past the cover."""
+    contraction's deep sub-problem (`with_wide_tiles`), kept there within WIDE_MARGIN (`prefer_wide`). A
+    tile Q-network's pick (tile_actions.py) is measured first: it is the network's guess of the best
+    template for this shape, and on a large contraction the budget may not reach past the cover."""
     from optserve.policies.policy import decision_policy_path, load_bundle, rollout
 
     target = target or host_target()
     bundle = load_bundle(str(policy_path or decision_policy_path()))
     visited = rollout(bundle.network, evaluator.spec, start=root, target=target)
-    cover = with_wide_tiles(evaluator, list(load_cover()))
+    cover = channels_last_first(evaluator.spec, with_wide_tiles(evaluator, list(load_cover())))
     channel = channel_vector(evaluator.spec)
     if channel:
         # the cover's order is the matmuls' (its first templates, small k-blocked tiles, cover most of
@@ -234,4 +262,4 @@ def policy_tiles(
     second = candidates(evaluator, layouts[1], target)
     options += [((TILE_ACTION + name,), s) for name, s in second if s.compute_key() not in seen]
     options.append(((), root.schedule))  # the fallback, measured only if the budget lasts
-    return measure_in_order(evaluator, options, deadline)
+    return prefer_wide(evaluator, options, measure_in_order(evaluator, options, deadline))

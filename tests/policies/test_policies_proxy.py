@@ -97,3 +97,25 @@ def test_a_deep_sub_problem_measures_the_wide_tiles_first_and_nothing_else_does(
     conv = LoopNestSpec.parse(CONV, {"f": 256, "c": 256, "y": 56, "x": 56, "r": 3, "s": 3})
     conv_timed = Evaluator(timed_spec(conv, 2 * 512**3), lambda s, schedule: 1.0, whole=conv)
     assert with_wide_tiles(conv_timed, cover) == cover
+
+
+def test_a_deep_sub_problem_keeps_a_wide_tile_within_the_margin():
+    from optserve.policies.env import AgentState, Evaluator
+    from optserve.policies.tiles import WIDE_MARGIN, WIDE_TILES, policy_tiles
+
+    spec = LoopNestSpec.parse(MATMUL, {"m": 2048, "k": 2048, "n": 2048})
+    timed = timed_spec(spec, 2 * 512**3)
+    keys = [replay(timed, ["tile:" + t.name()], host_target()).compute_key() for t in WIDE_TILES]
+
+    def landscape(lead: float):
+        def gflops(s, schedule):  # the second wide tile 100, the other wide ones 50, the rest 100 * lead
+            key = schedule.compute_key()
+            return (100.0 if key == keys[1] else 50.0) if key in keys else 100.0 * lead
+
+        return gflops
+
+    for lead, kept in ((WIDE_MARGIN * 0.99, True), (WIDE_MARGIN * 1.01, False)):
+        evaluator = Evaluator(timed, landscape(lead), whole=spec)
+        outcome = policy_tiles(evaluator, AgentState(Schedule.base(timed)), time.perf_counter() + 60)
+        assert (outcome.actions == ("tile:" + WIDE_TILES[1].name(),)) == kept, (lead, outcome.actions)
+        assert outcome.gflops == (100.0 if kept else 100.0 * lead)
