@@ -1,5 +1,5 @@
-"""The token-count bound (engine/token_bound.py) and what the engine does with it: a module far longer than
-the context is refused without being tokenized, and prompts are prepared off the event loop."""
+"""The token-count bound (engine/engine.py `TokenBound`) and what the engine does with it: a module far
+longer than the context is refused without being tokenized, and prompts are prepared off the event loop."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from optserve.engine.engine import TokenBound
 from optserve.engine.interface import PromptTooLongError, SamplingOptions
-from optserve.engine.token_bound import TokenBound
 from optserve.passlm.tiny_model import synthetic_function
 
 BUNDLED_MODEL = Path(__file__).resolve().parents[2] / "models" / "passformer"

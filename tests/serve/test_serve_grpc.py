@@ -65,7 +65,7 @@ def test_health_needs_no_token(service):
 def test_health_answers_promptly_while_the_engine_prepares_a_long_module(client):
     """Health asks the engine replica for the model's metadata. Normalizing and tokenizing a 1.2 MB module
     took that replica ~2 s on its event loop, and health waited; now a module that cannot fit the context is
-    refused by a token bound, and prompts are prepared in a thread (engine/engine.py, token_bound.py)."""
+    refused by a token bound, and prompts are prepared in a thread (engine/engine.py `TokenBound`)."""
     with ThreadPoolExecutor(1) as pool:
         optimizing = pool.submit(call, client.optimize, slow_module(), deadline_s=10, bypass_cache=True)
         waits = []
