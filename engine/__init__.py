@@ -2,8 +2,8 @@
 
 - `interface`: the seam the service codes against (`Engine.generate`, `SamplingOptions`, `Candidate`, ...);
 - `engine.ModelEngine`: that interface for one model directory, on the torch or the vLLM backend;
-- `profile`: profile.json, the model's prompt and answer format (`passformer`: the bundled model's);
-  `pass_syntax`: how it spells pass lists;
+- `profile`: profile.json, the model's prompt and answer format and how it spells pass lists (`passformer`:
+  the bundled model's);
 - `grammar`: the answer regex as a token automaton (outlines_core) over the model's tokenizer;
 - `sampling`: greedy, priority sampling (Algorithm 1) and its parallel form, nucleus sampling;
 - `backend`: the decode seam; `torch_backend` and `vllm_backend` implement it; `llama_forward`: the torch
