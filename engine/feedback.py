@@ -18,8 +18,9 @@ equal compile budget, for the bundled model and a feedback fine-tune.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 from optserve.compiler.cost import Objective
 from optserve.compiler.interface import CandidateCompiler, Evaluation, Outcome, WorkerCrashedError
@@ -27,6 +28,8 @@ from optserve.compiler.ir import IRError, instruction_count
 from optserve.compiler.passes import format_pass_list
 from optserve.deadline import Deadline, StoppedError
 from optserve.engine.interface import Candidate, Engine, Generation, PromptTooLongError, SamplingOptions
+
+T = TypeVar("T")
 
 
 def build_feedback(
@@ -136,10 +139,7 @@ async def generate_with_feedback(
                 break
             round_options = replace(round_options, deadline=deadline)
         try:
-            sampling = engine.generate(ir, round_options, feedback)
-            generation = await (
-                sampling if backend_stop is None else backend_stop.within(sampling, "sampling")
-            )
+            generation = await _by(backend_stop, engine.generate(ir, round_options, feedback), "sampling")
         except PromptTooLongError as err:
             result.prompt_too_long = str(err)
             break
@@ -156,11 +156,7 @@ async def generate_with_feedback(
                 compiling = compiler.evaluate_async(
                     ir, [c.pass_list for c in fresh], objective, deadline=deadline
                 )
-                evaluations = await (
-                    compiling
-                    if backend_stop is None
-                    else backend_stop.within(compiling, "compiling candidates")
-                )
+                evaluations = await _by(backend_stop, compiling, "compiling candidates")
             except StoppedError:
                 result.deadline_hit = True
                 break
@@ -185,17 +181,18 @@ async def generate_with_feedback(
         if not counted:  # the input's count, once, for the first feedback
             counting = _input_instructions(compiler, ir, objective, deadline)
             try:
-                actual_before = await (
-                    counting
-                    if backend_stop is None
-                    else backend_stop.within(counting, "counting instructions")
-                )
+                actual_before = await _by(backend_stop, counting, "counting instructions")
             except StoppedError:
                 result.deadline_hit = True
                 break
             counted = True
         feedback = build_feedback(new, objective, actual_before)
     return result
+
+
+async def _by(stop: Deadline | None, work: Awaitable[T], what: str) -> T:
+    """`work`'s answer; StoppedError if `stop` (None: no deadline) passes first."""
+    return await (work if stop is None else stop.within(work, what))
 
 
 async def _input_instructions(
