@@ -1,12 +1,14 @@
-"""Tile templates on the CNN layers in NCHW, one by one, against PyTorch's convolution (the layers of the
-benchmark's NCHW group).
+"""Tile templates on the CNN layers, one by one, against PyTorch's convolution (the layers of the
+benchmark's conv groups, in NCHW or with `--kind conv_nhwc` in NHWC).
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/looptune_nchw_probe.py --layers conv5 --templates 4x4rv-k64-r64
 
 For each layer of benchmarks/looptune_threads.py's CONVS (selected by a word of its name) and each template
 (names as kernels/tiling.py TileTemplate writes them), the template's kernel on the whole layer (compiled
 for `--threads`) and torch.nn.functional.conv2d are timed in interleaved rounds, best per kernel; with
-`--decide`, the default decision (`policy_tiles`) too, and what it chose and on which sizes. Prints one line
+`--decide`, the default decision (`policy_tiles`) too, and what it chose and on which sizes; with
+`--both-ways`, each template whose outer loops may run inside its tile loops (kernels/tiling.py
+`weights_inside`) both ways, `/in` and `/out`. Prints one line
 per kernel; `--json-out` keeps them.
 """
 
@@ -31,6 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--decide", action="store_true", help="also the default decision's kernel")
+    parser.add_argument(
+        "--both-ways", action="store_true", help="each template with the outer loops inside its tiles and not"
+    )
     parser.add_argument("--json-out")
     args = parser.parse_args(argv)
     import torch  # noqa: F401  (its OpenMP runtime first)
@@ -53,10 +58,20 @@ def main(argv: list[str] | None = None) -> int:
         spec = case(args.kind, **sizes).spec(settings)
         kernels = {}
         for template in args.templates:
-            schedule = tiled_schedule(spec, TileTemplate.from_name(template), 16)
-            start = time.perf_counter()
-            kernels[template] = compile_parallel(spec, schedule, args.threads)
-            print(f"{name} {template}: compiled in {time.perf_counter() - start:.2f} s", flush=True)
+            schedules = {template: tiled_schedule(spec, TileTemplate.from_name(template), 16)}
+            if args.both_ways:  # the image columns inside the tile loops and outside, where that differs
+                ways = {
+                    f"{template}/{w}": tiled_schedule(
+                        spec, TileTemplate.from_name(template), 16, inside=w == "in"
+                    )
+                    for w in ("out", "in")
+                }
+                if len({s.compute_key() for s in ways.values()}) > 1:
+                    schedules = ways
+            for label, schedule in schedules.items():
+                start = time.perf_counter()
+                kernels[label] = compile_parallel(spec, schedule, args.threads)
+                print(f"{name} {label}: compiled in {time.perf_counter() - start:.2f} s", flush=True)
         if args.decide:
             start = time.perf_counter()
             decision = schedule_nest(spec, SearchMethod.POLICY_TILES, time_limit_s=10.0, threads=args.threads)

@@ -193,6 +193,8 @@ def report(data: dict) -> str:
     for run in runs:
         for group in GROUPS:
             rows = [r for r in run["results"] if r["group"] == group]
+            if not rows:  # a run of some groups only (--groups)
+                continue
             numpy = [r["gflops"]["optserve"] / r["gflops"]["numpy"] for r in rows]
             worst = min(zip(numpy, rows, strict=True), key=lambda p: p[0])
             torch = [r["gflops"]["optserve"] / r["gflops"]["torch"] for r in rows if "torch" in r["gflops"]]

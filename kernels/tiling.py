@@ -55,6 +55,11 @@ PANEL_ROWS = 8  # register tile rows from which the broadcast operand's panels p
 # with a block of 4 channels spent more on its gathers than its FMAs (resnet conv4 1x1 reduce: 6 GFLOPS,
 # 79 with the whole reduction in the tile)
 GATHERED_STEPS = 64
+# floats of an NHWC convolution's weights from which the image columns run inside the tile loops
+# (weights_inside): on the lent Xeon (2 MiB L2) at 1 thread, inside vs outside on every template, resnet conv5
+# (2.4 M floats) 25-70 -> 55-103 GFLOPS, conv4 3x3 (590 K) 56-127 -> 67-146, conv4 1x1 reduce (262 K) the
+# same or lower (its k-blocked tiles 80 -> 26-35), conv3 3x3 (147 K) either way
+INSIDE_FLOATS = 2**19
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,17 @@ class TileTemplate:
             r_block=values.get("r"),
             pack="u" not in blocks,
         )
+
+
+# measured first by an NHWC convolution's decision (`channels_last_first`), widest first: on the lent Xeon at
+# 1 thread 14x2 came within 5 % of the best of ten templates on every layer of the benchmark's NHWC group
+# (8x2 and 6x4 next), where the cover's own order (the matmuls': small k-blocked tiles first) had single
+# quick timings pick 4x4 or 4x1 on some (resnet conv2 3x3: 4x4 at 120 GFLOPS, 14x2 168)
+CHANNELS_LAST_TILES = (
+    TileTemplate(14, 2),
+    TileTemplate(8, 2, v_block=256, r_block=128),
+    TileTemplate(6, 4, k_block=64, r_block=64),
+)
 
 
 def roles(spec: LoopNestSpec, pack: bool = True) -> Roles:
@@ -179,9 +195,14 @@ def roles(spec: LoopNestSpec, pack: bool = True) -> Roles:
     )
 
 
-def tiled_schedule(spec: LoopNestSpec, template: TileTemplate, width: int) -> Schedule:
-    """The schedule of `template` on `spec` for `width`-float vectors (blocks clamped to the sizes)."""
+def tiled_schedule(
+    spec: LoopNestSpec, template: TileTemplate, width: int, inside: bool | None = None
+) -> Schedule:
+    """The schedule of `template` on `spec` for `width`-float vectors (blocks clamped to the sizes).
+    `inside`: run the outer indices `weights_inside` names inside the tile loops (None: where it names
+    them; True: every outer index the vectorized operand does not read; False: none)."""
     role = roles(spec, template.pack)
+    moved = weights_inside(spec, role) if inside is None else _weight_outer(spec, role) if inside else ()
     size = spec.size_of
     nr = min(size[role.vector], template.vectors * width)
     v_block = _block(size[role.vector], template.v_block, nr)
@@ -198,7 +219,7 @@ def tiled_schedule(spec: LoopNestSpec, template: TileTemplate, width: int) -> Sc
             window = math.prod(size[i] for i in role.reductions)
             k_block = min(max(k_block, -(-GATHERED_STEPS // window)), size[role.reduction])
         k_levels = _levels(role.reduction, size[role.reduction], [k_block])
-    compute: list[Loop] = [Loop(i, size[i]) for i in role.outer]
+    compute: list[Loop] = [Loop(i, size[i]) for i in role.outer if i not in moved]
     # cache blocks, outermost first; a level equal to the whole extent makes no loop
     compute += v_levels[:-2] + k_levels[:-1]
     for index in role.rows:
@@ -206,6 +227,7 @@ def tiled_schedule(spec: LoopNestSpec, template: TileTemplate, width: int) -> Sc
     tile_loops = {"r": [row_levels[i][-2] for i in role.rows], "v": [v_levels[-2]]}
     for key in template.order:
         compute += [lp for lp in tile_loops[key] if lp is not None]
+    compute += [Loop(i, size[i]) for i in role.outer if i in moved]
     window = [Loop(i, size[i]) for i in role.reductions]
     compute += k_levels[-1:] + window if role.reduction_outside else window + k_levels[-1:]
     compute += [row_levels[i][-1] for i in role.rows] + [v_levels[-1]]
@@ -214,6 +236,41 @@ def tiled_schedule(spec: LoopNestSpec, template: TileTemplate, width: int) -> Sc
     if packed or (template.pack and role.vector == spec.output.dims[-1][0]):
         packed = tuple(t.name for t in spec.inputs if t.name in packed + large_panels(spec, nest, template))
     return Schedule(nest, Schedule.base(spec).writeback, packed)
+
+
+def _weight_outer(spec: LoopNestSpec, role: Roles) -> tuple[str, ...]:
+    """Outer indices (of more than one element) that no input read along the output's contiguous vector
+    index reads (an NHWC convolution's image column x: the weights W[r,s,c,f] are the same for every x)."""
+    vector = spec.output.dims[-1][0]
+    if role.vector != vector or not role.rows:
+        return ()
+    readers = [spec.strides(t) for t in spec.inputs if spec.strides(t)[vector]]
+    size = spec.size_of
+    return tuple(i for i in role.outer if size[i] > 1 and readers and all(s[i] == 0 for s in readers))
+
+
+def weights_inside(spec: LoopNestSpec, role: Roles) -> tuple[str, ...]:
+    """The outer indices a tiled schedule runs inside its tile loops, next to the reductions: those of
+    `_weight_outer` where the operand they do not read holds INSIDE_FLOATS floats or more. Outside, each of
+    their elements streams that whole operand once more (resnet conv5 in NHWC: the 9.4 MB of weights 7
+    times, once per image column); inside, one register tile's panel of it is read from the caches for all
+    of them, and the other input (the image, a few hundred KB on such layers) once per panel instead."""
+    moved = _weight_outer(spec, role)
+    vector = spec.output.dims[-1][0]
+    weights = [t for t in spec.inputs if spec.strides(t)[vector]]
+    if not moved or sum(math.prod(spec.shape(t)) for t in weights) < INSIDE_FLOATS:
+        return ()
+    return moved
+
+
+def channels_last_first(spec: LoopNestSpec, templates: list[TileTemplate]) -> list[TileTemplate]:
+    """`templates` with CHANNELS_LAST_TILES first for a convolution whose output channels are its
+    contiguous index (NHWC: an input reads a sum of indices, `x+s`, and no output index is moved to the
+    vector as in NCHW, `channel_vector`); else `templates` as they are."""
+    windowed = any(len(dim) > 1 for tensor in spec.inputs for dim in tensor.dims)
+    if not windowed or channel_vector(spec):
+        return templates
+    return list(CHANNELS_LAST_TILES) + [t for t in templates if t not in CHANNELS_LAST_TILES]
 
 
 def large_panels(spec: LoopNestSpec, nest: tuple[Loop, ...], template: TileTemplate) -> tuple[str, ...]:

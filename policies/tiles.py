@@ -223,7 +223,8 @@ def policy_tiles(
     target: Target | None = None,
     policy_path: str | None = None,
 ) -> SearchOutcome:
-    """The cover's templates (in reverse for an NCHW convolution on its channels), then the Q-policy's final
+    """The cover's templates (in reverse for an NCHW convolution on its channels; for an NHWC one after
+    kernels/tiling.py's CHANNELS_LAST_TILES, `channels_last_first`), then the Q-policy's final
     schedule, then the cover's unpacked twins where they differ (the twins first where packing is unlikely
     to pay), then the base, measured until the deadline; WIDE_TILES ahead of the cover on a large
     contraction's deep sub-problem (`with_wide_tiles`), kept there within WIDE_MARGIN (`prefer_wide`). A
