@@ -67,7 +67,7 @@ CHANNEL_ONLY_ROW = 32
 # kept over a faster other template unless that one is faster by more than this: on the deep sub-problem
 # (256 x 2048 x 256, outputs cut to 256 wide) the best wide tile led the cover's best by 3-11 % where on the
 # whole 2048^3 it led by 14-29 % (lent Xeon, 4 matmul kinds, benchmarks/looptune_subproblem_probe.py), and
-# single quick timings there picked 4x4rv-k64-r64 in 4 of 8 decisions (0.59-0.73x numpy on the whole)
+# single quick timings there picked 4x4rv-k64-r64 in 4 of 8 decisions (0.59-0.93x numpy on the whole)
 WIDE_MARGIN = 1.1
 # measured first for a large contraction decided on a sub-problem with its reduction whole (module docstring)
 WIDE_TILES = (
