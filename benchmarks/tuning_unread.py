@@ -6,8 +6,8 @@ hash, look up, record as text) against unread (record the bitcode as it came, `o
 
 Each .c of --tree is compiled as optcc compiles it for the service (--flags, then `-Xclang
 -disable-llvm-passes -emit-llvm -c`: bitcode). For each run and each side, a fresh empty SQLite store and a
-fresh Optimizer (Ray-free: the real compiler pool, the real store; its LLVM version asked of a worker
-before the clock starts, as a running service has it), then every unit once, one request at a time, as
+fresh Optimizer (Ray-free: the real compiler pool, the real store; warmed up before the clock starts,
+as a running service is: `Optimizer.warm`), then every unit once, one request at a time, as
 optcc asks (strategy stored, client_compares, skip_input_cost, return_object, its source path as
 unit_name). Per unit: the median over --runs of the Optimizer's wall time and of the answer's
 `timings.total_s` (what the service reports as service_total_s). "read" is today's path with the unread
@@ -60,9 +60,7 @@ async def one_side(units: dict[str, bytes], pool: CompilerPool, read: bool, fold
                 return None
 
             optimizer._unread = no_unread
-        from optserve.deadline import Deadline
-
-        await optimizer._target_toolchain("text_size", "", Deadline(time.monotonic() + 60))  # a warm service
+        await optimizer.warm(60)  # as a service is before it says it is ready
         times = {}
         for name, bitcode in units.items():
             request = schemas.OptimizeRequest(

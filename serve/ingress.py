@@ -42,7 +42,7 @@ from optserve.v1 import optserve_pb2 as pb
 @serve.deployment(name="Ingress")
 @serve.ingress(api)
 class Ingress:
-    def __init__(
+    async def __init__(  # type: ignore[misc] (Ray Serve awaits an async constructor)
         self,
         settings: dict,
         engine: DeploymentHandle,
@@ -63,6 +63,9 @@ class Ingress:
         self.grpc = GrpcMethods(self.operations, self.settings)
         limit_bodies(api, self.settings)  # the app Ray Serve serves (see limit_bodies)
         install_contract(api, self.settings)
+        # Ready means warm: the first requests find the compiler's handle, the host's toolchain and the
+        # store's first read done (a first build's first units answered as fast as the rest).
+        await self.operations.warm()
 
     # --- gRPC ------------------------------------------------------------------------------------------
 

@@ -24,6 +24,10 @@ from optserve.serve.optimize.optimizer import Optimizer
 from optserve.serve.replicas.handles import CompilerClient, EngineClient, LoopTuneClient, as_service_error
 from optserve.serve.replicas.readiness import deployment_statuses, readiness
 
+# How long a starting ingress replica waits for its warm-up (`Operations.warm`): the compiler and engine
+# replicas start beside it, on a loaded 2-core machine in tens of seconds.
+WARM_TIMEOUT_S = 120.0
+
 
 class Operations:
     def __init__(
@@ -51,11 +55,20 @@ class Operations:
 
             self.background_tuning = BackgroundTuning(settings, store).start()
         self.metrics = metrics.recorder(*metrics.INGRESS)
+        self._toolchain_asks = dict(self.optimizer.toolchain_asks)  # counted into the metric so far
+
+    async def warm(self) -> None:
+        """The first requests' first-use work, done before this replica is ready (`Optimizer.warm`)."""
+        await self.optimizer.warm(WARM_TIMEOUT_S)
+        self._count_toolchain_asks()
 
     async def optimize(self, request: schemas.OptimizeRequest) -> schemas.OptimizeResponse:
         fields = access_fields()
         fields.update(strategy=request.strategy, samples=request.samples, objective=request.objective)
-        response = await self.optimizer.optimize(request)
+        try:
+            response = await self.optimizer.optimize(request)
+        finally:
+            self._count_toolchain_asks()
         fields.update(cached=response.cached, deadline_hit=response.deadline_hit)
         if not request.bypass_cache:
             self.metrics.count(metrics.CACHE_LOOKUPS, result="hit" if response.cached else "miss")
@@ -67,6 +80,11 @@ class Operations:
         if response.deadline_hit:
             self.metrics.count(metrics.DEADLINE_HITS)
         return response
+
+    def _count_toolchain_asks(self) -> None:
+        for when, asks in self.optimizer.toolchain_asks.items():
+            self.metrics.count(metrics.TOOLCHAIN_ASKS, asks - self._toolchain_asks[when], when=when)
+            self._toolchain_asks[when] = asks
 
     async def schedule(
         self, request: schemas.ScheduleRequest, deadline: Deadline | None = None

@@ -98,8 +98,15 @@ COMPILER_EVALUATIONS = MetricSpec(
     "counter",
     ("outcome",),
 )
+TOOLCHAIN_ASKS = MetricSpec(
+    "optserve_toolchain_asks",
+    "The host's toolchain (LLVM version, pass vocabulary) asked of a compiler worker by an ingress replica, "
+    "by when (startup: before the replica is ready; request: a request waited for it, the warm-up failed)",
+    "counter",
+    ("when",),
+)
 # What each deployment records.
-INGRESS = (REQUESTS, LATENCY, CACHE_LOOKUPS, CANDIDATES, DEADLINE_HITS, IMPROVEMENT)
+INGRESS = (REQUESTS, LATENCY, CACHE_LOOKUPS, CANDIDATES, DEADLINE_HITS, IMPROVEMENT, TOOLCHAIN_ASKS)
 ENGINE = (ENGINE_TOKENS, ENGINE_GENERATIONS, ENGINE_PENDING)
 COMPILER = (COMPILER_EVALUATIONS,)
 SPECS = INGRESS + ENGINE + COMPILER

@@ -51,6 +51,7 @@ from optserve.deadline import BACKEND_GRACE_S, Deadline, StoppedError, exceeded
 from optserve.engine.coreset import Coreset
 from optserve.engine.feedback import generate_with_feedback
 from optserve.engine.interface import Engine, SamplingOptions, Strategy
+from optserve.objectives import Objective
 from optserve.serve import schemas
 from optserve.serve.errors import ErrorKind, ServiceError, invalid, unavailable
 from optserve.serve.observability import tracing
@@ -64,6 +65,7 @@ if TYPE_CHECKING:  # the tuning store's modules load with the store (`Optimizer(
     from optserve.tuning.records import Toolchain
     from optserve.tuning.store import TuningStore
 
+_WARM_RETRY_S = 1.0  # `Optimizer.warm`: the pause before the engine's metadata is asked again
 MEASURED_BESIDE = (OZ,)  # compiled beside the model for every request: no candidate repeats it
 RANKED_CORESET_LISTS = 100  # strategy ranked_coreset: the model ranks this many of the coreset's first lists
 # Strategies that need no model: answered while the model is not ready.
@@ -108,7 +110,47 @@ class Optimizer:
         self.model_metadata = model_metadata
         self.coreset = Coreset.load(settings.engine.coreset_path)
         self.store = store  # the tuning store (tuning/): None without one
-        self._toolchains: dict[tuple[str, str], Toolchain] = {}  # (objective, target triple) -> the store's
+        # The host's toolchain as a compiler worker reported it (`warm`, else the first request that needs
+        # it): its LLVM version and vocabulary are every objective's and target's.
+        self._host: Toolchain | None = None
+        self.toolchain_asks = {"startup": 0, "request": 0}  # compiler workers asked, by when (`warm`)
+
+    async def warm(self, timeout_s: float) -> bool:
+        """The work the first requests would otherwise do on their path, done before the service says it
+        is ready: the host's toolchain asked of a compiler worker (the compiler deployment's handle and an
+        intake worker's first job with it), the tuning store's first read in a thread, the model's metadata.
+        A first build's first units are then answered unread in milliseconds, as every later one. Whether it
+        all got done within `timeout_s`: what did not (a compiler not up yet) is left to the first request
+        that needs it (logged)."""
+        deadline = Deadline(time.monotonic() + timeout_s)
+
+        async def toolchain_and_store() -> None:
+            host = await self._host_toolchain(deadline, "startup")
+            if self.store is not None:
+                under = (host.objective, host.llvm_version, host.vocabulary)
+                await deadline.within(asyncio.to_thread(self.store.holds_entries, *under), "the tuning store")
+
+        async def metadata() -> None:
+            while True:  # an engine replica still starting does not answer: asked again until it does
+                try:
+                    await deadline.within(self.model_metadata(), "the model's metadata")
+                    return
+                except ServiceError:
+                    if deadline.remaining_s() <= _WARM_RETRY_S:
+                        raise
+                    await asyncio.sleep(_WARM_RETRY_S)
+
+        parts = (toolchain_and_store(), metadata())
+        warmed = True
+        for what, outcome in zip(
+            ("the toolchain and the store", "the model's metadata"),
+            await asyncio.gather(*parts, return_exceptions=True),
+            strict=True,
+        ):
+            if isinstance(outcome, BaseException):  # nothing here stops the service: the requests ask again
+                logger.warning("warming up %s before the first request: %s", what, outcome)
+                warmed = False
+        return warmed
 
     def check_options(self, request: schemas.OptimizeRequest) -> float:
         """Reject options outside the service's limits; return the deadline in seconds."""
@@ -379,13 +421,20 @@ class Optimizer:
 
     async def _target_toolchain(self, objective: str, target: str, deadline: Deadline) -> Toolchain:
         """`_toolchain` of a target triple ('': the host's; its LLVM version and vocabulary are every
-        target's)."""
+        objective's and target's)."""
+        host = self._host or await self._host_toolchain(deadline, "request")
+        return replace(host, objective=objective, target=target)
+
+    async def _host_toolchain(self, deadline: Deadline, when: str) -> Toolchain:
+        """The host's toolchain, asked of a compiler worker once (`when`: "startup" from `warm`, "request"
+        when a request had to wait for it: counted in `toolchain_asks`)."""
         from optserve.tuning.keys import current_toolchain
 
-        key = (objective, target)
-        if key not in self._toolchains:
-            self._toolchains[key] = await self.compiler.run_async(current_toolchain, *key, deadline=deadline)
-        return self._toolchains[key]
+        if self._host is None:
+            self.toolchain_asks[when] += 1
+            objective = Objective.TEXT_SIZE.value  # any: the worker reports LLVM's version and the vocabulary
+            self._host = await self.compiler.run_async(current_toolchain, objective, "", deadline=deadline)
+        return self._host
 
     async def _record(
         self, ir: str, stored: StoredAnswer | None, name: str, unread: tuple[str, bool] | None = None
