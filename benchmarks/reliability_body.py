@@ -18,15 +18,12 @@ import argparse
 import json
 import select
 import socket
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
 from reliability_common import REPO, machine, utc_now, write_section
-
-sys.path.insert(0, str(REPO))  # main() builds the tests' tiny model (tests/serve/serve_helpers.py)
 
 RUNS = REPO / "runs" / "reliability_body"
 CHUNK = b"a" * (1 << 20)
@@ -120,7 +117,7 @@ def main() -> None:
     from optserve.config import Settings
     from optserve.serve import server
     from optserve.serve.app import APP_NAME
-    from tests.serve.serve_helpers import build_tiny_model
+    from optserve.testing.service import build_tiny_model
 
     model_dir = build_tiny_model(Path(tempfile.mkdtemp(prefix="tiny-model-")))
     settings = Settings.model_validate(

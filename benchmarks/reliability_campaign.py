@@ -4,18 +4,18 @@ across calls on a lent host, its crashes deduplicated and minimized.
 Inputs are numbered: input `i` of seed `s` is a function of (s, i) alone (its own `random.Random`), so a
 campaign is split into chunks of consecutive indices that any process, in any call, on any host with the same
 seeds and llvmlite, checks the same way. Half are mutated bitcode (tests/data/reliability/bitcode_seeds):
-record fields rewritten in place (tests/reliability/bitcode_records.py), then or instead block drops,
+record fields rewritten in place (optserve/testing/fuzz/bitcode_records.py), then or instead block drops,
 repeats, swaps, splices between two modules, length edits, truncations, bit flips
-(tests/reliability/bitcode_mutations.py); half are mutated IR text (tests/data/**/*.ll and the seeds' text):
-characters and bytes flipped, line spans and functions spliced between two modules, truncations, tokens
-edited (tests/reliability/ir_text_mutations.py).
+(optserve/testing/fuzz/bitcode_mutations.py); half are mutated IR text (tests/data/**/*.ll and the seeds'
+text): characters and bytes flipped, line spans and functions spliced between two modules, truncations, tokens
+edited (optserve/testing/fuzz/ir_text_mutations.py).
 
-The target is the intake as the service runs it (tests/reliability/intake_target.py: parse_ir, then
+The target is the intake as the service runs it (optserve/testing/fuzz/intake_target.py: parse_ir, then
 normalize_ir and split_functions). One worker process per core checks its chunks through a persistent child
-(tests/reliability/fuzz_isolation.py `run_many`: the child checks input after input and is replaced when one
-kills it, under an address-space limit; a hang is over HANG_S); each finished chunk is one JSON line in the
-output folder, with its counts and, for each crash or failure signature the worker has not reported yet, the
-input. A later call given those lines (`--done`) checks only the chunks not in them.
+(optserve/testing/fuzz/fuzz_isolation.py `run_many`: the child checks input after input and is replaced when
+one kills it, under an address-space limit; a hang is over HANG_S); each finished chunk is one JSON line in
+the output folder, with its counts and, for each crash or failure signature the worker has not reported yet,
+the input. A later call given those lines (`--done`) checks only the chunks not in them.
 
     # on the lent host (benchmarks/reliability_campaign_lent.sh), or here:
     python benchmarks/reliability_campaign.py run --seed 38 --total 1000000 --out runs/reliability_campaign/a
@@ -36,13 +36,11 @@ import sys
 import time
 from pathlib import Path
 
+from optserve.testing.fuzz import bitcode_mutations
+from optserve.testing.fuzz.fuzz_isolation import Isolated, Outcome, shrink
+from optserve.testing.fuzz.intake_target import Corpus, check_intake
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.append(str(REPO))  # after PYTHONPATH: the lent host maps `optserve` there
-
-from tests.reliability import bitcode_mutations  # noqa: E402
-from tests.reliability.fuzz_isolation import Isolated, Outcome, shrink  # noqa: E402
-from tests.reliability.intake_target import Corpus, check_intake  # noqa: E402
-
 CHUNK = 1000  # inputs per chunk (a few seconds of one worker)
 HANG_S = 5  # a child still checking one input after this long is a hang
 KINDS = ("accepted", "rejected", "failed", "crash", "hang")

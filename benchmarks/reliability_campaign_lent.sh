@@ -7,8 +7,9 @@
 #   benchmarks/reliability_campaign_lent.sh minimize SECONDS             # -> $OUT/minimized.json
 # (at most 8 files come back from a call: the workers' chunk lines travel as one archive; unpack it here
 # into runs/reliability_campaign/NAME/ and carry runs/reliability_campaign to resume or minimize.)
-# Only compiler/ir.py of optserve is needed (through an `optserve` namespace of symlinks); the seeds are
-# committed (tests/data/reliability/bitcode_seeds, tests/data/**/*.ll), so inputs match this machine's.
+# Only compiler/ir.py and the fuzzing helpers (optserve/testing/fuzz/) of optserve are needed (through an
+# `optserve` namespace of symlinks); the seeds are committed (tests/data/reliability/bitcode_seeds,
+# tests/data/**/*.ll), so inputs match this machine's.
 set -euo pipefail
 out=${OUT:-/tmp/campaign-out}
 llvm=$PWD/.lent/llvmlite047
@@ -20,6 +21,7 @@ ns=/tmp/campaign-ns/optserve
 mkdir -p "$ns"
 ln -sfn "$PWD/optserve/__init__.py" "$ns/__init__.py"
 ln -sfn "$PWD/compiler" "$ns/compiler"
+ln -sfn "$PWD/optserve/testing" "$ns/testing"
 export PYTHONPATH=$llvm:/tmp/campaign-ns:$PWD
 python=${PYTHON:-python3}
 earlier=$(ls -d runs/reliability_campaign/*/ 2>/dev/null || true)

@@ -1,7 +1,7 @@
 """Keeps a fuzzing campaign's crashers and writes its report (benchmarks/reliability_campaign.py `record`).
 
 Each signature's minimized input (minimized.json, else the first input found) is checked again here
-against the intake as it is now (tests/reliability/intake_target.py) and kept under
+against the intake as it is now (optserve/testing/fuzz/intake_target.py) and kept under
 tests/data/reliability/intake_crashers/ with index.json (file -> signature, hits, outcome then and now),
 which tests/reliability/test_reliability_intake_campaign.py replays, unless the signature is one of the
 bitcode crashers kept before (tests/data/reliability/bitcode_crashers/index.json). The report is the
@@ -18,8 +18,8 @@ from pathlib import Path
 from reliability_campaign import CRASHERS, HANG_S, KNOWN, canonical
 from reliability_common import write_section
 
-from tests.reliability.fuzz_isolation import Isolated
-from tests.reliability.intake_target import Corpus, check_intake
+from optserve.testing.fuzz.fuzz_isolation import Isolated
+from optserve.testing.fuzz.intake_target import Corpus, check_intake
 
 SUFFIX = {"bitcode": "bc", "text": "ll"}
 
@@ -82,14 +82,14 @@ def _report(result: dict, rows: list[str], command: str, new: int) -> str:
 - commands: {command}
 - rate: **{inputs / wall:,.0f} inputs/s** in all ({wall:.0f} s wall), **{inputs / busy:,.0f} inputs/s per
   core** ({busy:,.0f} worker-seconds, input making included)
-- target: tests/reliability/intake_target.py as run then: `parse_ir` (bitcode or text, verified), then
+- target: optserve/testing/fuzz/intake_target.py as run then: `parse_ir` (bitcode or text, verified), then
   `normalize_ir` of the text and `split_functions` (the engine reads `normalized_lines`, text only: the
   target now checks that, see below); a child checks input after input and is replaced when one kills it
-  (tests/reliability/fuzz_isolation.py `run_many`, address space limited to 2 GiB more than the parent's, a
-  hang is > {HANG_S} s)
-- inputs (tests/reliability/intake_target.py `Corpus`, each a function of seed and index, so a chunk of
+  (optserve/testing/fuzz/fuzz_isolation.py `run_many`, address space limited to 2 GiB more than the parent's,
+  a hang is > {HANG_S} s)
+- inputs (optserve/testing/fuzz/intake_target.py `Corpus`, each a function of seed and index, so a chunk of
   indices is checked the same in any call): half bitcode of tests/data/reliability/bitcode_seeds (12 modules
-  by clang-19): 1-3 record fields rewritten in place (tests/reliability/bitcode_records.py walks each
+  by clang-19): 1-3 record fields rewritten in place (optserve/testing/fuzz/bitcode_records.py walks each
   record's operands), then or instead block drops, repeats, swaps and splices between two modules, length
   edits, truncations, bit flips; half IR text (tests/data/**/*.ll and the seeds' text): characters and bytes
   flipped, line spans and whole functions spliced between two modules, truncations, tokens replaced

@@ -45,9 +45,8 @@ from pathlib import Path
 import psutil
 from reliability_common import REPO, machine, utc_now, write_section
 
-sys.path.insert(0, str(REPO))
-from tests.serve.serve_helpers import TOKEN, build_tiny_model, replica_pids, service_settings  # noqa: E402
-from tests.tuning.postgres_server import PostgresServer  # noqa: E402
+from optserve.testing.postgres import PostgresServer
+from optserve.testing.service import TOKEN, build_tiny_model, replica_pids, service_settings
 
 OUT = REPO / "runs" / "reliability_chaos"
 BIN = Path(sys.executable).parent
@@ -66,7 +65,7 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 class TuningDatabase:
-    """The tuning store's PostgreSQL server (tests/tuning/postgres_server.py), killed and started again."""
+    """The tuning store's PostgreSQL server (optserve/testing/postgres.py), killed and started again."""
 
     def __init__(self) -> None:
         self.server = PostgresServer()
@@ -446,7 +445,7 @@ def report(args, ingress_replicas: int, calls, kills, builds: list[dict], locust
 
 
 def database_version() -> str:
-    from tests.tuning.postgres_server import postgres_bin_dir
+    from optserve.testing.postgres import postgres_bin_dir
 
     return str(postgres_bin_dir()).split("/")[-2]
 

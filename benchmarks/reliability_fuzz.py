@@ -31,10 +31,10 @@ HANG_S = 60.0
 
 def child(target: str, seconds: float, status_path: Path, input_path: Path) -> None:
     """Fuzz `target` until `seconds` have passed; counts and failures go to `status_path` as JSON."""
-    sys.path.insert(0, str(REPO / "tests" / "reliability"))
-    import fuzz_targets as ft
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
+
+    from optserve.testing.fuzz import fuzz_targets as ft
 
     counts = {"inputs": 0, "distinct": 0, "accepted": 0, "rejected": 0, "failures": []}
     seen: set[bytes] = set()

@@ -1,12 +1,13 @@
 """Fuzzing campaign of the IR intake with structure-aware mutations of real bitcode.
 
-Inputs come from tests/reliability/bitcode_mutations.py (seed modules by clang-19 from tests/data/c; blocks
-dropped, repeated, swapped and spliced across modules, block lengths edited, truncations, bit flips) and
-go to the intake's parser, compiler/ir.py's `parse_ir`, through tests/reliability/fuzz_targets.py's
+Inputs come from optserve/testing/fuzz/bitcode_mutations.py (seed modules by clang-19 from tests/data/c;
+blocks dropped, repeated, swapped and spliced across modules, block lengths edited, truncations, bit flips)
+and go to the intake's parser, compiler/ir.py's `parse_ir`, through optserve/testing/fuzz/fuzz_targets.py's
 `check_bitcode`: accepted (and its text parses back to itself) or refused with an IRError, nothing else.
 
 LLVM's bitcode reader aborts or crashes the process on some inputs, so inputs run in forked children
-(tests/reliability/fuzz_isolation.py: one child checks inputs until one kills it, the next takes the rest).
+(optserve/testing/fuzz/fuzz_isolation.py: one child checks inputs until one kills it, the next takes the
+rest).
 Each distinct crash or failure (by LLVM's message, or the exception's type) is minimized afterwards and
 written to tests/data/reliability/bitcode_crashers/ (with index.json: file -> outcome), which
 tests/reliability/test_reliability_bitcode_fuzz.py replays.
@@ -21,14 +22,12 @@ import hashlib
 import json
 import os
 import random
-import sys
 import time
 
 from reliability_common import REPO, machine, utc_now, write_section
 
-sys.path.insert(0, str(REPO))
-from tests.reliability import bitcode_mutations, fuzz_targets  # noqa: E402
-from tests.reliability.fuzz_isolation import Isolated  # noqa: E402
+from optserve.testing.fuzz import bitcode_mutations, fuzz_targets
+from optserve.testing.fuzz.fuzz_isolation import Isolated
 
 CRASHERS = REPO / "tests" / "data" / "reliability" / "bitcode_crashers"
 BATCH = 1000  # inputs per round of children
@@ -100,13 +99,13 @@ def main() -> None:
 - date: {utc_now()}; machine: {machine()} (shared with other jobs; `nice -n 10`)
 - command: `nice -n 10 python benchmarks/reliability_fuzz_bitcode.py --minutes {args.minutes:g} --seed {seed}`
 - target: compiler/ir.py `parse_ir` on bytes (what the ingress runs on every Optimize request's IR) through
-  `check_bitcode` (tests/reliability/fuzz_targets.py), in forked children (tests/reliability/
+  `check_bitcode` (optserve/testing/fuzz/fuzz_targets.py), in forked children (optserve/testing/fuzz/
   fuzz_isolation.py; a child checks inputs until one kills it; a hang is > {HANG_S} s)
 - inputs: bitcode of tests/data/c/*.c by clang-19 (-Oz without LLVM's passes, and -O2 -g), mutated 1-4
   times: top-level blocks dropped, repeated, swapped or replaced by another module's (same block id), word
   spans spliced from another module inside a block or anywhere, block length words edited, truncations
   (anywhere, at a word, at a block's end or inside its header), bit flips, interesting 32-bit values,
-  random bytes (tests/reliability/bitcode_mutations.py)
+  random bytes (optserve/testing/fuzz/bitcode_mutations.py)
 
 | inputs | seconds | inputs/s | distinct | accepted | refused (IRError) | crashes | other failures | hangs |
 |---|---|---|---|---|---|---|---|---|

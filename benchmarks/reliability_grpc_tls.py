@@ -16,16 +16,14 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
-import sys
 import time
 from collections import Counter
 
 import grpc
 from reliability_common import REPO, machine, utc_now, write_section
 
-sys.path.insert(0, str(REPO))
-from tests.reliability.conftest import make_self_signed_cert  # noqa: E402
-from tests.serve.serve_helpers import TOKEN, build_tiny_model, service_settings  # noqa: E402
+from optserve.testing.service import TOKEN, build_tiny_model, service_settings
+from optserve.testing.tls import make_self_signed_cert
 
 OUT = REPO / "runs" / "reliability_grpc_tls"
 HTTP_PORT, GRPC_PORT, GRPC_TLS_PORT = 48100, 49100, 49543

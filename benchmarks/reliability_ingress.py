@@ -22,7 +22,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -32,8 +31,7 @@ import httpx
 import psutil
 from reliability_common import REPO, machine, utc_now, write_section
 
-sys.path.insert(0, str(REPO))
-from tests.reliability.polling import poll  # noqa: E402
+from optserve.testing.polling import poll
 
 OUT = REPO / "runs" / "reliability_ingress"
 ADD_IR = (REPO / "tests" / "data" / "serve" / "add.ll").read_text()

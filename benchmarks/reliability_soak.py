@@ -24,8 +24,7 @@ from pathlib import Path
 import psutil
 from reliability_common import REPO, machine, utc_now, write_section
 
-sys.path.insert(0, str(REPO / "tests" / "serve"))
-from serve_helpers import MAX_ONGOING, MAX_QUEUED, TOKEN, build_tiny_model, service_settings  # noqa: E402
+from optserve.testing.service import MAX_ONGOING, MAX_QUEUED, TOKEN, build_tiny_model, service_settings
 
 OUT = REPO / "runs" / "reliability_soak"
 HTTP_PORT, GRPC_PORT = 48000, 49000

@@ -1,6 +1,6 @@
 """Valid IR that takes the compiler seconds: inputs with which a deadline cuts real compiles.
 
-The serve and reliability tests (through tests/serve/serve_helpers.py, which checks them against the test
+The serve and reliability tests (through optserve/testing/service.py, which checks them against the test
 service's size limit) and benchmarks/serve_deadline.py use the same two modules.
 """
 

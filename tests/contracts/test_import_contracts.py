@@ -42,3 +42,10 @@ def test_the_compile_path_importing_the_service_stack_breaks_the_contract(staged
     result = lint_staged(staged)
     assert result.returncode != 0
     assert "optserve.clients is not allowed to import ray" in result.stdout
+
+
+def test_a_runtime_module_importing_the_test_helpers_breaks_the_contract(staged):
+    _add_module(staged, "compiler", "from optserve.testing.polling import poll\n")
+    result = lint_staged(staged)
+    assert result.returncode != 0
+    assert "optserve.compiler is not allowed to import optserve.testing" in result.stdout

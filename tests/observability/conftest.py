@@ -11,8 +11,8 @@ import os
 import httpx
 import pytest
 
+from optserve.testing.service import TOKEN, build_tiny_model, service_settings
 from tests.observability.otlp_receiver import OtlpReceiver
-from tests.serve.serve_helpers import TOKEN, build_tiny_model, service_settings
 
 HTTP_PORT = int(os.environ.get("OPTSERVE_TEST_HTTP_PORT", "18000")) + 30000
 GRPC_PORT = int(os.environ.get("OPTSERVE_TEST_GRPC_PORT", "19000")) + 30000

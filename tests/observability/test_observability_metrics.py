@@ -12,7 +12,7 @@ import time
 import httpx
 
 from optserve.serve.observability.metrics import parse_exposition
-from tests.serve.serve_helpers import DATA, METRICS_SETTLE_S, replica_pids, settled_metric, wait_for_metric
+from optserve.testing.service import DATA, METRICS_SETTLE_S, replica_pids, settled_metric, wait_for_metric
 
 EVALUATIONS = "optserve_compiler_evaluations_total"
 HTTP_OK = {"operation": "optimize", "protocol": "http", "code": "OK"}

@@ -14,8 +14,8 @@ import grpc
 from optserve.clients.python.client import OptserveClient
 from optserve.clients.python.requests import optimize_request
 from optserve.serve.app import APP_NAME
+from optserve.testing.service import DATA, TOKEN
 from optserve.v1 import optserve_pb2_grpc
-from tests.serve.serve_helpers import DATA, TOKEN
 
 CALLER_TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 CALLER_SPAN_ID = "00f067aa0ba902b7"

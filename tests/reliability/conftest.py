@@ -4,7 +4,7 @@ on their gRPC port + 20443: 38000 / 39000 / 39443 by default), with TLS on.
 The ports are the serve tests' (OPTSERVE_TEST_HTTP_PORT / OPTSERVE_TEST_GRPC_PORT) + 20000, so that a
 worktree's own test ports keep its reliability tests from reaching another run's service.
 
-It reuses the serve tests' builders (tests/serve/serve_helpers.py): the same tiny stand-in model, small limits
+It reuses the serve tests' builders (optserve/testing/service.py): the same tiny stand-in model, small limits
 and token; the ports differ, two ingress replicas serve (the default; the serve tests run one), and HTTP is
 served over TLS with a self-signed certificate made here, so every HTTP call in this folder also exercises
 TLS. The same certificate serves gRPC over TLS on GRPC_TLS_PORT (serve/edges/grpc_tls.py); `grpc_client`
@@ -13,56 +13,19 @@ talks plaintext gRPC over loopback, `grpc_tls_client` TLS.
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import os
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.serve.serve_helpers import TOKEN, build_tiny_model, service_settings
+from optserve.testing.service import TOKEN, build_tiny_model, service_settings
+from optserve.testing.tls import make_self_signed_cert
 
 HTTP_PORT = int(os.environ.get("OPTSERVE_TEST_HTTP_PORT", "18000")) + 20000
 GRPC_PORT = int(os.environ.get("OPTSERVE_TEST_GRPC_PORT", "19000")) + 20000
 GRPC_TLS_PORT = GRPC_PORT + 443
 SERVE_DATA = Path(__file__).resolve().parent.parent / "data" / "serve"
-
-
-def make_self_signed_cert(directory: Path) -> tuple[Path, Path]:
-    """A fresh key and certificate for 127.0.0.1/localhost, valid for a day."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "optserve-test")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
-    return cert_path, key_path
 
 
 @pytest.fixture(scope="session")

@@ -17,9 +17,9 @@ import httpx
 import pytest
 
 from optserve.clients.python.client import CallError
+from optserve.testing.service import MAX_IR_BYTES, TOKEN
 from optserve.v1 import optserve_pb2 as pb
 from tests.reliability import reliability_inputs as gen
-from tests.serve.serve_helpers import MAX_IR_BYTES, TOKEN
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "reliability"
 

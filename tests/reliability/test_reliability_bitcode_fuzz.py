@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from optserve.compiler.ir import IRError, parse_ir
-from tests.reliability import bitcode_mutations as bm
-from tests.reliability import fuzz_targets as ft
-from tests.reliability.fuzz_isolation import Isolated
+from optserve.testing.fuzz import bitcode_mutations as bm
+from optserve.testing.fuzz import fuzz_targets as ft
+from optserve.testing.fuzz.fuzz_isolation import Isolated
 
 CRASHERS = Path(__file__).resolve().parent.parent / "data" / "reliability" / "bitcode_crashers"
 FOUND = CRASHERS.parent / "bitcode_found"

@@ -22,8 +22,8 @@ import ray
 
 from optserve.clients.python.client import CallError, OptserveClient
 from optserve.serve.app import APP_NAME
-from tests.reliability.polling import poll as _poll
-from tests.serve.serve_helpers import TOKEN, replica_pids, slow_module
+from optserve.testing.polling import poll as _poll
+from optserve.testing.service import TOKEN, replica_pids, slow_module
 
 LLVM_ABORT_C = Path(__file__).resolve().parent.parent / "data" / "c" / "llvm_abort" / "loop_reduce_lcssa.c"
 RECOVERY_S = 180.0

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.reliability import fuzz_targets as ft
+from optserve.testing.fuzz import fuzz_targets as ft
 from tests.reliability.reliability_inputs import deep_type
 
 CI = settings(

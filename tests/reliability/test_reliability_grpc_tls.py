@@ -23,9 +23,9 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from optserve.clients.python.client import CallError, OptserveClient
 from optserve.serve.edges.grpc_tls import TlsFront, TlsFrontConfig
+from optserve.testing.service import TOKEN
 from optserve.v1 import optserve_pb2 as pb
 from tests.reliability.conftest import GRPC_PORT, GRPC_TLS_PORT
-from tests.serve.serve_helpers import TOKEN
 
 MATMUL = "C[m,n] += A[m,k] * B[k,n]"
 AUTH = (("authorization", f"Bearer {TOKEN}"),)

@@ -22,8 +22,8 @@ import pytest
 from optserve.clients.python.client import CallError, OptserveClient, RetryPolicy
 from optserve.clients.python.retry import REPLICA_DIED
 from optserve.serve.app import APP_NAME
-from tests.reliability.polling import poll
-from tests.serve.serve_helpers import TOKEN, replica_pids
+from optserve.testing.polling import poll
+from optserve.testing.service import TOKEN, replica_pids
 
 RECOVERY_S = 180.0
 CALL_DEADLINE_S = 20.0

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from optserve.compiler.ir import IRError, normalize_ir, parse_ir, split_functions
-from tests.reliability import bitcode_mutations as bm
-from tests.reliability import bitcode_records as br
-from tests.reliability import ir_text_mutations as tm
-from tests.reliability.bitcode_reduce import Bitstream
-from tests.reliability.fuzz_isolation import Isolated, shrink
-from tests.reliability.intake_target import Corpus, check_intake
+from optserve.testing.fuzz import bitcode_mutations as bm
+from optserve.testing.fuzz import bitcode_records as br
+from optserve.testing.fuzz import ir_text_mutations as tm
+from optserve.testing.fuzz.bitcode_reduce import Bitstream
+from optserve.testing.fuzz.fuzz_isolation import Isolated, shrink
+from optserve.testing.fuzz.intake_target import Corpus, check_intake
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "reliability"
 CRASHERS = DATA / "intake_crashers"

@@ -13,7 +13,7 @@ import grpc
 import pytest
 
 from optserve.clients.python.client import CallError
-from tests.serve.serve_helpers import replica_pids, slow_module
+from optserve.testing.service import replica_pids, slow_module
 
 CRASHERS = Path(__file__).resolve().parent.parent / "data" / "reliability" / "bitcode_crashers"
 

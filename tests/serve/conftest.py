@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.serve.serve_helpers import DATA, TOKEN, build_tiny_model, service_settings
+from optserve.testing.service import DATA, TOKEN, build_tiny_model, service_settings
 
 
 @pytest.fixture(scope="session")

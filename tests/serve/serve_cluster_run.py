@@ -16,10 +16,10 @@ HTTP_PORT, GRPC_PORT = 18200, 19200
 def main(model_dir: Path) -> dict:
     import ray
     from ray.cluster_utils import Cluster
-    from serve_helpers import DATA, TOKEN, service_settings
 
     from optserve.clients.python.client import OptserveClient
     from optserve.serve import server
+    from optserve.testing.service import DATA, TOKEN, service_settings
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2})
     cluster.add_node(num_cpus=2)

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from optserve.compiler.pipeline import evaluate
-from tests.serve.serve_helpers import DATA, TOKEN
+from optserve.testing.service import DATA, TOKEN
 
 
 def optserve(service, *args: str) -> subprocess.CompletedProcess:

@@ -13,9 +13,9 @@ import pytest
 
 from optserve.clients.python.client import AsyncOptserveClient, CallError, OptserveClient, RetryPolicy
 from optserve.serve.app import APP_NAME
+from optserve.testing.service import TOKEN
 from optserve.v1 import optserve_pb2 as pb
 from optserve.v1 import optserve_pb2_grpc as pb_grpc
-from tests.serve.serve_helpers import TOKEN
 
 MATMUL = "C[m,n] += A[m,k] * B[k,n]"
 SIZES = {"m": 32, "k": 32, "n": 32}

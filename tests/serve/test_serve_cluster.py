@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from optserve.compiler.pipeline import evaluate
-from tests.serve.serve_helpers import DATA
+from optserve.testing.service import DATA
 
 SCRIPT = Path(__file__).resolve().parent / "serve_cluster_run.py"
 pytestmark = pytest.mark.service  # starts its own Ray cluster and Serve app (serve_cluster_run.py)

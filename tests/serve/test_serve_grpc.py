@@ -21,8 +21,8 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoRe
 from optserve.clients.python.client import CallError, OptserveClient
 from optserve.compiler.cost import text_size
 from optserve.compiler.pipeline import evaluate
+from optserve.testing.service import MAX_IR_BYTES, TOKEN, replica_pids, slow_candidates_module, slow_module
 from optserve.v1 import optserve_pb2 as pb
-from tests.serve.serve_helpers import MAX_IR_BYTES, TOKEN, replica_pids, slow_candidates_module, slow_module
 
 MATMUL = "C[m,n] += A[m,k] * B[k,n]"
 

@@ -13,7 +13,7 @@ import llvmlite.binding as llvm
 import pytest
 
 from optserve.compiler.pipeline import evaluate
-from tests.serve.serve_helpers import MAX_IR_BYTES, TOKEN, settled_metric, slow_module, wait_for_metric
+from optserve.testing.service import MAX_IR_BYTES, TOKEN, settled_metric, slow_module, wait_for_metric
 
 MATMUL = "C[m,n] += A[m,k] * B[k,n]"
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from optserve.testing.service import replica_pids
 from optserve.v1 import optserve_pb2 as pb
-from tests.serve.serve_helpers import replica_pids
 
 
 def _maps_llvmlite(pid: int) -> bool:

@@ -11,9 +11,9 @@ import uuid
 import pytest
 
 from optserve.serve.app import APP_NAME
+from optserve.testing.service import TOKEN
 from optserve.v1 import optserve_pb2 as pb
 from optserve.v1 import optserve_pb2_grpc as pb_grpc
-from tests.serve.serve_helpers import TOKEN
 
 ACCESS_WAIT_S = 60.0  # Ray forwards replica output to the driver within seconds
 

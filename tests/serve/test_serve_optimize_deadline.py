@@ -12,8 +12,8 @@ from optserve.compiler.cache import ResultCache
 from optserve.compiler.ir import instruction_count
 from optserve.serve import schemas
 from optserve.serve.optimize.optimizer import Optimizer
+from optserve.testing.service import slow_candidates_module
 from tests.serve.flow_helpers import SETTINGS, ScriptedGenerator, optimize
-from tests.serve.serve_helpers import slow_candidates_module
 
 
 def test_a_deadline_cuts_sampling_and_returns_oz(pool, add_ir):

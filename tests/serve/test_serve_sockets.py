@@ -23,7 +23,7 @@ import psutil
 import pytest
 import yaml
 
-from tests.serve.serve_helpers import DATA
+from optserve.testing.service import DATA
 
 REPO = Path(__file__).resolve().parents[2]
 PORTS = {"optserve serve": (18731, 19731), "serve run": (18732, 19732)}

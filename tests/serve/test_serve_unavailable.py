@@ -14,7 +14,7 @@ import pytest
 import ray
 
 from optserve.clients.python.client import CallError, OptserveClient, RetryPolicy
-from tests.serve.serve_helpers import TOKEN, service_settings, settled_metric, wait_for_metric
+from optserve.testing.service import TOKEN, service_settings, settled_metric, wait_for_metric
 
 APP = "nomodel"
 

@@ -20,8 +20,8 @@ from optserve.deadline import Deadline, StoppedError
 from optserve.engine.coreset import Coreset
 from optserve.serve import schemas
 from optserve.serve.errors import ErrorKind, ServiceError
+from optserve.testing.service import slow_module
 from tests.serve.flow_helpers import ScriptedGenerator, optimize
-from tests.serve.serve_helpers import slow_module
 
 UNIT_PROGRAM = Path(__file__).resolve().parent.parent / "data" / "units" / "calc.c"
 

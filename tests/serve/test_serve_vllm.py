@@ -17,8 +17,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from optserve.clients.python.client import CallError, OptserveClient
 from optserve.serve.edges.grpc_methods import HEALTH_REASON_KEY
+from optserve.testing.service import TOKEN, service_settings
 from optserve.v1 import optserve_pb2 as pb
-from tests.serve.serve_helpers import TOKEN, service_settings
 
 APP = "vllm"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from optserve.testing.postgres import PostgresServer
 from optserve.tuning.store import open_store
-from tests.tuning.postgres_server import PostgresServer
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ import hashlib
 import random
 
 from optserve.compiler.ir import IRError, normalized_lines, parse_ir, split_functions
-from tests.reliability import bitcode_mutations, bitcode_records, ir_text_mutations
+from optserve.testing.fuzz import bitcode_mutations, bitcode_records, ir_text_mutations
 
 MAX_BYTES = 4 << 20  # the service's default limit (compiler.max_ir_bytes)
 

@@ -1,4 +1,6 @@
-"""Constants and builders shared by the serve tests (the fixtures live in conftest.py)."""
+"""The test service's constants and builders: its settings (small limits, a token, the test ports), the tiny
+stand-in model, slow inputs, and its replicas' processes and metrics. The fixtures that start it live in the
+tests' conftest.py files; the reliability benchmarks start it with the same settings."""
 
 from __future__ import annotations
 
@@ -9,8 +11,9 @@ from pathlib import Path
 
 from optserve.config import Settings
 from optserve.corpus import slow_inputs
+from optserve.testing import TEST_DATA
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "serve"
+DATA = TEST_DATA / "serve"
 TOKEN = "test-token-7f3a"
 # Ray Serve's proxies share ports (SO_REUSEPORT): on a machine where others run this suite too, give each run
 # its own ports (OPTSERVE_TEST_HTTP_PORT / OPTSERVE_TEST_GRPC_PORT), or calls may reach another run's service.

@@ -9,8 +9,6 @@ benchmarks/reliability_fuzz.py (long, in a supervised child process so a hard cr
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from hypothesis import strategies as st
 
 from optserve.compiler.ir import IRError, parse_ir
@@ -24,8 +22,9 @@ from optserve.compiler.passes import (
 )
 from optserve.config import LoopTuneSettings
 from optserve.kernels.spec import LoopNestSpec, SpecError
+from optserve.testing import TEST_DATA
 
-DATA = Path(__file__).resolve().parent.parent / "data"
+DATA = TEST_DATA
 MAX_IR_BYTES = 64 * 1024
 LOOP_LIMITS = LoopTuneSettings()
 
@@ -159,7 +158,7 @@ ir_inputs = st.one_of(
 
 def bitcode_inputs():
     """Real bitcode with structure-aware mutations (bitcode_mutations.py), drawn through hypothesis."""
-    from tests.reliability import bitcode_mutations
+    from optserve.testing.fuzz import bitcode_mutations
 
     return st.randoms(use_true_random=False).map(bitcode_mutations.mutated_bitcode)
 

@@ -346,7 +346,7 @@ def seed_texts() -> tuple[str, ...]:
     """The seed modules: every tests/data/**/*.ll the intake accepts, as written, and the bitcode seeds'
     text (debug info, attributes, metadata: what clang writes), in a fixed order."""
     from optserve.compiler.ir import IRError, parse_ir
-    from tests.reliability.bitcode_mutations import DATA, seeds
+    from optserve.testing.fuzz.bitcode_mutations import DATA, seeds
 
     texts = []
     for path in sorted(DATA.rglob("*.ll")):

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.reliability.delta import drop_chunks
+from optserve.testing.fuzz.delta import drop_chunks
 
 HANG_S = 30  # default seconds before a child still checking one input is a hang
 # A child's address space beyond the parent's: an input that makes LLVM allocate without bound ("LLVM ERROR:
@@ -172,7 +172,7 @@ def shrink(
     not needed to reach a parser's bug); then the shortest prefix found by cutting halving amounts off the
     end (a bitstream survives a cut better than a deletion, which shifts every later bit); then byte chunks
     left out, halving to one byte. The first `keep` bytes stay."""
-    from tests.reliability import bitcode_reduce
+    from optserve.testing.fuzz import bitcode_reduce
 
     def stop() -> bool:
         return time.monotonic() >= ends

@@ -20,9 +20,10 @@ import random
 import struct
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 
-DATA = Path(__file__).resolve().parent.parent / "data"
+from optserve.testing import TEST_DATA
+
+DATA = TEST_DATA
 MAGIC = b"BC\xc0\xde"
 # Seed units: C sources of the test data, at two optimization levels, as optcc sends them (-Oz without
 # LLVM's passes) and fully optimized (different record kinds: vectors, metadata, attributes).

@@ -17,7 +17,7 @@ import functools
 import random
 from dataclasses import dataclass
 
-from tests.reliability.bitcode_mutations import MAGIC, read_bits
+from optserve.testing.fuzz.bitcode_mutations import MAGIC, read_bits
 
 FIXED, VBR, ARRAY, CHAR6, BLOB = 1, 2, 3, 4, 5
 BLOCKINFO = 0

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tests.reliability.bitcode_mutations import MAGIC, read_bits
-from tests.reliability.bitcode_records import BLOCKINFO, Item, top_level_items
-from tests.reliability.delta import drop_chunks
+from optserve.testing.fuzz.bitcode_mutations import MAGIC, read_bits
+from optserve.testing.fuzz.bitcode_records import BLOCKINFO, Item, top_level_items
+from optserve.testing.fuzz.delta import drop_chunks
 
 MODULE_BLOCK, VALUE_SYMTAB, VSTOFFSET = (
     8,

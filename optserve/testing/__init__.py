@@ -1,0 +1,13 @@
+"""Helpers that the tests and the benchmarks share: a real service and its settings (`service`), a private
+PostgreSQL server (`postgres`), a self-signed TLS certificate (`tls`), bounded polling (`polling`), and the
+IR intake's fuzzing inputs, targets and crash isolation (`fuzz/`).
+
+These run real processes; neither the runtime nor the training wing imports them (the import contract
+`runtime-not-testing` in pyproject.toml). They are not part of an install (pyproject.toml's `packages`
+leave them out): a checkout's tests and benchmarks import them, and they read the checkout's test inputs
+under tests/data/.
+"""
+
+from pathlib import Path
+
+TEST_DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
