@@ -147,13 +147,7 @@ def _read_block(reader: _Reader, width: int, block_id: int, info: dict[int, list
             reader.align()
             return items
         if code == 1:  # ENTER_SUBBLOCK
-            inner = reader.vbr(8, keep=False)
-            inner_width = reader.vbr(4, keep=False)
-            header_end = reader.position
-            reader.align()
-            reader.fixed(32, keep=False)
-            inner_items = _read_block(reader, inner_width, inner, info)
-            items.append(Item(start, header_end, "block", inner, inner_width, tuple(inner_items)))
+            items.append(_enter_block(reader, start, info))
             continue
         kind, record = "record", -1
         if code == 2:  # DEFINE_ABBREV
@@ -181,6 +175,18 @@ def _read_block(reader: _Reader, width: int, block_id: int, info: dict[int, list
         items.append(Item(start, reader.position, kind, block_id, aligned=aligned, code=record))
 
 
+def _enter_block(reader: _Reader, start: int, info: dict[int, list]) -> Item:
+    """The block whose ENTER_SUBBLOCK id was read at `start`: its block id, abbreviation width and length
+    word, then its items up to its END_BLOCK."""
+    block_id = reader.vbr(8, keep=False)
+    width = reader.vbr(4, keep=False)
+    header_end = reader.position
+    reader.align()
+    reader.fixed(32, keep=False)
+    items = _read_block(reader, width, block_id, info)
+    return Item(start, header_end, "block", block_id, width, tuple(items))
+
+
 @functools.cache
 def _walk(data: bytes) -> tuple[_Reader, tuple[Item, ...], int] | None:
     """The walk of a raw bitcode file: its reader (fields and all), its top-level blocks, and the bit where
@@ -198,13 +204,7 @@ def _walk(data: bytes) -> tuple[_Reader, tuple[Item, ...], int] | None:
             start = reader.position
             if reader.fixed(2, keep=False) != 1:
                 break
-            block_id = reader.vbr(8, keep=False)
-            width = reader.vbr(4, keep=False)
-            header_end = reader.position
-            reader.align()
-            reader.fixed(32, keep=False)
-            items = _read_block(reader, width, block_id, info)
-            blocks.append(Item(start, header_end, "block", block_id, width, tuple(items)))
+            blocks.append(_enter_block(reader, start, info))
             end = reader.position
     except (ValueError, IndexError):
         return None
