@@ -120,6 +120,37 @@ def split_unit(ir: str, stop: Stop | None = None) -> UnitParts:
     """The unit as a shell and one module per defined function (IRError for what it cannot split: aliases
     and ifuncs, or a function whose module does not verify). `stop()` is asked before each function module
     is built (StoppedError)."""
+    split = _split_texts(ir, stop)
+    parts = {}
+    for root, text in split.functions.items():
+        check_stop(stop, "splitting the unit")
+        parts[root] = _printed(parse_module(text, printed_here=True))
+    shell = _printed(parse_module(split.shell, printed_here=True))
+    return UnitParts(shell, parts, split.members, split.local_linkage)
+
+
+def _split_modules(
+    ir: str, context: llvm.ContextRef
+) -> tuple[UnitParts, llvm.ModuleRef, dict[str, llvm.ModuleRef]]:
+    """`split_unit`'s split as modules of one `context` (the shell, and one per function), parsed and
+    verified from the text the split assembles and never printed: `apply_function_lists` optimizes and links
+    them as they are, which gives the objects that printing each and parsing it back gave (checked on real
+    units: benchmarks/tuned_compile.py), without those round trips. The UnitParts' `shell` is the shell's
+    assembled text and `functions` the functions' (what `split_unit` prints from)."""
+    split = _split_texts(ir, None)
+    modules: dict[str, llvm.ModuleRef] = {}
+    try:
+        for root, text in split.functions.items():
+            modules[root] = parse_module(text, printed_here=True, context=context)
+        return split, parse_module(split.shell, printed_here=True, context=context), modules
+    except BaseException:  # those parsed closed before their context goes (see split_unit)
+        for module in modules.values():
+            module.close()
+        raise
+
+
+def _split_texts(ir: str, stop: Stop | None) -> UnitParts:
+    """The split's texts as assembled (not yet parsed): the shell, and per function the module's text."""
     module = parse_module(ir)
     try:
         return _split(module, stop)
@@ -174,9 +205,8 @@ def _split(module, stop: Stop | None) -> UnitParts:
         text += [_declaration(functions[f]) for f in needed_functions if f not in members]
         text += [_external_definition(definitions[root]), *(definitions[m] for m in members[1:])]
         text += [*attribute_groups, *metadata.needed_by(text)]
-        parts[root] = _printed(parse_module("\n".join(text) + "\n", printed_here=True))
-    members = {root: groups[root] for root in parts}
-    return UnitParts(_printed(parse_module(shell_text, printed_here=True)), parts, members, local_linkage)
+        parts[root] = "\n".join(text) + "\n"
+    return UnitParts(shell_text, parts, dict(groups), local_linkage)
 
 
 class _Metadata:
@@ -304,18 +334,6 @@ class _Declared:
         )
 
 
-def link(parts: UnitParts, function_irs: Mapping[str, str], context: llvm.ContextRef) -> llvm.ModuleRef:
-    """The shell with every function module of `function_irs` linked in, local linkage restored, verified."""
-    import llvmlite.binding as llvm  # here, not at the top: see the module's docstring
-
-    unit = llvm.parse_assembly(parts.shell, context=context)
-    for name in parts.functions:
-        unit.link_in(llvm.parse_assembly(function_irs[name], context=context))
-    _restore_local_linkage(unit, parts)
-    unit.verify()
-    return unit
-
-
 def _restore_local_linkage(
     unit: llvm.ModuleRef, parts: UnitParts, keep: frozenset[str] = frozenset()
 ) -> None:
@@ -324,29 +342,6 @@ def _restore_local_linkage(
         value = _global_value(unit, name)
         if name not in keep and value is not None and not value.is_declaration:
             value.linkage = linkage
-
-
-def _link_with_rest(parts: UnitParts, optimized: Mapping[str, str], default: Sequence[str]) -> llvm.ModuleRef:
-    """The functions not in `optimized` linked into the shell as one module, their symbols local again
-    where no optimized module refers to them, optimized with `default` as a unit; then the optimized
-    modules linked in and every local linkage restored (as `link`)."""
-    import llvmlite.binding as llvm  # here, not at the top: see the module's docstring
-
-    context = llvm.create_context()
-    unit = llvm.parse_assembly(parts.shell, context=context)
-    for name, function_ir in parts.functions.items():
-        if name not in optimized:
-            unit.link_in(llvm.parse_assembly(function_ir, context=context))
-    modules = [llvm.parse_assembly(text, context=context) for text in optimized.values()]
-    used = frozenset(name for module in modules for name in _referenced_outside(module))
-    _restore_local_linkage(unit, parts, keep=used)
-    unit.verify()
-    optimize_module(unit, default)
-    for module in modules:
-        unit.link_in(module)
-    _restore_local_linkage(unit, parts)
-    unit.verify()
-    return unit
 
 
 def _referenced_outside(module: llvm.ModuleRef) -> set[str]:
@@ -377,32 +372,64 @@ def apply_function_lists(
 ) -> Evaluation:
     """Optimize each function module of `ir` (`split_unit`) with its list, link, drop what became dead,
     verify and measure: the Evaluation of the whole unit (an error Evaluation for bad IR, a list that
-    fails, or a linked module that does not verify)."""
+    fails, or a linked module that does not verify).
+
+    The modules live in one LLVM context from the split to the object (`_split_modules`): each function
+    module is optimized and linked into the shell as it is, not printed and parsed again (the objects are
+    the same; the round trips were a third of a tuned unit's compile on mxml's `-g` units)."""
     import llvmlite.binding as llvm  # here, not at the top: see the module's docstring
 
     started = time.perf_counter()
     objective = Objective(objective)
+    context = llvm.create_context()
+    modules: dict[str, llvm.ModuleRef] = {}
+    unit = None
     try:
-        parts = split_unit(ir)
-        own = function_lists.own(list(parts.functions))
-        optimized = {}
+        parts, unit, modules = _split_modules(ir, context)
+        own = function_lists.own(list(modules))
         for name in own:
-            module = parse_module(parts.functions[name], printed_here=True)
-            optimize_module(module, function_lists.for_function(name))
-            optimized[name] = str(module)
-            module.close()
-        if len(own) == len(parts.functions):
-            unit = link(parts, optimized, llvm.create_context())
+            optimize_module(modules[name], function_lists.for_function(name))
+        if len(own) == len(modules):
+            for name in list(modules):
+                unit.link_in(modules.pop(name))
+            _restore_local_linkage(unit, parts)
+            unit.verify()
         else:
-            unit = _link_with_rest(parts, optimized, function_lists.default)
+            _link_rest_then_own(unit, parts, modules, own, function_lists.default)
         optimize_module(unit, function_lists.cleanup)
         unit.verify()
-        # Read the IR before emitting code: codegen rewrites the module in place.
+        # Read the IR (and count its instructions) before emitting code: codegen rewrites the module.
         optimized_ir = str(unit) if want_ir else None
-        instructions = module_instruction_count(unit)
+        instructions = module_instruction_count(unit) if objective is Objective.INSTRUCTION_COUNT else None
         code = object_code(unit) if want_object or objective is Objective.TEXT_SIZE else None
         cost = text_size(code) if objective is Objective.TEXT_SIZE else instructions
         seconds = time.perf_counter() - started
         return Evaluation(function_lists, cost, None, seconds, optimized_ir, code if want_object else None)
     except (IRError, PassListError, RuntimeError) as err:
         return Evaluation(function_lists, None, f"{type(err).__name__}: {err}", time.perf_counter() - started)
+    finally:  # before their context goes (see split_unit); a module linked in is gone with it
+        for module in [*modules.values(), *([unit] if unit is not None else [])]:
+            module.close()
+
+
+def _link_rest_then_own(
+    unit: llvm.ModuleRef,
+    parts: UnitParts,
+    modules: dict[str, llvm.ModuleRef],
+    own: Sequence[str],
+    default: Sequence[str],
+) -> None:
+    """Grouped lists: the functions not in `own` linked into the shell `unit` as one module, their symbols
+    local again where no optimized module refers to them, optimized with `default` as a unit; then the
+    optimized modules (`own`, taken out of `modules` as they are linked) linked in and every local linkage
+    restored (as for lists that are not grouped)."""
+    for name in [name for name in modules if name not in own]:
+        unit.link_in(modules.pop(name))
+    used = frozenset(symbol for name in own for symbol in _referenced_outside(modules[name]))
+    _restore_local_linkage(unit, parts, keep=used)
+    unit.verify()
+    optimize_module(unit, default)
+    for name in own:
+        unit.link_in(modules.pop(name))
+    _restore_local_linkage(unit, parts)
+    unit.verify()

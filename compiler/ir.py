@@ -30,6 +30,7 @@ _PARSE_ERROR_LOCATION = re.compile(r"<string>:(\d+):(\d+): error: (.*)")
 MAX_NESTING = 1000
 _STRINGS_AND_COMMENTS = re.compile(r'"[^"\n]*"|;[^\n]*')
 _NESTING_STEP = {"(": 1, "[": 1, "{": 1, "<": 1, ")": -1, "]": -1, "}": -1, ">": -1}
+_NOT_BRACKETS = re.compile(r"[^()\[\]{}<>]+")
 
 
 class IRError(ValueError):
@@ -46,16 +47,19 @@ def check_stop(stop: Stop | None, what: str) -> None:
         raise StoppedError(f"stopped while {what}")
 
 
-def parse_module(ir: str, printed_here: bool = False) -> llvm.ModuleRef:
-    """Parse and verify IR text into a module of its own context; IRError says what is wrong and where.
-    `printed_here`: text this process made from a module that was parsed here (a unit's parts), which
-    nests no deeper than that module did: the nesting guard for a client's text is not run again."""
+def parse_module(
+    ir: str, printed_here: bool = False, context: llvm.ContextRef | None = None
+) -> llvm.ModuleRef:
+    """Parse and verify IR text into a module of its own context (or of `context`, where modules are to be
+    linked); IRError says what is wrong and where. `printed_here`: text this process made from a module
+    that was parsed here (a unit's parts), which nests no deeper than that module did: the nesting guard
+    for a client's text is not run again."""
     import llvmlite.binding as llvm  # here, not at the top: see the module's docstring
 
     if not printed_here:
         _check_nesting(ir)
     try:
-        module = llvm.parse_assembly(ir, context=llvm.create_context())
+        module = llvm.parse_assembly(ir, context=context or llvm.create_context())
     except RuntimeError as err:
         raise IRError(_describe_parse_error(str(err))) from None
     _verify_or_dispose(module)
@@ -63,14 +67,17 @@ def parse_module(ir: str, printed_here: bool = False) -> llvm.ModuleRef:
 
 
 def _check_nesting(ir: str) -> None:
-    """IRError when brackets outside strings and comments nest deeper than MAX_NESTING."""
-    code = _STRINGS_AND_COMMENTS.sub("", ir)
+    """IRError when brackets outside strings and comments nest deeper than MAX_NESTING. The brackets are
+    picked out by a regular expression before the walk over them (a few percent of the characters): a
+    walk over every character took 0.1 s of a 0.7 MB unit's compile."""
+    code = _NOT_BRACKETS.sub("", _STRINGS_AND_COMMENTS.sub("", ir))
     if code.count("(") + code.count("[") + code.count("{") + code.count("<") <= MAX_NESTING:
         return
     depth = deepest = 0
-    for step in map(_NESTING_STEP.get, filter(_NESTING_STEP.__contains__, code)):
+    for step in map(_NESTING_STEP.__getitem__, code):
         depth += step
-        deepest = max(deepest, depth)
+        if depth > deepest:
+            deepest = depth
     if deepest > MAX_NESTING:
         raise IRError(
             f"IR nests types or expressions {deepest} levels deep, more than the limit of {MAX_NESTING}"

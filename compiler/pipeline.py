@@ -75,9 +75,10 @@ def evaluate(
         module = parse_module(ir)
         optimize_module(module, pass_list)
         module.verify()
-        # Read the IR before emitting code: codegen rewrites the module in place (e.g. CodeGenPrepare).
+        # Read the IR (and count its instructions) before emitting code: codegen rewrites the module in place
+        # (e.g. CodeGenPrepare).
         optimized_ir = str(module) if want_ir else None
-        instructions = module_instruction_count(module)
+        instructions = module_instruction_count(module) if objective is Objective.INSTRUCTION_COUNT else None
         code = object_code(module) if want_object or objective is Objective.TEXT_SIZE else None
         cost = text_size(code) if objective is Objective.TEXT_SIZE else instructions
         return Evaluation(

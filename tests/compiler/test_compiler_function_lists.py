@@ -254,3 +254,56 @@ def test_a_debug_units_parts_carry_only_the_metadata_they_reach_and_split_as_wit
         lambda self, text: [*self.named, *(line for _, line in sorted(self.numbered.values()))],
     )
     assert split_unit(ir) == parts
+
+
+def _round_trip_object(ir: str, chosen: FunctionLists) -> bytes:
+    """The object of `chosen` compiled through text: each function module printed by the split, parsed in
+    its own context, optimized, printed, and parsed again into the shell's context to be linked (the
+    compile whose objects the tuning store's lists were measured with before the one-context compile)."""
+    import llvmlite.binding as llvm
+
+    from optserve.compiler.function_lists import CLEANUP, _referenced_outside, _restore_local_linkage
+    from optserve.compiler.pipeline import optimize_module
+
+    parts = split_unit(ir)
+    own = chosen.own(list(parts.functions))
+    optimized = {}
+    for name in own:
+        module = parse_module(parts.functions[name], printed_here=True)
+        optimize_module(module, chosen.for_function(name))
+        optimized[name] = str(module)
+        module.close()
+    context = llvm.create_context()
+    unit = llvm.parse_assembly(parts.shell, context=context)
+    for name in parts.functions:
+        if name not in optimized:
+            unit.link_in(llvm.parse_assembly(parts.functions[name], context=context))
+    if len(own) < len(parts.functions):  # grouped: the rest optimized as one module first
+        modules = [llvm.parse_assembly(optimized[name], context=context) for name in own]
+        used = frozenset(symbol for module in modules for symbol in _referenced_outside(module))
+        _restore_local_linkage(unit, parts, keep=used)
+        optimize_module(unit, chosen.default)
+    else:
+        modules = [llvm.parse_assembly(optimized[name], context=context) for name in parts.functions]
+    for module in modules:
+        unit.link_in(module)
+    _restore_local_linkage(unit, parts)
+    optimize_module(unit, CLEANUP)
+    return object_code(unit)
+
+
+@pytest.mark.parametrize("grouped", [False, True], ids=["split", "grouped"])
+def test_the_one_context_compile_gives_the_objects_of_the_text_round_trip(grouped):
+    """`apply_function_lists` optimizes and links the split's modules in one context, never printing them:
+    a stored list's object must stay what it was measured as (a tuning profile's reproducibility), so it is
+    the object of printing each module and parsing it back, byte for byte (a -g unit, and real units)."""
+    debug_ir = subprocess.run(
+        ["clang-19", "-g", *OPTCC_IR, str(PROGRAM), "-o", "-"], capture_output=True, text=True, check=True
+    ).stdout
+    for ir in [debug_ir, *_real_units(3)]:
+        names = sorted(split_unit(ir).functions)
+        lists = {name: LISTS[index % len(LISTS)] for index, name in enumerate(names) if index % 3 != 2}
+        chosen = FunctionLists.of(lists, grouped=grouped)
+        linked = apply_function_lists(ir, chosen, want_object=True)
+        assert linked.ok, linked.error
+        assert linked.object_code == _round_trip_object(ir, chosen)

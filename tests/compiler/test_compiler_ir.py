@@ -166,3 +166,15 @@ def test_split_keeps_a_function_that_uses_a_global_of_a_named_struct_type():
     )
     [(name, module)] = split_functions(ir)
     assert name == "bump" and "@state = external global %struct.counter" in module
+
+
+def test_the_nesting_guard_counts_brackets_outside_strings_and_comments_only():
+    from optserve.compiler.ir import MAX_NESTING
+
+    deep = "(" * (MAX_NESTING + 1) + ")" * (MAX_NESTING + 1)
+    with pytest.raises(IRError, match=f"{MAX_NESTING + 1} levels deep"):
+        parse_ir(f"@x = global i32 0 ; fine\n@y = external global {deep}\n", 2**20)
+    quoted = f'@s = constant [2 x i8] c"{deep[: MAX_NESTING + 1]}" ; {deep}\n'
+    with pytest.raises(IRError) as raised:  # not for nesting: the string's brackets do not count
+        parse_ir(quoted, 2**20)
+    assert "levels deep" not in str(raised.value)
