@@ -43,10 +43,12 @@ from optserve.kernels.packing import (
 from optserve.kernels.schedule import Loop, Schedule, whole_panels
 from optserve.kernels.spec import LoopNestSpec
 
-# inputs of this many floats or more (1 MiB: 512 x 512) are packed in panels (large_panels); 512^3 is the
-# sub-problem a larger matmul is decided on (policies/proxy.py), so its candidates are timed with the panels
-# the whole runs on (at more than this they were timed without: at 1000-2048^3 the decision compared kernels
-# that never ran, and kept 4x4, first there, where 8x2 and 12x1 are faster on panels)
+# inputs of this many floats or more (1 MiB: 512 x 512) are packed in panels (large_panels). A larger matmul
+# is decided on a sub-problem that keeps its reduction whole and cuts its outputs (policies/proxy.py
+# `timed_spec`: 256 x 2048 x 256 for 2048^3 at one thread, 1024 x 2048 x 1024 on 16), whose operands of
+# the whole's depth are mostly this large too, so its candidates are timed with the panels the whole runs on
+# (when they were timed without, at 1000-2048^3 the decision compared kernels that never ran, and kept 4x4,
+# first there, where 8x2 and 12x1 are faster on panels)
 PANEL_FLOATS = 2**18
 PANEL_REUSE = 32  # reads of each element from which packing it pays (as policies/tiles.py PACK_REUSE)
 PANEL_ROWS = 8  # register tile rows from which the broadcast operand's panels pay

@@ -133,8 +133,25 @@ class Evaluator:
     cache: dict[str, float] = field(default_factory=dict)
     evaluations: int = 0
     seconds: float = 0.0
-    # the contraction the decision is for, where `spec` is a sub-problem of it (policies/proxy.py)
+    # the contraction the decision is for, where it is larger than one thread's timed share (`spec` is then
+    # a sub-problem of it, or itself on several threads; policies/proxy.py)
     whole: LoopNestSpec | None = None
+    # times already measured schedules again, interleaved, until a deadline: their GFLOPS (policies/tiles.py
+    # `settle_ties`); None: no rematch
+    rematch_fn: Callable[[LoopNestSpec, list[Schedule], float], list[float]] | None = None
+
+    def rematch(self, schedules: list[Schedule], deadline: float) -> list[float] | None:
+        """GFLOPS of `schedules` timed again against each other (`rematch_fn`), written to the cache where
+        measured (0: not timed again, the cached value stays); None without a rematch."""
+        if self.rematch_fn is None:
+            return None
+        start = time.perf_counter()
+        again = self.rematch_fn(self.spec, schedules, deadline)
+        self.seconds += time.perf_counter() - start
+        for schedule, gflops in zip(schedules, again, strict=True):
+            if gflops:
+                self.cache[schedule.compute_key()] = gflops
+        return again
 
     def gflops(self, schedule: Schedule) -> float:
         key = schedule.compute_key()

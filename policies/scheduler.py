@@ -29,6 +29,8 @@ from optserve.policies.search import SEARCHES, run_search
 
 METHODS = tuple(SearchMethod)
 CUT_SLACK = 0.2  # of the time budget: how far past it a started timing may run before it is cut to one call
+FINALISTS = 3  # kernels of the fastest schedules kept compiled for a rematch of near ties (policies/tiles.py)
+REMATCH_ROUNDS = 8  # most interleaved rounds of a rematch
 
 
 @dataclass(frozen=True)
@@ -69,10 +71,11 @@ def measure_schedule(
     quick: bool = False,
     deadline: float | None = None,
     threads: int = 1,
+    finalists: Finalists | None = None,
 ) -> float:
     """Compile for `threads` threads, time (warm-up, best of N; `quick`: the polish's shorter protocol; a
-    kernel too slow to finish it by `deadline`, on the budget clock: one call) and free one schedule; its
-    GFLOPS. Compile seconds go to the log."""
+    kernel too slow to finish it by `deadline`, on the budget clock: one call) and free one schedule (or
+    hand it to `finalists`, which keep the fastest); its GFLOPS. Compile seconds go to the log."""
     settings = settings or LoopTuneSettings()
     kernel = compile_parallel(spec, schedule, threads, target=host_target(settings.max_kernel_statements))
     if compile_log is not None:
@@ -81,9 +84,59 @@ def measure_schedule(
     if quick:
         runs, warmup = settings.polish_timing_repeats, settings.polish_warmup_calls
     try:
-        return measure(kernel, runs=runs, warmup_calls=warmup, deadline=deadline, clock=clock.now).gflops
-    finally:
+        gflops = measure(kernel, runs=runs, warmup_calls=warmup, deadline=deadline, clock=clock.now).gflops
+    except BaseException:
         kernel.close()
+        raise
+    if finalists is None or not finalists.offer(schedule.compute_key(), gflops, kernel):
+        kernel.close()
+    return gflops
+
+
+class Finalists:
+    """The compiled kernels of the FINALISTS fastest schedules measured so far (the others are freed as
+    they drop out), so that near ties can be timed again without compiling them again (`rematch`)."""
+
+    def __init__(self, size: int = FINALISTS):
+        self.size = size
+        self.kernels: dict[str, tuple[float, object]] = {}
+
+    def offer(self, key: str, gflops: float, kernel) -> bool:
+        """Keep `kernel` if it is among the fastest; False: the caller frees it."""
+        if not gflops or key in self.kernels:
+            return False
+        self.kernels[key] = (gflops, kernel)
+        if len(self.kernels) > self.size:
+            slowest = min(self.kernels, key=lambda k: self.kernels[k][0])
+            _, dropped = self.kernels.pop(slowest)
+            if slowest == key:
+                return False
+            dropped.close()
+        return True
+
+    def rematch(self, keys: list[str], deadline: float, settings: LoopTuneSettings) -> dict[str, float]:
+        """GFLOPS of the kept kernels of `keys`, timed again in interleaved rounds (each round times each
+        once with the quick protocol; a round is started while the mean round's cost fits before
+        `deadline`, the first always): the best of its rounds, for every key that was kept."""
+        kernels = {key: self.kernels[key][1] for key in keys if key in self.kernels}
+        best = dict.fromkeys(kernels, 0.0)
+        costs: list[float] = []
+        while kernels and len(costs) < REMATCH_ROUNDS:
+            if costs and clock.now() + sum(costs) / len(costs) > deadline:
+                break
+            started = clock.now()
+            for key, kernel in kernels.items():
+                timing = measure(kernel, runs=settings.polish_timing_repeats, warmup_calls=1, clock=clock.now)
+                best[key] = max(best[key], timing.gflops)
+            costs.append(clock.now() - started)
+        return best
+
+    def close(self) -> None:
+        """Free the kept kernels; none is kept after this."""
+        for _, kernel in self.kernels.values():
+            kernel.close()
+        self.kernels.clear()
+        self.size = 0
 
 
 def measure_interleaved(
@@ -172,8 +225,10 @@ def schedule_nest(
 ) -> ScheduleResult:
     """Search a schedule for `spec` with `method` within `time_limit_s` seconds, for a kernel on up to
     `threads` threads (None: `settings.threads`, else the CPUs this process may run on): candidates are
-    timed on that many (kernels/parallel.py), those of a sub-problem (a contraction larger than
-    `settings.timed_flops`, policies/proxy.py) on one.
+    timed on that many (kernels/parallel.py), on a sub-problem where the contraction is larger than
+    `settings.timed_flops` a thread (policies/proxy.py). The quick decision keeps the fastest few kernels
+    compiled and times its near ties again, interleaved, before it chooses (policies/tiles.py
+    `settle_ties`).
 
     Searches measure every candidate as they go; `measure` additionally makes sure the chosen schedule is
     timed and the JIT compile time reported ("base" with measure=False compiles nothing unless `emit_ir`).
@@ -295,25 +350,42 @@ def _schedule_nest(
     # lets one started near the budget's end finish: a cut, cold single call reads slow and loses
     cut_at = budget_start + budget * (1 + CUT_SLACK)
 
+    finalists = Finalists() if quick else None
+
     def measure_fn(s: LoopNestSpec, schedule: Schedule) -> float:
         # until one schedule ran, none is cut short: the answer needs one timed in full, deadline or not
         cut = cut_at if any(evaluator.cache.values()) else None
-        gflops = measure_schedule(s, schedule, settings, compile_log, quick, cut, timing_threads)
+        gflops = measure_schedule(s, schedule, settings, compile_log, quick, cut, threads, finalists)
         compile_seconds[schedule.compute_key()] = compile_log[-1]
         return gflops
 
-    timed = timed_spec(spec, settings.timed_flops)
-    # a sub-problem cut into cells for every thread times blocks a fraction of the whole's cells (256 x 2048
-    # x 256 on 16 threads: 64 x 64 cells for the whole 2048^3's 512 x 512), so its candidates run on one
-    # thread, where the cache blocking they are chosen for meets cells of about the whole's size
-    timing_threads = threads if timed is spec else 1
-    evaluator = Evaluator(timed, measure_fn, whole=None if timed is spec else spec)
+    def rematch_fn(s: LoopNestSpec, schedules: list[Schedule], deadline: float) -> list[float]:
+        assert finalists is not None
+        again = finalists.rematch([x.compute_key() for x in schedules], deadline, settings)
+        return [again.get(x.compute_key(), 0.0) for x in schedules]
+
+    # candidates run on the request's threads, on a sub-problem of at most `timed_flops` a thread: each
+    # thread's share of its grid about the whole's (256 x 2048 x 256 at 1 thread, 1024 x 2048 x 1024 on 16
+    # for 2048^3), with the memory and caches shared as the whole will share them; timed on one thread, a
+    # tile that led there lost on 16 (8x2rv-k256: 0.62-0.83x numpy in 5 of 6 such lent decisions)
+    timed = timed_spec(spec, settings.timed_flops * threads)
+    large = spec.flops > settings.timed_flops  # a large contraction: the wide tiles first (policies/tiles.py)
+    evaluator = Evaluator(
+        timed,
+        measure_fn,
+        whole=spec if large else None,
+        rematch_fn=rematch_fn if finalists is not None else None,
+    )
     base = Schedule.base(timed)
     timed_key = None  # the chosen schedule's on the timed contraction
     if method == SearchMethod.BASE and not measure:
         outcome_schedule, actions, gflops, timed_out = Schedule.base(spec), (), None, False
     else:
-        outcome = run_search(method, evaluator, max(1e-3, budget - (clock.now() - budget_start)))
+        try:
+            outcome = run_search(method, evaluator, max(1e-3, budget - (clock.now() - budget_start)))
+        finally:
+            if finalists is not None:
+                finalists.close()
         outcome_schedule, actions, gflops, timed_out = (
             outcome.state.schedule,
             outcome.actions,

@@ -29,6 +29,9 @@ looptune_subproblem_probe.py): fewer loads per multiply-add (10 per 24 for 6x4, 
 sub-problem understates their lead, so another template replaces the best of them only when it is faster
 by more than WIDE_MARGIN (`prefer_wide`).
 
+The quick decision keeps TIE_SHARE of its budget to time its near ties again, interleaved (`settle_ties`):
+one quick timing of each candidate left single decisions to the noise of one run.
+
 Both measure the base schedule last, as the fallback: it is often scalar, and on a large contraction one
 timing of it costs more than measuring the whole cover, so measured first it would use up the budget.
 """
@@ -69,6 +72,13 @@ CHANNEL_ONLY_ROW = 32
 # whole 2048^3 it led by 14-29 % (lent Xeon, 4 matmul kinds, benchmarks/looptune_subproblem_probe.py), and
 # single quick timings there picked 4x4rv-k64-r64 in 4 of 8 decisions (0.59-0.93x numpy on the whole)
 WIDE_MARGIN = 1.1
+# near ties: the quick decision times again, interleaved, the TIES fastest options measured within TIE_MARGIN
+# of the best (`settle_ties`), in the last TIE_SHARE of its budget. One quick timing of each (best of 3)
+# swung single decisions between runs: the held-out 512^3 matmul on 16 threads 0.61x numpy in one lent run,
+# 1.09x in the next; NCHW vgg conv1_2 at 1 thread 0.52x / 0.91x
+TIES = 3
+TIE_MARGIN = 1.25
+TIE_SHARE = 0.2
 # measured first for a large contraction decided on a sub-problem with its reduction whole (module docstring)
 WIDE_TILES = (
     TileTemplate(6, 4, k_block=256, v_block=512, r_block=96),
@@ -148,8 +158,9 @@ def candidates(
 
 
 def with_wide_tiles(evaluator: Evaluator, cover: list[TileTemplate]) -> list[TileTemplate]:
-    """`cover` with WIDE_TILES first where the evaluator times a sub-problem that keeps its one reduction
-    whole (policies/proxy.py `deep_reduction`), else `cover` as it is."""
+    """`cover` with WIDE_TILES first where the decision is for a large contraction (`evaluator.whole`: timed
+    on a sub-problem that keeps its one reduction whole, policies/proxy.py `deep_reduction`, or whole on
+    several threads), else `cover` as it is."""
     if evaluator.whole is None or deep_reduction(evaluator.spec) is None:
         return cover
     return list(WIDE_TILES) + [t for t in cover if t not in WIDE_TILES]
@@ -174,6 +185,52 @@ def prefer_wide(
     if gflops * WIDE_MARGIN < outcome.gflops or outcome.actions == actions:
         return outcome
     return SearchOutcome(AgentState(schedule), actions, gflops, outcome.timed_out)
+
+
+def tie_deadline(evaluator: Evaluator, deadline: float) -> float:
+    """Where the first pass over the options stops: TIE_SHARE of the time left is kept for `settle_ties`
+    where the evaluator can time near ties again; else `deadline`."""
+    if evaluator.rematch_fn is None:
+        return deadline
+    return deadline - TIE_SHARE * max(0.0, deadline - clock.now())
+
+
+def settle_ties(
+    evaluator: Evaluator,
+    options: list[tuple[tuple[str, ...], Schedule]],
+    outcome: SearchOutcome,
+    deadline: float,
+) -> SearchOutcome:
+    """The fastest of the TIES best measured options within TIE_MARGIN of the best, timed again against
+    each other in interleaved rounds until `deadline` (`Evaluator.rematch`); `outcome` where fewer than two
+    are that close or the evaluator cannot time them again."""
+    if evaluator.rematch_fn is None or not outcome.gflops:
+        return outcome
+    measured: dict[str, tuple[float, tuple[str, ...], Schedule]] = {}
+    for actions, schedule in options:
+        key = schedule.compute_key()
+        gflops = evaluator.cache.get(key)
+        if gflops and key not in measured:
+            measured[key] = (gflops, actions, schedule)
+    ranked = sorted(measured.values(), key=lambda m: -m[0])
+    ties = [m for m in ranked if m[0] * TIE_MARGIN >= ranked[0][0]][:TIES] if ranked else []
+    if len(ties) < 2:
+        return outcome
+    again = evaluator.rematch([schedule for _, _, schedule in ties], deadline) or []
+    timed = [(g, actions, schedule) for g, (_, actions, schedule) in zip(again, ties, strict=True) if g]
+    if len(timed) < 2:
+        return outcome
+    gflops, actions, schedule = max(timed, key=lambda m: m[0])
+    return SearchOutcome(AgentState(schedule), actions, gflops, outcome.timed_out)
+
+
+def decide(
+    evaluator: Evaluator, options: list[tuple[tuple[str, ...], Schedule]], deadline: float
+) -> SearchOutcome:
+    """The options measured in order (`measure_in_order`), near ties timed again (`settle_ties`), a wide tile
+    kept within its margin (`prefer_wide`)."""
+    outcome = measure_in_order(evaluator, options, tie_deadline(evaluator, deadline))
+    return prefer_wide(evaluator, options, settle_ties(evaluator, options, outcome, deadline))
 
 
 def measure_in_order(
@@ -213,7 +270,7 @@ def tiles_search(
     ordered = cover + unpacked(cover) + rest + unpacked(rest)
     options = [((TILE_ACTION + name,), s) for name, s in candidates(evaluator, ordered, target)]
     options.append(((), root.schedule))
-    return prefer_wide(evaluator, options, measure_in_order(evaluator, options, deadline))
+    return decide(evaluator, options, deadline)
 
 
 def policy_tiles(
@@ -227,7 +284,8 @@ def policy_tiles(
     kernels/tiling.py's CHANNELS_LAST_TILES, `channels_last_first`), then the Q-policy's final
     schedule, then the cover's unpacked twins where they differ (the twins first where packing is unlikely
     to pay), then the base, measured until the deadline; WIDE_TILES ahead of the cover on a large
-    contraction's deep sub-problem (`with_wide_tiles`), kept there within WIDE_MARGIN (`prefer_wide`). A
+    contraction's deep sub-problem (`with_wide_tiles`), kept there within WIDE_MARGIN (`prefer_wide`); near
+    ties timed again (`settle_ties`). A
     tile Q-network's pick (tile_actions.py) is measured first: it is the network's guess of the best
     template for this shape, and on a large contraction the budget may not reach past the cover."""
     from optserve.policies.policy import decision_policy_path, load_bundle, rollout
@@ -263,4 +321,4 @@ def policy_tiles(
     second = candidates(evaluator, layouts[1], target)
     options += [((TILE_ACTION + name,), s) for name, s in second if s.compute_key() not in seen]
     options.append(((), root.schedule))  # the fallback, measured only if the budget lasts
-    return prefer_wide(evaluator, options, measure_in_order(evaluator, options, deadline))
+    return decide(evaluator, options, deadline)

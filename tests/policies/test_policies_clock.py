@@ -44,7 +44,9 @@ def test_a_cpu_time_budget_is_not_spent_by_waiting(monkeypatch, name):
 
     measured = []
 
-    def waiting(spec, schedule, settings=None, compile_log=None, quick=False, deadline=None, threads=1):
+    def waiting(
+        spec, schedule, settings=None, compile_log=None, quick=False, deadline=None, threads=1, finalists=None
+    ):
         measured.append(schedule)
         time.sleep(WAIT_S)
         compile_log.append(0.0)

@@ -118,7 +118,9 @@ def record_measured(monkeypatch, deadlines: list | None = None) -> list[Schedule
 
     measured: list[Schedule] = []
 
-    def fake(spec, schedule, settings=None, compile_log=None, quick=False, deadline=None, threads=1):
+    def fake(
+        spec, schedule, settings=None, compile_log=None, quick=False, deadline=None, threads=1, finalists=None
+    ):
         measured.append(schedule)
         if deadlines is not None:
             deadlines.append(deadline)
@@ -298,3 +300,68 @@ def test_a_narrow_image_row_measures_every_template_on_channels_first(monkeypatc
     widest_first = tiled_schedule(spec, load_cover()[-1], host_target().vector_widths[0])
     assert widest_first.compute_key() in [s.compute_key() for s in measured[:2]]  # the cover reversed
     assert {"f", "x"} <= set(inner)  # both layouts measured with time left
+
+
+def test_near_ties_are_timed_again_and_the_rematch_decides():
+    from optserve.policies.tiles import TIE_MARGIN, TIES, settle_ties, tie_deadline
+
+    options = [
+        ((TILE_ACTION + n,), s) for n, s in candidates(Evaluator(MATMUL, None), load_cover(), host_target())
+    ]
+    first = {s.compute_key(): 100.0 - 3 * i for i, (_, s) in enumerate(options)}  # the first option leads
+    first[options[-1][1].compute_key()] = 100.0 / TIE_MARGIN / 1.01  # too slow to be a near tie
+    asked: list[list[Schedule]] = []
+
+    def rematch(spec, schedules, deadline):  # timed again, the second of them is the fastest
+        asked.append(schedules)
+        return [90.0 + 20.0 * (i == 1) for i in range(len(schedules))]
+
+    evaluator = Evaluator(MATMUL, lambda s, schedule: first[schedule.compute_key()], rematch_fn=rematch)
+    deadline = time.perf_counter() + 60
+    assert tie_deadline(evaluator, deadline) < deadline - 11  # a fifth of the time left is kept for it
+    outcome = measure_in_order(evaluator, options, deadline)
+    assert outcome.actions == options[0][0]
+    settled = settle_ties(evaluator, options, outcome, deadline)
+    assert [s for s in asked[0]] == [s for _, s in options[: min(TIES, len(options) - 1)]]
+    assert settled.actions == options[1][0] and settled.gflops == 110.0
+    assert evaluator.cache[options[1][1].compute_key()] == 110.0  # the rematch's timings replace the first
+    alone = Evaluator(MATMUL, lambda s, schedule: first[schedule.compute_key()])  # no rematch: as measured
+    assert settle_ties(alone, options, measure_in_order(alone, options, deadline), deadline) == outcome
+    assert tie_deadline(alone, deadline) == deadline
+
+
+def test_the_finalists_keep_the_fastest_kernels_and_free_the_rest():
+    from optserve.policies.scheduler import Finalists
+
+    class Kernel:
+        closed = 0
+
+        def close(self):
+            self.closed += 1
+
+    kernels = [Kernel() for _ in range(5)]
+    finalists = Finalists(size=2)
+    speeds = (5, 9, 0, 7, 8)
+    kept = [finalists.offer(str(i), g, k) for i, (g, k) in enumerate(zip(speeds, kernels, strict=True))]
+    assert kept == [True, True, False, True, True]  # 0 GFLOPS (refused) is never kept; 7 then 8 replace 5, 7
+    assert sorted(finalists.kernels) == ["1", "4"] and [k.closed for k in kernels] == [1, 0, 0, 1, 0]
+    finalists.close()
+    assert [k.closed for k in kernels] == [1, 1, 0, 1, 1] and not finalists.offer("5", 99.0, Kernel())
+
+
+def test_a_large_contraction_on_threads_is_timed_on_each_threads_share(monkeypatch):
+    from optserve.policies.tiles import WIDE_TILES
+
+    measured = record_measured(monkeypatch)
+    spec = LoopNestSpec.parse(KINDS["matmul"], {"m": 2048, "k": 2048, "n": 2048})
+    one = schedule_nest(spec, "policy_tiles", time_limit_s=5.0, threads=1)
+    assert one.timed_sizes == {"m": 256, "k": 2048, "n": 256}
+    measured.clear()
+    sixteen = schedule_nest(spec, "policy_tiles", time_limit_s=5.0, threads=16)
+    assert sixteen.timed_sizes == {"m": 1024, "k": 2048, "n": 1024}  # 16 x the FLOPs of one thread's
+    mid = LoopNestSpec.parse(KINDS["matmul"], {"m": 1000, "k": 1000, "n": 1000})
+    measured.clear()
+    whole = schedule_nest(mid, "policy_tiles", time_limit_s=5.0, threads=16)
+    assert whole.timed_sizes == mid.size_of  # within 16 threads' share: timed whole, the wide tiles first
+    first = tiled_schedule(mid, WIDE_TILES[0], host_target().vector_widths[0])
+    assert measured[0].compute_key() == first.compute_key()
