@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PROTO_SRC := proto/optserve/v1/optserve.proto
 PROTO_OUT := optserve/v1/optserve_pb2.py
-APT_PACKAGES := clang-19 llvm-19 csmith libcsmith-dev postgresql
+APT_PACKAGES := clang-19 llvm-19 llvm-19-dev csmith libcsmith-dev postgresql
 
 .PHONY: serve test lint proto system-deps bench clean image
 
@@ -54,7 +54,9 @@ $(PROTO_OUT): $(PROTO_SRC) $(STAMP)
 proto: $(PROTO_OUT)
 
 # clang-19 compiles the C programs the tests and the corpus use, csmith generates corpus programs, the tuning
-# store's tests start a private PostgreSQL server (its binaries: initdb, pg_ctl); install when missing.
+# store's tests start a private PostgreSQL server (its binaries: initdb, pg_ctl), llvm-19-dev's headers build
+# optcc's bitcode tap (clients/bitcode_tap.py; optional: without them units take two clang processes);
+# install when missing.
 system-deps:
 	@if command -v clang-19 >/dev/null && command -v llvm-extract-19 >/dev/null && command -v csmith >/dev/null \
 	  && { command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; }; then exit 0; fi; \

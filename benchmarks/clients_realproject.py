@@ -150,6 +150,7 @@ def compilers(
     before_after="",
     compare_budget: float | None = None,
     compare_optcc: Path | None = None,
+    optcc_bin: Path = BIN,
 ) -> dict[str, dict[str, str]]:
     """The environment of each side's builds, in build order: clang, optcc; with `before_after` "last" (or
     "first") a third side after (or before) optcc: optcc-oz, or with `compare_budget` optcc-budget (optcc
@@ -157,8 +158,8 @@ def compilers(
     prefix cache: a run in each order balances that."""
     flags = {"CFLAGS": SIZE_FLAGS, "CXXFLAGS": SIZE_FLAGS}
     optcc = {
-        "CC": str(BIN / "optcc"),
-        "CXX": str(BIN / "optcc++"),
+        "CC": str(optcc_bin / "optcc"),
+        "CXX": str(optcc_bin / "optcc++"),
         "OPTCC_SERVER": server,
         "OPTCC_STRATEGY": strategy,
         "OPTCC_DEADLINE": str(deadline),
@@ -298,6 +299,12 @@ def main() -> int:
         help="--tune: build 2 without the records of clang's objects build 1 kept (clang's back end runs "
         "for every unit, as on a machine that never built the package)",
     )  # fmt: skip
+    parser.add_argument(
+        "--optcc-bin", type=Path, default=BIN,
+        help="the folder of the optcc and optcc++ to build with (default: this venv's, an editable install "
+        "whose every Python start loads setuptools' finder; an installed wheel's is what users run: "
+        "docs/bench/tuning_builds.md says how to make one)",
+    )  # fmt: skip
     parser.add_argument("--tune-store", default="", help="--tune: the service's tuning store URL")
     parser.add_argument("--tune-workers", type=int, default=2, help="--tune: Ray CPUs for the search")
     parser.add_argument(
@@ -341,6 +348,10 @@ def main() -> int:
     shutil.rmtree(f"{cache_dir}-tuned", ignore_errors=True)  # --compare-optcc's side: cold too
     logs = WORK / "logs"
     logs.mkdir(parents=True, exist_ok=True)
+    # the bitcode tap, built once per compiler (as after any earlier optcc build on this machine): units
+    # take one clang process; without it (no LLVM headers) they take two, and the run says so
+    tap = subprocess.run([args.optcc_bin / "optcc", "--build-tap"], capture_output=True, text=True)
+    print(f"bitcode tap: {(tap.stdout or tap.stderr).strip()}", flush=True)
     sides = compilers(
         args.server,
         args.strategy,
@@ -350,6 +361,7 @@ def main() -> int:
         args.before_after,
         args.compare_budget,
         args.compare_optcc,
+        args.optcc_bin,
     )
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     load_before = os.getloadavg()
@@ -393,6 +405,8 @@ def main() -> int:
         "compare_optcc": None if args.compare_optcc is None else str(args.compare_optcc),
         "tune_budget": args.tune,
         "baseline_records": not args.no_baseline_records,
+        "bitcode_tap": tap.returncode == 0,
+        "optcc_bin": str(args.optcc_bin),
         "packages": results,
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -501,7 +515,8 @@ def render(run: dict) -> str:
         f"Date: {run['date']}. Machine: {run['cpus']} CPU cores shared with other work (load average at the "
         f"start {load}). Service: `{run['model']['name']}` version `{run['model']['version']}` on the "
         f"{run['model']['backend']} backend, strategy {run['strategy']}, OPTCC_DEADLINE {run['deadline']} s. "
-        f"Command: `{run['command']}`",
+        f"optcc from {run.get('optcc_bin', 'this venv')}, bitcode tap "
+        f"{'on' if run.get('bitcode_tap') else 'off'}. Command: `{run['command']}`",
         "",
         "| package | build system | lang | objects | units taken over (service won) | passed through | "
         "fell back | .text clang-19 -Oz | .text optcc | saved | larger than clang | tests clang / optcc |",

@@ -56,6 +56,9 @@ def compile_both(
     if clang_first(settings, job, headers):
         return _compile_clang_first(settings, job, level, scratch, headers, timing, started)
     if one_front_end(settings, job):
+        tap = _tap(settings)
+        if tap is not None:
+            return _compile_tapped(settings, job, level, scratch, headers, timing, started, tap)
         return _compile_through_bitcode(settings, job, level, scratch, headers, timing, started)
     return _compile_beside(settings, job, level, scratch, headers, timing, started)
 
@@ -142,6 +145,63 @@ def one_front_end(settings: OptccSettings, job: CompileJob) -> bool:
     -Oz/-Os IR (`OPTCC_IR=oz`, what clang's own pipeline starts from) and no -MMD dependency file, whose
     list of headers the cache could not use (it leaves system headers out)."""
     return settings.ir_mode == "oz" and "-MMD" not in job.dependency_flags
+
+
+def _tap(settings: OptccSettings) -> str | None:
+    """The bitcode tap for the unit's one-step compile (bitcode_tap.py), or None for the two-process way:
+    OPTCC_TAP=0, or no tap built for this clang yet (a build starts in the background)."""
+    if settings.tap_dir is None:
+        return None
+    from optserve.clients import bitcode_tap
+
+    return bitcode_tap.ready(settings.tap_dir, settings.clang)
+
+
+def _compile_tapped(
+    settings: OptccSettings, job: CompileJob, level: str, scratch: Path, headers: bool, timing, started, tap
+) -> Compiled:
+    """Clang's own one-step compile with the bitcode tap loaded (bitcode_tap.py): the unit's unoptimized
+    bitcode (byte for byte the IR step's) arrives as soon as clang's front end is done, and the service is
+    asked with it while clang's -Oz pipeline and code generator go on to clang's own object, which the tap
+    leaves untouched: one clang process where the two-process way (`_compile_through_bitcode`) starts two,
+    and clang's own diagnostics. The service's object is then compared with clang's object itself, so no
+    record of clang's object (baseline_memo.py) is read or kept: a tuned unit's compile in the service
+    overlaps clang's back end, where the record lets the two-process way skip that back end after its
+    front end's own process. If clang cannot load the tap, the tap is marked unusable and the unit goes the
+    two-process way."""
+    import threading
+
+    from optserve.clients import bitcode_tap
+
+    dependencies = [] if job.dependency_flags or not headers else ["-MD", "-MF", str(scratch / "unit.d")]
+    command = [settings.clang, *job.clang_args(level, str(scratch / "clang.o")), *dependencies]
+    bitcode, answer, data = scratch / "unit.bc", None, b""
+    with open(scratch / "clang.stderr", "w+b") as errors:
+        own, read_end = bitcode_tap.run_tapped(command, tap, errors)
+        ended = threading.Thread(target=_time_compile, args=(own, started, timing), daemon=True)
+        ended.start()  # its end is clang_s, whenever the call beside it ends
+        try:
+            data = bitcode_tap.read_bitcode(read_end)
+            timing["ir_step_s"] = round(time.monotonic() - started, 3)  # the front end's end
+            timing["tapped"] = True
+            if data:
+                bitcode.write_bytes(data)
+                answer = ask_within_budget(settings, scratch, bitcode, timing, started, job.source)
+        finally:
+            ended.join()
+        errors.seek(0)
+        clang_stderr = errors.read()
+    if own.returncode != 0:
+        if bitcode_tap.load_failure(clang_stderr, tap):
+            bitcode_tap.broken(settings.tap_dir, settings.clang, clang_stderr.decode(errors="replace")[-400:])
+            timing.pop("tapped", None)
+            return _compile_through_bitcode(settings, job, level, scratch, headers, timing, started)
+        return Compiled(own.returncode, clang_stderr, ServiceFailure("clang's own compile failed"))
+    if job.dependency_flags and headers:  # the cache lists the headers from the user's dependency file
+        (scratch / "unit.d").write_bytes(Path(job.dependency_file).read_bytes())
+    if not data:
+        return Compiled(0, clang_stderr, ServiceFailure("the bitcode tap wrote no bitcode"))
+    return Compiled(0, clang_stderr, answer)
 
 
 def _compile_through_bitcode(

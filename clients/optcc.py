@@ -115,7 +115,11 @@ Environment (all optional):
   OPTCC_RESIDENT_IDLE  seconds the resident server waits for a command before it exits (default 600)
   OPTCC_RESIDENT_DIR   its private folder: socket, lock and log (default $XDG_RUNTIME_DIR/optserve, else
                    ~/.cache/optserve/run)
+  OPTCC_TAP        0: no bitcode tap (default on: clang's one-step compile also gives the unit's bitcode,
+                   one clang process per unit; built once per compiler from LLVM's headers, llvm-19-dev)
+  OPTCC_TAP_DIR    where the taps are built (default $XDG_CACHE_HOME/optcc/tap, else ~/.cache/optcc/tap)
 `optcc --start-server` starts the resident server (and says where), `optcc --stop-server` stops it.
+`optcc --build-tap` builds the bitcode tap now (else the first unit starts its build in the background).
 """
 
 from __future__ import annotations
@@ -161,6 +165,8 @@ def _wrap(argv: list[str] | None, clang: str, cxx: bool) -> int:
     # ccache's -s and -z, long names only: `clang -s` alone is clang's (an error) and stays so
     if args in (["--stats"], ["--zero-stats"]):
         return _statistics(args[0])
+    if args == ["--build-tap"]:
+        return _build_tap(clang)
     if args == ["--help"]:  # optcc's own promise and settings first, then clang's options
         print(__doc__, flush=True)
     if os.environ.get("OPTCC_CAPTURE"):
@@ -199,7 +205,7 @@ def takes_over(args: list[str], cxx: bool) -> bool:
     it to clang unchanged, as `_wrap` decides. The thin client (resident_client.py) sends only such commands
     to the resident server: a command handed over costs an exec of clang, which the server cannot make
     cheaper (a fork of the server and a process more: slower, docs/clients.md)."""
-    if args in (["--stats"], ["--zero-stats"], ["--help"]):
+    if args in (["--stats"], ["--zero-stats"], ["--help"], ["--build-tap"]):
         return False
     if os.environ.get("OPTCC_CAPTURE"):
         return True
@@ -208,6 +214,25 @@ def takes_over(args: list[str], cxx: bool) -> bool:
     except ConfigError:
         return False
     return decide(args, policy.default_level, policy.force, cxx).level is not None
+
+
+def _build_tap(clang: str) -> int:
+    """`optcc --build-tap`: build the bitcode tap for `clang` now (a unit otherwise starts its build in the
+    background, and units take two clang processes until it is done); say where it is, or why there is
+    none."""
+    from optserve.clients import bitcode_tap
+    from optserve.clients.settings import _tap_dir
+
+    folder = _tap_dir(dict(os.environ))
+    if folder is None:
+        print("optcc: OPTCC_TAP=0 (or no home folder): no bitcode tap", file=sys.stderr)
+        return 1
+    plugin, why = bitcode_tap.build(folder, clang)
+    if plugin is None:
+        print(f"optcc: no bitcode tap for {clang}: {why}", file=sys.stderr)
+        return 1
+    print(plugin)
+    return 0
 
 
 def _statistics(flag: str) -> int:

@@ -78,6 +78,7 @@ PRELOADED = (
     "elftools.elf.sections",
     "elftools.elf.segments",
     "optserve.clients.baseline_memo",
+    "optserve.clients.bitcode_tap",
     "subprocess",
     "threading",
     "tempfile",

@@ -66,12 +66,13 @@ class Policy(namedtuple("Policy", "default_level force")):
 # recache: OPTCC_RECACHE: skip lookups, store each unit's new outcome (ccache's recache)
 # clang_baseline: OPTCC_CLANG_BASELINE: wait for clang's object, send its .text size
 # baselines_dir: clang's objects' records (baseline_memo.py); None: off
+# tap_dir: the bitcode taps' folder (bitcode_tap.py); None: off (OPTCC_TAP=0)
 _OptccSettings = namedtuple(
     "OptccSettings",
     "server objective ir_mode strategy samples deadline_s budget budget_min_s call_overhead_s"
     " large_unit_bytes retry_s clang log_path verbose cache_dir cache_max_bytes recache clang_baseline"
-    " baselines_dir",
-    defaults=(0, False, False, None),
+    " baselines_dir tap_dir",
+    defaults=(0, False, False, None, None),
 )
 
 
@@ -148,6 +149,7 @@ class OptccSettings(_OptccSettings):
             recache=env.get("OPTCC_RECACHE", "") not in ("", "0"),
             clang_baseline=env.get("OPTCC_CLANG_BASELINE", "0").strip().lower() not in _OFF,
             baselines_dir=_baselines_dir(env),
+            tap_dir=_tap_dir(env),
         )
 
 
@@ -214,6 +216,20 @@ def _baselines_dir(env: dict[str, str]) -> str | None:
         return named
     cache = _cache_dir(env)
     return os.path.join(cache, "baselines") if cache else None
+
+
+def _tap_dir(env: dict[str, str]) -> str | None:
+    """The bitcode taps' folder (bitcode_tap.py): OPTCC_TAP_DIR, else $XDG_CACHE_HOME/optcc/tap, else
+    ~/.cache/optcc/tap, whatever the object cache's folder (a tap belongs to the compiler, not to a cache);
+    None with OPTCC_TAP=0."""
+    if env.get("OPTCC_TAP", "1").strip().lower() in _OFF:
+        return None
+    if env.get("OPTCC_TAP_DIR"):
+        return env["OPTCC_TAP_DIR"]
+    if env.get("XDG_CACHE_HOME"):
+        return os.path.join(env["XDG_CACHE_HOME"], "optcc", "tap")
+    home = env.get("HOME")
+    return os.path.join(home, ".cache", "optcc", "tap") if home else None
 
 
 def _cache_dir(env: dict[str, str]) -> str | None:

@@ -68,11 +68,24 @@ def resident_folder():
     shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.fixture(scope="session")
+def tap_folder(tmp_path_factory) -> Path:
+    """The bitcode tap for clang-19, built once for the session (clients/bitcode_tap.py): optcc's units take
+    the one-process way in every test, as after a user's first build; without LLVM's headers the folder
+    holds the marker that says why, and units take the two-process way."""
+    from optserve.clients import bitcode_tap
+
+    folder = tmp_path_factory.mktemp("optcc-tap")
+    bitcode_tap.build(str(folder), "clang-19")
+    return folder
+
+
 @pytest.fixture(autouse=True)
-def empty_object_cache(tmp_path, monkeypatch, resident_folder) -> Path:
+def empty_object_cache(tmp_path, monkeypatch, resident_folder, tap_folder) -> Path:
     """Every test starts with an empty optcc object cache of its own (never the user's ~/.cache/optcc)."""
     cache = tmp_path / "optcc-cache"
     monkeypatch.setenv("OPTCC_CACHE_DIR", str(cache))
+    monkeypatch.setenv("OPTCC_TAP_DIR", str(tap_folder))
     # Tests that expect the service's answer must not hang on how loaded this machine is: no per-unit budget
     # (the fixed OPTCC_DEADLINE) unless a test sets one.
     monkeypatch.setenv("OPTCC_BUDGET", "0")

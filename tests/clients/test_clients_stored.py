@@ -35,6 +35,14 @@ def unit(tmp_path, monkeypatch, optserve_target) -> Path:
     return tmp_path
 
 
+@pytest.fixture
+def two_processes(monkeypatch):
+    """Records of clang's objects serve the two-process way (the IR step, then clang's back end), which
+    units take without the bitcode tap; with it, clang's object is made beside the call and compared as
+    it is (test_clients_bitcode_tap.py)."""
+    monkeypatch.setenv("OPTCC_TAP", "0")
+
+
 def stats(folder: Path) -> str:
     done = subprocess.run([OPTCC, "--stats"], cwd=folder, capture_output=True, text=True, check=True)
     return done.stdout
@@ -120,7 +128,7 @@ def _tune_every_function(unit: Path):
     return keys
 
 
-def test_a_rebuild_skips_clangs_back_end_when_the_record_of_its_object_is_beaten(unit):
+def test_a_rebuild_skips_clangs_back_end_when_the_record_of_its_object_is_beaten(unit, two_processes):
     """The first build keeps the record of clang's object of the unit's bitcode (baseline_memo.py); after
     tuning, the rebuild asks the service first, told clang's size, and writes the service's smaller object
     without running clang's back end; it is never larger than clang's own object."""
@@ -138,7 +146,7 @@ def test_a_rebuild_skips_clangs_back_end_when_the_record_of_its_object_is_beaten
     assert elf.text_size(chosen) <= elf.text_size(reference)
 
 
-def test_the_record_decides_whether_clangs_back_end_runs_and_an_unreadable_one_is_a_miss(unit):
+def test_the_record_decides_whether_clangs_back_end_runs_and_an_unreadable_one_is_a_miss(unit, two_processes):
     """A record the service's object beats skips clang's back end; one it cannot beat runs it (clang's
     object, byte for byte); a record that cannot be read is a miss."""
     records = unit / "baselines"
@@ -168,7 +176,7 @@ def test_the_record_decides_whether_clangs_back_end_runs_and_an_unreadable_one_i
     assert elf.text_size((unit / "unit.o").read_bytes()) <= elf.text_size(reference)
 
 
-def test_an_object_chosen_over_the_record_is_cached_with_the_users_dependency_file(unit):
+def test_an_object_chosen_over_the_record_is_cached_with_the_users_dependency_file(unit, two_processes):
     """Clang's back end did not run, but the front end wrote the -MD file: the object cache keeps the unit
     (once tuned: settled) with its headers, and a hit writes the dependency file again."""
     env = {"OPTCC_CACHE_DIR": str(unit / "cache"), "OPTCC_BASELINE_DIR": str(unit / "baselines")}

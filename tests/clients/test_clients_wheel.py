@@ -19,6 +19,7 @@ from tests.clients.clients_helpers import PROGRAM
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SERVICE_STACK = ("torch", "vllm", "ray", "transformers", "fastapi", "llvmlite", "numpy", "yaml")
 STUBS = ("optserve/v1/optserve_pb2.py", "optserve/v1/optserve_pb2_grpc.py", "optserve/v1/optserve_pb2.pyi")
+TAP_SOURCE = "optserve/clients/bitcode_tap/tap.cpp"  # optcc builds its bitcode tap from it
 
 
 def _run(*command, **kwargs) -> subprocess.CompletedProcess:
@@ -88,7 +89,7 @@ def _clean_env(**extra: str) -> dict[str, str]:
 def test_the_wheel_holds_the_grpc_stubs_and_the_bundled_models(wheel):
     tracked = _run("git", "ls-files", "models", cwd=REPO_ROOT).stdout.split()
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert set(STUBS) <= names
+    assert set(STUBS) <= names and TAP_SOURCE in names
     assert tracked and {f"optserve/{path}" for path in tracked} <= names
 
 

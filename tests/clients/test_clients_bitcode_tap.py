@@ -1,0 +1,144 @@
+"""The bitcode tap (clients/bitcode_tap.py): clang's one-step compile also hands optcc the unit's bitcode,
+so a unit takes one clang process. Its bitcode is the IR step's byte for byte, clang's object is untouched,
+a tap clang cannot load costs the build nothing, and a rebuild with a record of clang's object reads it
+first. Real clang-19 and LLVM's headers, the session's real service."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from optserve.clients import bitcode_tap, elf
+from tests.clients.test_clients_cold_path import optcc
+from tests.clients.test_clients_never_larger import OPTCC
+
+UNIT = Path(__file__).resolve().parent.parent / "data" / "units" / "calc.c"
+HAS_HEADERS = Path("/usr/lib/llvm-19/include/llvm/Passes/PassPlugin.h").exists()
+needs_headers = pytest.mark.skipif(not HAS_HEADERS, reason="no LLVM 19 headers (llvm-19-dev) to build a tap")
+
+
+@pytest.fixture
+def unit(tmp_path, monkeypatch, optserve_target) -> Path:
+    monkeypatch.delenv("OPTCC_STRATEGY")  # conftest's greedy: the tap serves the default, strategy stored
+    monkeypatch.setenv("OPTCC_SERVER", optserve_target)
+    (tmp_path / "unit.c").write_text(UNIT.read_text() + f"int marker_{tmp_path.name};\n")
+    return tmp_path
+
+
+def clang_object(folder: Path, flags: list[str], source: str = "unit.c") -> bytes:
+    subprocess.run(["clang-19", "-Oz", *flags, "-c", source, "-o", "clang.o"], cwd=folder, check=True)
+    return (folder / "clang.o").read_bytes()
+
+
+def tapped(folder: Path, plugin: str, flags: list[str]) -> tuple[int, bytes, bytes]:
+    """clang-19 -Oz FLAGS -c unit.c with the tap: (exit status, the tap's bitcode, the object)."""
+    command = ["clang-19", "-Oz", *flags, "-c", str(folder / "unit.c"), "-o", str(folder / "tapped.o")]
+    with open(folder / "tapped.stderr", "w+b") as errors:
+        process, read_end = bitcode_tap.run_tapped(command, plugin, errors)
+        bitcode = bitcode_tap.read_bitcode(read_end)
+        process.wait()
+    return process.returncode, bitcode, (folder / "tapped.o").read_bytes()
+
+
+def test_without_llvms_headers_the_tap_is_marked_unavailable_and_says_why(tmp_path, tap_folder):
+    if HAS_HEADERS:
+        assert list(tap_folder.glob("*.so")) and not list(tap_folder.glob("*.unavailable"))
+    else:
+        (marker,) = tap_folder.glob("*.unavailable")
+        assert "llvm-19-dev" in marker.read_text()
+        assert bitcode_tap.ready(str(tap_folder), "clang-19") is None
+
+
+@needs_headers
+def test_the_taps_bitcode_is_the_ir_steps_and_clangs_object_is_untouched(tmp_path, tap_folder, monkeypatch):
+    """With -g too: clang's assignment tracking, a pass of its own at the pipeline's start, runs after the
+    tap has written the module (debug info names the working folder: both compile in the same one)."""
+    monkeypatch.chdir(tmp_path)
+    plugin = bitcode_tap.ready(str(tap_folder), "clang-19")
+    assert plugin is not None
+    (tmp_path / "unit.c").write_text(UNIT.read_text())
+    for flags in (["-w"], ["-w", "-g"], ["-w", "-DCALC_EXTRA=1", "-fno-inline"]):
+        status, bitcode, obj = tapped(tmp_path, plugin, flags)
+        ir_step = ["clang-19", "-Oz", *flags, "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-c"]
+        subprocess.run([*ir_step, str(tmp_path / "unit.c"), "-o", "ir.bc"], cwd=tmp_path, check=True)
+        assert status == 0 and bitcode == (tmp_path / "ir.bc").read_bytes()
+        assert obj == clang_object(tmp_path, flags, str(tmp_path / "unit.c"))
+
+
+@needs_headers
+def test_a_unit_with_the_tap_takes_one_clang_process_and_gets_clangs_object_or_a_smaller_one(unit):
+    _, [record] = optcc(unit, ["-w"], OPTCC_CACHE="0")
+    assert record["tapped"] and record["outcome"] == "service" and record["store_recorded"]
+    assert record["bitcode_bytes"] > 0 and record["ir_step_s"] <= record["clang_s"]
+    assert (unit / "unit.o").read_bytes() == clang_object(unit, ["-w"])  # store empty: clang's object
+
+
+@needs_headers
+def test_a_source_error_fails_the_build_as_clangs_would(unit):
+    (unit / "unit.c").write_text("int broken(void) { return 1 }\n")
+    done = subprocess.run(
+        [OPTCC, "-Oz", "-c", "unit.c", "-o", "unit.o"], cwd=unit, capture_output=True, text=True
+    )
+    clang = subprocess.run(
+        ["clang-19", "-Oz", "-c", "unit.c", "-o", "c.o"], cwd=unit, capture_output=True, text=True
+    )
+    assert done.returncode == clang.returncode == 1 and "expected ';'" in done.stderr
+    assert not (unit / "unit.o").exists()
+
+
+@needs_headers
+def test_a_tap_clang_cannot_load_is_marked_and_the_unit_goes_the_two_process_way(unit, tap_folder, tmp_path):
+    broken = tmp_path / "broken-tap"
+    shutil.copytree(tap_folder, broken)
+    (plugin,) = broken.glob("*.so")
+    plugin.write_bytes(b"not a shared object")
+    _, [record] = optcc(unit, ["-w"], OPTCC_CACHE="0", OPTCC_TAP_DIR=str(broken))
+    assert not record.get("tapped") and record["outcome"] == "service"
+    assert (unit / "unit.o").read_bytes() == clang_object(unit, ["-w"])
+    (marker,) = broken.glob("*.unavailable")
+    assert "unable to load plugin" in marker.read_text()
+    assert bitcode_tap.ready(str(broken), "clang-19") is None  # not tried again for this compiler
+    _, [after] = optcc(unit, ["-w"], OPTCC_CACHE="0", OPTCC_TAP_DIR=str(broken))
+    assert not after.get("tapped")
+
+
+@needs_headers
+def test_a_tuned_unit_with_the_tap_gets_the_stored_lists_object_checked_against_clangs_own(unit):
+    """The service compiles the tuned lists while clang's back end runs; the object kept is never larger
+    than clang's object of the same command, which the tap left untouched."""
+    from tests.clients.test_clients_stored import _tune_every_function
+
+    # functions of this test's own (the store is the session's, and keyed by function: calc.c's functions
+    # tuned here would be hits in the other tests' first builds)
+    salt = sum(map(ord, unit.name))
+    (unit / "unit.c").write_text(
+        f"int mix_{salt}(int *v, int n) {{ int s = {salt}; for (int i = 0; i < n; i++) s = s * 31 + v[i];"
+        " return s; }\n"
+        f"int pick_{salt}(int a, int b) {{ return a > b ? a - {salt} : b + {salt}; }}\n"
+    )
+    _, [first] = optcc(unit, ["-w"], OPTCC_CACHE="0")
+    keys = _tune_every_function(unit)
+    _, [second] = optcc(unit, ["-w"], OPTCC_CACHE="0")
+    assert first["tapped"] and second["tapped"] and not second.get("clang_from_record")
+    assert second["store_function_hits"] == len(keys.function_hashes) and "clang_s" in second
+    reference = clang_object(unit, ["-w"])
+    chosen = (unit / "unit.o").read_bytes()
+    assert elf.text_size(chosen) <= elf.text_size(reference)
+    assert (chosen == reference) == (second["winner"] == "clang")
+
+
+@needs_headers
+def test_without_a_tap_a_unit_starts_its_build_in_the_background_and_goes_the_two_process_way(unit, tmp_path):
+    folder = tmp_path / "new-tap"
+    _, [record] = optcc(unit, ["-w"], OPTCC_CACHE="0", OPTCC_TAP_DIR=str(folder))
+    assert not record.get("tapped") and record["outcome"] == "service"
+    deadline = time.monotonic() + 300  # the build: a few seconds of CPU, longer on a loaded machine
+    while bitcode_tap.ready(str(folder), "clang-19") is None and time.monotonic() < deadline:
+        time.sleep(1)
+    assert list(folder.glob("*.so")), (folder / "build.log").read_text()
+    _, [later] = optcc(unit, ["-w"], OPTCC_CACHE="0", OPTCC_TAP_DIR=str(folder))
+    assert later["tapped"]
