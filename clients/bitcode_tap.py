@@ -1,4 +1,4 @@
-"""optcc's bitcode tap (bitcode_tap/tap.cpp), built once per compiler: the LLVM pass plugin that lets clang's
+"""optcc's bitcode tap (bitcode_tap.cpp), built once per compiler: the LLVM pass plugin that lets clang's
 one-step compile also hand optcc the unit's unoptimized bitcode, so that a unit takes one clang process
 instead of two (the IR step, then clang's back end on its bitcode: compile_modes.py).
 
@@ -23,8 +23,8 @@ import os
 import sys
 from pathlib import Path
 
-SOURCE = Path(__file__).with_name("bitcode_tap") / "tap.cpp"
-FD_VARIABLE = "OPTCC_BITCODE_FD"  # the descriptor the tap writes the bitcode to (tap.cpp reads it)
+SOURCE = Path(__file__).with_name("bitcode_tap.cpp")
+FD_VARIABLE = "OPTCC_BITCODE_FD"  # the descriptor the tap writes the bitcode to (bitcode_tap.cpp reads it)
 LOCK_STALE_S = 120.0  # a build lock older than this is taken to be a dead build's
 _CHECK_UNIT = b"int optcc_tap_check(int n) { int s = 0; for (int i = 0; i < n; i++) s += i * n; return s; }\n"
 

@@ -19,7 +19,7 @@ from tests.clients.clients_helpers import PROGRAM
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SERVICE_STACK = ("torch", "vllm", "ray", "transformers", "fastapi", "llvmlite", "numpy", "yaml")
 STUBS = ("optserve/v1/optserve_pb2.py", "optserve/v1/optserve_pb2_grpc.py", "optserve/v1/optserve_pb2.pyi")
-TAP_SOURCE = "optserve/clients/bitcode_tap/tap.cpp"  # optcc builds its bitcode tap from it
+TAP_SOURCE = "optserve/clients/bitcode_tap.cpp"  # optcc builds its bitcode tap from it
 
 
 def _run(*command, **kwargs) -> subprocess.CompletedProcess:
