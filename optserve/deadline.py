@@ -35,7 +35,7 @@ T = TypeVar("T")
 ANSWER_MARGIN_S = 1.0
 # How long past the request's deadline the Optimizer waits for a backend that did not stop on its own.
 BACKEND_GRACE_S = 0.25
-# Of the time left before a Schedule's deadline, the search's share (serve/replicas/looptune.py): a timing
+# Of the time left before a Schedule's deadline, the search's share (serve/replicas/deployments.py): a timing
 # started near the end of its limit may run 20% past it (policies/scheduler.py), the chosen schedule's compile
 # (and IR) follows, and a replica's first Schedule also measures the core's peak GFLOPS (tenths of a second).
 SEARCH_SHARE = 2 / 3

@@ -389,9 +389,9 @@ def test_a_repeated_schedule_request_is_answered_from_the_decision_cache(client)
 
 def test_the_call_deadline_bounds_a_schedule_search(service):
     """A Schedule call with a 2 s deadline for a search that takes the server's default limit (10 s; random
-    walks run until their limit): its time limit is cut to what the call leaves (serve/replicas/looptune.py),
-    so the call answers OK in time with the best schedule found (`timed_out`) instead of DEADLINE_EXCEEDED
-    (issue 21)."""
+    walks run until their limit): its time limit is cut to what the call leaves
+    (serve/replicas/deployments.py `schedule`), so the call answers OK in time with the best schedule found
+    (`timed_out`) instead of DEADLINE_EXCEEDED (issue 21)."""
     from optserve.serve.app import APP_NAME
 
     endpoints, _ = service

@@ -317,7 +317,7 @@ def test_the_engine_client_sends_the_deadline_as_wall_clock_time_and_the_replica
 
 def test_the_call_s_deadline_cuts_a_schedule_search_to_what_the_call_leaves():
     from optserve.deadline import SEARCH_SHARE
-    from optserve.serve.replicas.looptune import time_limit_within
+    from optserve.serve.replicas.deployments import time_limit_within
 
     call = Deadline.after(4.0)
     assert time_limit_within(10.0, None, max_s=60.0) == 10.0  # no deadline (HTTP): as asked
@@ -347,7 +347,7 @@ def test_a_schedule_search_longer_than_the_deadline_answers_its_best_by_then():
     `timed_out`, before the deadline."""
     from optserve.config import Settings
     from optserve.kernels.measure import peak_gflops
-    from optserve.serve.replicas.looptune import schedule
+    from optserve.serve.replicas.deployments import schedule
 
     peak_gflops()  # measured once per process (0.3 s): before the clock starts, as in a warm replica
 
