@@ -365,9 +365,9 @@ def test_schedule_by_default_decides_a_convolution_with_the_tile_cover(client):
 
 
 def test_a_layer_sized_matmul_is_scheduled_on_the_threads_asked_for(client):
-    """768 x 256 x 1000 (393 MFLOP, more than is timed whole) is decided on a sub-problem, for a kernel of 2
-    threads (blocks of one output index)."""
-    sizes = {"m": 768, "k": 256, "n": 1000}
+    """1536 x 256 x 1000 (786 MFLOP, more than 2 threads' share timed whole: 2 x 268 MFLOP) is decided on a
+    sub-problem timed on the 2 threads, for a kernel of 2 threads (blocks of one output index)."""
+    sizes = {"m": 1536, "k": 256, "n": 1000}
     response = client.schedule(MATMUL, sizes, threads=2)
     assert response.measured and response.gflops > 0 and response.threads == 2
     assert dict(response.timed_sizes) != sizes and set(response.timed_sizes) == set(sizes)
