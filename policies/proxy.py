@@ -3,9 +3,10 @@
 Timing a candidate costs at least one call of its kernel; at 2048^3 one call is 17 GFLOP (a fifth of a
 second on a core at its best, seconds for a scalar base), so a search that times candidates on the whole
 contraction either runs past its deadline or has to refuse the size. Instead, a contraction of more than
-`timed_flops` is decided on a representative sub-problem (`timed_spec`: the largest sizes halved, one at a
-time, until it has at most `timed_flops`; the same indices, tensors and kinds of reuse; a nest with one
-reduction keeps that reduction whole, `deep_reduction`), and the
+`timed_flops` a thread (policies/scheduler.py asks `timed_spec` for `timed_flops` x threads and times the
+candidates on those threads) is decided on a representative sub-problem (`timed_spec`: the largest sizes
+halved, one at a time, until it has at most that many; the same indices, tensors and kinds of reuse; a nest
+with one reduction keeps that reduction whole, `deep_reduction`), and the
 decision's actions are replayed on the whole contraction (`replay`): a tile action builds its template
 there (the same register tile, its cache blocks at most the sub-problem's sizes: the whole runs as
 blocks of what was timed), and the

@@ -3,8 +3,9 @@
 `schedule_contraction` (validate the request's contraction, then `schedule_nest` it with the default method
 and time limit) is the entry point the service and the CLI use. Every method starts from the base
 schedule; all but "base" search the LoopTune environment, measuring candidates with the JIT backend. A
-contraction of more than `timed_flops` is decided on a sub-problem and the decision replayed on it
-(policies/proxy.py), so the decision's cost does not grow with the contraction's size.
+contraction of more than `timed_flops` a thread is decided on a sub-problem, timed on the request's threads,
+and the decision replayed on it (policies/proxy.py), so the decision's cost does not grow with the
+contraction's size.
 """
 
 from __future__ import annotations
