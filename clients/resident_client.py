@@ -33,6 +33,9 @@ import sys  # noqa: E402
 
 from optserve.clients import optcc  # noqa: E402  (command_line and settings: what any command needs)
 
+# A build system's compiler identification (autoconf's AC_PROG_CC, meson): its server is started then.
+_IDENTIFICATION = frozenset({"--version", "-v", "-V", "-qversion"})
+
 
 def main() -> int:
     """optcc."""
@@ -51,6 +54,10 @@ def _command(driver: str) -> int:
 
         return resident_link.control(arguments[0])
     optcc.STARTED = STARTED
+    if _IDENTIFICATION.intersection(arguments):  # configure or meson asking which compiler: a build follows
+        from optserve.clients import resident_link
+
+        resident_link.prestart()
     if optcc.takes_over(arguments, driver == "c++"):  # else: clang's exec, here (no server is quicker)
         from optserve.clients import resident_link
 

@@ -124,6 +124,33 @@ def _connect(path: str) -> socket.socket | None:
     return None
 
 
+def prestart() -> None:
+    """Start this user's server for this install in the background when none listens, without waiting for
+    it. Called for a build system's compiler identification (`--version`, `-v`: configure, meson), so that
+    the build's first units find a server ready instead of each waiting for its imports. Never an error:
+    on any problem the command goes on as it would have."""
+    try:
+        settings = ResidentSettings.from_environment(os.environ)
+        if not settings.enabled:
+            return
+        paths = _paths(settings)
+        now = time.time()
+        for marker, fresh_s in (
+            (paths.socket, None),
+            (paths.starting, START_WAIT_S),
+            (paths.failed, RETRY_START_S),
+        ):
+            with contextlib.suppress(OSError):
+                age_s = now - os.stat(marker).st_mtime  # none: OSError, the next marker
+                if fresh_s is None or age_s < fresh_s:
+                    return  # a server listens, is starting, or failed to start a moment ago
+        with open(paths.starting, "w"):
+            pass
+        _spawn_server(paths, settings)
+    except (OSError, ConfigError, wire.Unsafe) as err:
+        _verbose(f"resident server not started ahead: {err}")
+
+
 def _start(paths: wire.Paths, settings: ResidentSettings) -> socket.socket | None:
     """Start the server (unless another client is starting it) and connect to it; None if it did not come
     up within START_WAIT_S."""
@@ -151,6 +178,17 @@ def _start(paths: wire.Paths, settings: ResidentSettings) -> socket.socket | Non
                 return None  # it failed to start a moment ago: not every unit pays for trying again
         except OSError:
             pass
+        try:  # one started ahead (`prestart`) and still importing: wait for it rather than start another
+            ahead = time.time() - os.stat(paths.starting).st_mtime < START_WAIT_S
+        except OSError:
+            ahead = False
+        if ahead:
+            while time.monotonic() < deadline:
+                connection = _connect(paths.socket)
+                if connection is not None:
+                    return connection
+                time.sleep(0.005)
+            return None
         server = _spawn_server(paths, settings)
         while time.monotonic() < deadline:
             connection = _connect(paths.socket)
@@ -196,10 +234,22 @@ def _spawn_server(paths: wire.Paths, settings: ResidentSettings) -> int:
         (os.POSIX_SPAWN_DUP2, log, 1),
         (os.POSIX_SPAWN_DUP2, log, 2),
     ]
+    # nothing else the build handed this command (a pipe someone reads to its end, a jobserver's) stays
+    # open for the server's lifetime
+    with contextlib.suppress(OSError):
+        inherited = {int(fd) for fd in os.listdir("/proc/self/fd")} - {0, 1, 2, log}
+        actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in sorted(inherited) if _inheritable(fd)]
     try:
         return os.posix_spawn(sys.executable, command, os.environ, file_actions=actions, setpgroup=0)
     finally:
         os.close(log)
+
+
+def _inheritable(fd: int) -> bool:
+    try:
+        return os.get_inheritable(fd)
+    except OSError:  # closed meanwhile (listdir's own descriptor)
+        return False
 
 
 def control(flag: str) -> int:

@@ -57,13 +57,15 @@ def install_key() -> str:
 
 class Paths:
     """The socket, lock and log of the server for `key` in `folder`, and `failed`: a file touched when the
-    server exited before it listened (clients then run in-process for a while instead of each trying)."""
+    server exited before it listened (clients then run in-process for a while instead of each trying);
+    `starting`: a file touched when a server was started ahead (resident_link.prestart)."""
 
     def __init__(self, folder: str, key: str):
         stem = os.path.join(folder, f"optcc-{key}")
         self.folder, self.key = folder, key
         self.socket, self.lock, self.log = stem + ".sock", stem + ".lock", stem + ".log"
         self.failed = stem + ".failed"
+        self.starting = stem + ".starting"  # touched when a client started a server without waiting
 
 
 def private_folder(folder: str) -> str:

@@ -206,7 +206,7 @@ def test_a_unit_with_the_service_down_gets_clangs_object_and_the_same_notice(wor
 
 def test_commands_handed_to_clang_run_in_the_client_and_start_no_server(work, folder):
     """configure's kind of commands (a preprocessor run on a file and on stdin, a probe compile and link, a
-    version query, a missing file): exec'd in the client as before, which no server makes quicker."""
+    missing file): exec'd in the client as before, which no server makes quicker."""
     _same(*both(work, folder, "-E", "-dM", "unit.c")[:2], by_server=False)
     piped = "#define TWICE(x) ((x)*2)\nint v = TWICE(3);\n"
     _same(*both(work, folder, "-E", "-x", "c", "-", stdin=piped)[:2], by_server=False)
@@ -214,10 +214,29 @@ def test_commands_handed_to_clang_run_in_the_client_and_start_no_server(work, fo
     local, served, outputs = both(work, folder, "conftest.c", "-o", "conftest", output="conftest")
     _same(local, served, by_server=False)
     assert local.returncode == 0 and outputs[0] is not None and outputs[1] is not None
-    _same(*both(work, folder, "--version")[:2], by_server=False)
     _same(*both(work, folder, "-c", "missing.c")[:2], by_server=False)
     _same(*both(work, folder, "--stats")[:2], by_server=False)
     assert not _started(folder) and not list(folder.glob("*.sock"))
+
+
+def test_a_compiler_identification_starts_the_server_ahead_for_the_build_that_follows(work, folder):
+    """configure's `$CC --version` is exec'd in the client as before (clang's own output) and starts the
+    server in the background, without waiting for it: the build's first unit finds it listening, and no
+    second server starts."""
+    def version_query() -> None:  # clang's answer either way (the client loads the link to start a server)
+        local, served, _ = both(work, folder, "--version")
+        assert (served.returncode, served.stdout, served.stderr) == (local.returncode, local.stdout, "")
+        assert "clang version 19" in served.stdout
+
+    version_query()
+    ends = time.monotonic() + 60
+    while not (list(folder.glob("*.sock")) and _started(folder)) and time.monotonic() < ends:
+        time.sleep(0.05)
+    assert len(_started(folder)) == 1 and list(folder.glob("*.starting"))
+    version_query()  # one listens: nothing more is started
+    unit = optcc(work, folder, True, "-Oz", "-c", "unit.c", "-o", "unit.o")
+    assert unit.returncode == 0 and unit.served, unit.stderr
+    assert len(_started(folder)) == 1 and len(_servers_of(folder)) == 1
 
 
 def test_bad_settings_fall_back_to_clang_the_same_through_the_server(work, folder):
