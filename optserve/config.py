@@ -162,8 +162,9 @@ class LoopTuneSettings(_Section):
     timed_flops: int = Field(
         2 * 512**3,
         gt=0,
-        description="largest contraction whose candidates are timed whole (2 * product of sizes); a larger"
-        " one is decided on a sub-problem of at most this many (policies/proxy.py), so no size is refused",
+        description="floating-point operations (2 * product of sizes) a thread of the request times whole:"
+        " a contraction above this many per thread is decided on a sub-problem of this many per thread, its"
+        " candidates run on the request's threads (policies/proxy.py), so no size is refused",
     )
     max_kernel_statements: int = Field(
         256, gt=0, description="most unrolled multiply-adds in one register tile (bounds code size)"

@@ -5,7 +5,6 @@ thread and on cells of threads, and only convolutions whose image row is summed 
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from optserve.kernels.codegen import Target, generate_ir, plan_schedule, schedule_panels, workspace_floats
@@ -15,35 +14,11 @@ from optserve.kernels.parallel import ParallelKernel, compile_parallel
 from optserve.kernels.schedule import Loop, Schedule
 from optserve.kernels.spec import LoopNestSpec
 from optserve.kernels.tiling import TileTemplate, roles, tiled_schedule
-from tests.kernels.kernels_helpers import reference
+from tests.kernels.conv_cases import NCHW, TARGETS, TEMPLATES, check_kernel, sizes_id
+from tests.kernels.conv_cases import SIZES as CONV_SIZES
 
-NCHW = "O[n,f,y,x] += I[n,c,y+r,x+s] * W[f,c,r,s]"
-# channels that leave a 16-, an 8-float and a scalar tail (45 = 16 + 16 + 8 + 5), rows that leave a register
-# tile's tail, windows 3x3, 3x2 and 1x1, two images
-SIZES = [
-    {"n": 2, "f": 45, "c": 5, "y": 4, "x": 9, "r": 3, "s": 3},
-    {"n": 1, "f": 37, "c": 7, "y": 3, "x": 13, "r": 3, "s": 2},
-    {"n": 1, "f": 70, "c": 19, "y": 5, "x": 7, "r": 1, "s": 1},
-    {"n": 1, "f": 16, "c": 3, "y": 2, "x": 3, "r": 2, "s": 3},
-]
-TEMPLATES = [
-    TileTemplate(6, 4),
-    TileTemplate(12, 1, k_block=4, v_block=32, r_block=64),
-    TileTemplate(2, 3, k_block=2, order="vr"),
-    TileTemplate(14, 2, v_block=1),
-]
-TARGETS = {"avx512": Target(vector_widths=(16, 8)), "avx2": Target(vector_widths=(8,))}
-
-
-def _check(spec: LoopNestSpec, kernel, seed: int = 0) -> None:
-    rng = np.random.default_rng(seed)
-    out, lhs, rhs = (rng.uniform(-1, 1, spec.shape(t)).astype(np.float32) for t in spec.tensors)
-    expected = reference(spec, out, lhs, rhs)
-    try:
-        kernel(out, lhs, rhs)
-    finally:
-        kernel.close()
-    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
+# and a 2x3 window over rows of 3
+SIZES = [*CONV_SIZES, {"n": 1, "f": 16, "c": 3, "y": 2, "x": 3, "r": 2, "s": 3}]
 
 
 def test_only_a_convolution_whose_image_row_is_summed_vectorizes_its_channels():
@@ -82,17 +57,17 @@ def test_a_strided_output_is_not_vectorized_for_any_other_innermost_index():
 
 @pytest.mark.parametrize("target", list(TARGETS))
 @pytest.mark.parametrize("template", TEMPLATES, ids=lambda t: t.name())
-@pytest.mark.parametrize("sizes", SIZES, ids=lambda s: "-".join(f"{k}{v}" for k, v in s.items()))
+@pytest.mark.parametrize("sizes", SIZES, ids=sizes_id)
 def test_channel_vectorized_convolutions_match_the_reference_on_every_tail(sizes, template, target):
     spec = LoopNestSpec.parse(NCHW, sizes)
     schedule = tiled_schedule(spec, template, TARGETS[target].vector_widths[0])
     schedule.check(spec)
     assert schedule.compute[-1].index == "f"
-    _check(spec, compile_ir(spec, schedule, generate_ir(spec, schedule, TARGETS[target])))
+    check_kernel(spec, compile_ir(spec, schedule, generate_ir(spec, schedule, TARGETS[target])))
 
 
 @pytest.mark.parametrize("threads", [2, 3, 5])
-@pytest.mark.parametrize("sizes", SIZES[:3], ids=lambda s: "-".join(f"{k}{v}" for k, v in s.items()))
+@pytest.mark.parametrize("sizes", SIZES[:3], ids=sizes_id)
 def test_channel_vectorized_convolutions_on_threads_match_the_reference(sizes, threads):
     # cells along the channels pack their own part of W, cells along the rows share one
     spec = LoopNestSpec.parse(NCHW, sizes)
@@ -100,7 +75,7 @@ def test_channel_vectorized_convolutions_on_threads_match_the_reference(sizes, t
         schedule = tiled_schedule(spec, template, 16)
         kernel = compile_parallel(spec, schedule, threads, min_block_work=1)
         assert isinstance(kernel, ParallelKernel)
-        _check(spec, kernel, seed=threads)
+        check_kernel(spec, kernel, seed=threads)
 
 
 def test_the_channel_loop_runs_around_the_window_where_it_strides_a_plane():

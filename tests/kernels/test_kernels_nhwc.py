@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 
-from optserve.kernels.codegen import Target, generate_ir
+from optserve.kernels.codegen import generate_ir
 from optserve.kernels.jit import compile_ir
 from optserve.kernels.parallel import ParallelKernel, compile_parallel
 from optserve.kernels.spec import LoopNestSpec
@@ -24,33 +23,7 @@ from optserve.kernels.tiling import (
     tiled_schedule,
     weights_inside,
 )
-from tests.kernels.kernels_helpers import reference
-
-NHWC = "O[n,y,x,f] += I[n,y+r,x+s,c] * W[r,s,c,f]"
-NCHW = "O[n,f,y,x] += I[n,c,y+r,x+s] * W[f,c,r,s]"
-SIZES = [
-    {"n": 2, "f": 45, "c": 5, "y": 4, "x": 9, "r": 3, "s": 3},
-    {"n": 1, "f": 37, "c": 7, "y": 3, "x": 13, "r": 3, "s": 2},
-    {"n": 1, "f": 70, "c": 19, "y": 5, "x": 7, "r": 1, "s": 1},
-]
-TEMPLATES = [
-    TileTemplate(6, 4),
-    TileTemplate(12, 1, k_block=4, v_block=32, r_block=64),
-    TileTemplate(2, 3, k_block=2, order="vr"),
-    TileTemplate(14, 2, v_block=1),
-]
-TARGETS = {"avx512": Target(vector_widths=(16, 8)), "avx2": Target(vector_widths=(8,))}
-
-
-def _check(spec: LoopNestSpec, kernel, seed: int = 0) -> None:
-    rng = np.random.default_rng(seed)
-    out, lhs, rhs = (rng.uniform(-1, 1, spec.shape(t)).astype(np.float32) for t in spec.tensors)
-    expected = reference(spec, out, lhs, rhs)
-    try:
-        kernel(out, lhs, rhs)
-    finally:
-        kernel.close()
-    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
+from tests.kernels.conv_cases import NCHW, NHWC, SIZES, TARGETS, TEMPLATES, check_kernel, sizes_id
 
 
 def test_large_weights_take_the_image_columns_inside_the_tile_loops():
@@ -100,22 +73,22 @@ def test_no_other_kind_moves_a_loop(text, sizes):
 
 @pytest.mark.parametrize("target", list(TARGETS))
 @pytest.mark.parametrize("template", TEMPLATES, ids=lambda t: t.name())
-@pytest.mark.parametrize("sizes", SIZES, ids=lambda s: "-".join(f"{k}{v}" for k, v in s.items()))
+@pytest.mark.parametrize("sizes", SIZES, ids=sizes_id)
 def test_columns_inside_match_the_reference_on_every_tail(sizes, template, target):
     spec = LoopNestSpec.parse(NHWC, sizes)
     width = TARGETS[target].vector_widths[0]
     schedule = tiled_schedule(spec, template, width, inside=True)
     schedule.check(spec)
     assert schedule != tiled_schedule(spec, template, width, inside=False)
-    _check(spec, compile_ir(spec, schedule, generate_ir(spec, schedule, TARGETS[target])))
+    check_kernel(spec, compile_ir(spec, schedule, generate_ir(spec, schedule, TARGETS[target])))
 
 
 @pytest.mark.parametrize("threads", [2, 3, 5])
-@pytest.mark.parametrize("sizes", SIZES, ids=lambda s: "-".join(f"{k}{v}" for k, v in s.items()))
+@pytest.mark.parametrize("sizes", SIZES, ids=sizes_id)
 def test_columns_inside_on_threads_match_the_reference(sizes, threads):
     spec = LoopNestSpec.parse(NHWC, sizes)
     for template in (TileTemplate(6, 1), TileTemplate(4, 1, order="vr")):
         schedule = tiled_schedule(spec, template, 16, inside=True)
         kernel = compile_parallel(spec, schedule, threads, min_block_work=1)
         assert isinstance(kernel, ParallelKernel)
-        _check(spec, kernel, seed=threads)
+        check_kernel(spec, kernel, seed=threads)
