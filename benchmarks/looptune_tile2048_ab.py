@@ -7,6 +7,10 @@ defaults here are smaller, to fit a lent call. An AMD EPYC (Zen 4) host does not
 (six of TEMPLATES within 3% at 2048^3 there, 104-107 GFLOPS: its 512-bit FMAs run as two 256-bit halves),
 so only an Intel AVX-512 host (the lent Xeon) answers the question.
 
+A template named with the suffix `+a` is built with its broadcast operand A packed in panels whatever its
+rows (kernels/tiling.py PANEL_ROWS lowered to them for that template): whether the 6-row tile gains by
+reading A from panels as the 8- and 12-row tiles do.
+
     OPENBLAS_NUM_THREADS=1 python benchmarks/looptune_tile2048_ab.py --kinds matmul --size 2048 --rounds 2
 """
 
@@ -41,7 +45,6 @@ def main(argv: list[str] | None = None) -> int:
 
     from optserve.config import LoopTuneSettings
     from optserve.kernels.jit import host_target
-    from optserve.kernels.tiling import TileTemplate, tiled_schedule
     from optserve.looptune_training.suites import case
     from optserve.policies.scheduler import measure_interleaved
 
@@ -50,14 +53,32 @@ def main(argv: list[str] | None = None) -> int:
     size = args.size
     for kind in args.kinds:
         spec = case(kind, m=size, k=size, n=size).spec(settings)
-        schedules = [tiled_schedule(spec, TileTemplate.from_name(n), width) for n in args.templates]
+        schedules = [built(spec, name, width) for name in args.templates]
         gflops, numpy = measure_interleaved(
             spec, schedules, args.rounds, settings, numpy_sizes=(size, size, size)
         )
-        for name, value in zip(args.templates, gflops, strict=True):
-            print(f"{kind} {size}^3 {name}: {value:.1f} GFLOPS ({value / numpy:.2f}x numpy)", flush=True)
+        for name, value, schedule in zip(args.templates, gflops, schedules, strict=True):
+            print(
+                f"{kind} {size}^3 {name}: {value:.1f} GFLOPS ({value / numpy:.2f}x numpy)"
+                f" packed {','.join(schedule.pack) or '-'}",
+                flush=True,
+            )
         print(f"{kind} {size}^3 numpy-matmul {numpy:.1f} GFLOPS", flush=True)
     return 0
+
+
+def built(spec, name: str, width: int):
+    """The tiled schedule of template `name`; with the suffix `+a`, A's panels from the tile's own rows."""
+    from optserve.kernels import tiling
+
+    template = tiling.TileTemplate.from_name(name.removesuffix("+a"))
+    if not name.endswith("+a"):
+        return tiling.tiled_schedule(spec, template, width)
+    rows, tiling.PANEL_ROWS = tiling.PANEL_ROWS, min(tiling.PANEL_ROWS, template.rows)
+    try:
+        return tiling.tiled_schedule(spec, template, width)
+    finally:
+        tiling.PANEL_ROWS = rows
 
 
 if __name__ == "__main__":

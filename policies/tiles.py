@@ -22,7 +22,7 @@ packed, 88 unpacked; 32 x 256 x 256: 96 both ways; 100^3: 87 packed, 66 unpacked
 
 A contraction decided on a sub-problem with its reduction whole (policies/proxy.py `deep_reduction`: the
 matmul kinds above 512^3) measures the WIDE_TILES first: register tiles of 4 or 2 vectors and 16-24
-accumulators with reduction blocks of 256, which the cover (learned on shapes up to ~450 wide) lacks. On
+accumulators with reduction blocks of 256-512, which the cover (learned on shapes up to ~450 wide) lacks. On
 the lent Xeon at 2048^3 they ran at 0.82-1.00x numpy where the cover's best reached 0.78-0.89x and the
 12x1 tile its 512^3 sub-problem chose 0.63-0.67x (benchmarks/looptune_tile2048_ab.py and
 looptune_subproblem_probe.py): fewer loads per multiply-add (10 per 24 for 6x4, 13 per 12 for 12x1). The
@@ -79,10 +79,13 @@ WIDE_MARGIN = 1.1
 TIES = 3
 TIE_MARGIN = 1.25
 TIE_SHARE = 0.2
-# measured first for a large contraction decided on a sub-problem with its reduction whole (module docstring)
+# measured first for a large contraction decided on a sub-problem with its reduction whole (module docstring).
+# On the whole 2048^3 at 1 thread (lent Xeon, benchmarks/looptune_tile2048_ab.py) 6x4 with reduction blocks
+# of 512 beat those of 256 by 2-5 % in each comparison, and 12x2 (no longer here) ran 12-17 % behind 6x4
+# where the sub-problem ranked it within the tie margin (A.B^T 2048^3 took it at 0.80-0.84x numpy)
 WIDE_TILES = (
+    TileTemplate(6, 4, k_block=512, v_block=512, r_block=96),
     TileTemplate(6, 4, k_block=256, v_block=512, r_block=96),
-    TileTemplate(12, 2, k_block=256, v_block=256, r_block=192),
     TileTemplate(8, 2, k_block=256, v_block=256, r_block=128),
 )
 
