@@ -109,14 +109,16 @@ def toolchain_of(ir: str, objective: str) -> Toolchain:
     return current_toolchain(objective, target_triple(ir))
 
 
-def whole_unit_answer(store: TuningStore, ir: str, toolchain: Toolchain) -> StoredAnswer | None:
+def whole_unit_answer(
+    store: TuningStore, ir: str, toolchain: Toolchain, whole: str | None = None
+) -> StoredAnswer | None:
     """The store's answer for `ir` (a parsed, verified unit: `compiler.ir.parse_ir`'s text) under
     `toolchain` (`toolchain_of(ir, objective)`) from the unit's own key; None when its functions' keys
     decide (`functions_answer`). A whole-unit entry names its functions, so the unit needs splitting only
     when it has none, was not tuned itself (a tuned unit without an entry gets -Oz), and the store holds any
     function entry under this toolchain (a first build into an empty store splits nothing: the split is most
-    of the lookup's time)."""
-    whole = unit_hash(ir)
+    of the lookup's time). `whole`: the unit's key when the caller has it (`unit_keys.read_unit`)."""
+    whole = whole or unit_hash(ir)
     tuned = store.tuned_budget(whole, toolchain) > 0
     settled = store.read_only or tuned
     unit = store.lookup_unit(whole, toolchain)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from optserve.compiler.function_lists import UnitParts, defined_function_count, split_unit
-from optserve.compiler.ir import IRError, Stop, normalized_lines
+from optserve.compiler.ir import IRError, Stop, normalized_lines, parse_ir
 from optserve.tuning.keys import ir_hash
 
 
@@ -33,11 +33,20 @@ def unit_hash(ir: str) -> str:
     return ir_hash(normalized_lines(ir))
 
 
-def unit_keys(ir: str, max_functions: int, stop: Stop | None = None) -> UnitKeys:
+def read_unit(data: str | bytes, max_bytes: int) -> tuple[str, str]:
+    """`compiler.ir.parse_ir`'s text of `data` and its `unit_hash`, in one job: the service's intake with a
+    tuning store, so that the ingress (which loads no LLVM and holds the text only to pass it on) does not
+    normalize and hash the whole unit again, nor the split of its functions' keys (`unit_keys`' `whole`)."""
+    ir = parse_ir(data, max_bytes)
+    return ir, unit_hash(ir)
+
+
+def unit_keys(ir: str, max_functions: int, stop: Stop | None = None, whole: str | None = None) -> UnitKeys:
     """The keys of `ir` (a unit as LLVM printed it: `compiler.ir.parse_ir`'s text). Units of more than
     `max_functions` defined functions or that `split_unit` refuses (aliases, ifuncs) get only the unit's
-    key; `stop()` ends the split early (StoppedError), as the service's deadline does."""
-    whole = unit_hash(ir)
+    key; `stop()` ends the split early (StoppedError), as the service's deadline does. `whole`: the unit's
+    key when the caller has it (`unit_hash(ir)`, as `read_unit` gives it), not computed again."""
+    whole = whole or unit_hash(ir)
     if defined_function_count(ir) < 2 or defined_function_count(ir) > max_functions:
         return UnitKeys(whole, {}, None)
     try:

@@ -188,14 +188,14 @@ class Optimizer:
         unread = await self._unread(request, started, deadline)
         if isinstance(unread, schemas.OptimizeResponse):
             return unread
-        ir = await self._take_in(request.module_bytes)
+        ir, whole = await self._take_in(request.module_bytes)
         validate_s = time.monotonic() - started
 
         model = await self.model_metadata()
         if not model.ready and request.strategy not in MODEL_FREE_STRATEGIES:
             raise unavailable(f"pass-ordering model {model.name!r} is not ready: {model.reason}")
         digest = ir_digest(ir)
-        stored = await self._stored_answer(ir, request.objective, deadline)
+        stored = await self._stored_answer(ir, whole, request.objective, deadline)
         tuned = f"+tuned-{stored.entries_digest}" if stored is not None and stored.job is not None else ""
         key = answer_key(digest, request, f"{model.version}+coreset-{self.coreset.version}{tuned}")
         recording = asyncio.ensure_future(self._record(ir, stored, request.unit_name, unread))
@@ -368,14 +368,21 @@ class Optimizer:
             logger.warning("tuning store: the unit was not recorded: %s", err)
             return False
 
-    async def _take_in(self, module: str | bytes) -> str:
-        """The request's IR parsed and verified (`compiler.ir.parse_ir`) in a compiler worker: an input that
-        crashes LLVM's reader ends that worker, never this ingress and the calls in flight on it. The parse
-        (bounded by `compiler.max_ir_bytes` and the pool's time limit) runs to its end even past the
-        request's deadline: a client with its own baseline is answered with it then, but never for IR that
-        was not read."""
+    async def _take_in(self, module: str | bytes) -> tuple[str, str | None]:
+        """The request's IR parsed and verified (`compiler.ir.parse_ir`) in a compiler worker, and with a
+        tuning store its key there too (`tuning.unit_keys.read_unit`: the worker has the text at hand, the
+        split of its functions' keys takes it along, and this process hashes no unit); None without. An
+        input that crashes LLVM's reader ends that worker, never this ingress and the calls in flight on
+        it. The parse (bounded by `compiler.max_ir_bytes` and the pool's time limit) runs to its end even
+        past the request's deadline: a client with its own baseline is answered with it then, but never
+        for IR that was not read."""
+        max_bytes = self.settings.compiler.max_ir_bytes
         try:
-            return await self.compiler.run_async(parse_ir, module, self.settings.compiler.max_ir_bytes)
+            if self.store is not None:
+                from optserve.tuning.unit_keys import read_unit
+
+                return await self.compiler.run_async(read_unit, module, max_bytes)
+            return await self.compiler.run_async(parse_ir, module, max_bytes), None
         except IRError as err:
             raise invalid(str(err)) from None
         except StoppedError as err:  # the pool's time limit
@@ -383,11 +390,14 @@ class Optimizer:
         except WorkerCrashedError as err:
             raise _crash_error(err, "reading the IR") from None
 
-    async def _stored_answer(self, ir: str, objective: str, deadline: Deadline) -> StoredAnswer | None:
+    async def _stored_answer(
+        self, ir: str, whole: str | None, objective: str, deadline: Deadline
+    ) -> StoredAnswer | None:
         """What the tuning store holds for the unit; None without a store, or when it fails (logged: a
         store that fails costs the answer its stored lists, never the request) or the deadline comes first.
-        The unit's functions' keys, when the store needs them, come from a compiler worker (they split the
-        unit with LLVM), and so does the toolchain the store keys lists by (`_toolchain`)."""
+        The unit's key `whole` and its functions' keys, when the store needs them, come from a compiler
+        worker (they split the unit with LLVM), and so does the toolchain the store keys lists by
+        (`_toolchain`)."""
         if self.store is None:
             return None
         from optserve.tuning.lookup import functions_answer, whole_unit_answer
@@ -399,11 +409,13 @@ class Optimizer:
             with tracing.span("tuning_store.lookup"):
                 toolchain = await self._toolchain(ir, objective, deadline)
                 answer = await deadline.within(
-                    asyncio.to_thread(whole_unit_answer, store, ir, toolchain), "the tuning store"
+                    asyncio.to_thread(whole_unit_answer, store, ir, toolchain, whole), "the tuning store"
                 )
                 if answer is not None:
                     return answer
-                keys = await self.compiler.run_async(unit_keys, ir, max_functions, deadline=deadline)
+                keys = await self.compiler.run_async(
+                    unit_keys, ir, max_functions, None, whole, deadline=deadline
+                )
                 return await deadline.within(
                     asyncio.to_thread(functions_answer, store, toolchain, keys), "the tuning store"
                 )

@@ -6,7 +6,14 @@ import re
 
 import pytest
 
-from optserve.compiler.ir import IRError, instruction_count, normalize_ir, parse_ir, split_functions
+from optserve.compiler.ir import (
+    IRError,
+    instruction_count,
+    normalize_ir,
+    normalized_lines,
+    parse_ir,
+    split_functions,
+)
 
 LIMIT = 1 << 20
 
@@ -110,6 +117,29 @@ def test_normalization_keeps_instructions_and_is_idempotent(c_ir, typed_pointer_
 def test_normalization_keeps_semicolons_at_signs_and_spacing_around_strings():
     ir = '@s = constant [10 x i8] c"a;b @c #0\\00" ; trailing comment\n@"odd name" = global i32 0\n'
     assert normalize_ir(ir) == '@s = constant [10 x i8] c"a;b @c #0\\00"\n@"odd name" = global i32 0\n'
+
+
+def test_normalized_lines_are_the_tuning_stores_keys_text():
+    """The text a key hashes (`normalized_lines`: comments, metadata, attribute groups, debug records and
+    boilerplate words dropped; quoted strings kept as they are), pinned: a change of it would leave every
+    tuning store's entries unreachable."""
+    printed = (
+        'source_filename = "a;b.c"\n'
+        '@s = dso_local constant [4 x i8] c"x;!\\00", align 1, !dbg !0 ; comment "\n'
+        "define dso_local noundef i32 @f(i32 noundef %x) #0 !dbg !7 {\n"
+        "  %y = add nsw i32 %x, 1, !dbg !9 ; %y\n"
+        "    #dbg_value(i32 %x, !1, !DIExpression(), !2)\n"
+        "  call void @llvm.dbg.declare(metadata ptr %p, metadata !3, metadata !DIExpression()), !dbg !4\n"
+        "  ret i32 %y, !dbg !10\n"
+        "}\n"
+        "   !0 = !{}\n"
+        'attributes #0 = { "frame-pointer"="none;x" }\n'
+        '; ModuleID = "m"\n'
+    )
+    assert normalized_lines(printed) == (
+        '@s = constant [4 x i8] c"x;!\\00", align 1\ndefine i32 @f(i32 %x) {\n%y = add nsw i32 %x, 1\n'
+        "ret i32 %y\n}\n"
+    )
 
 
 def test_split_gives_one_valid_module_per_defined_function(c_ir):

@@ -18,7 +18,7 @@ from optserve.serve import schemas
 from optserve.tuning.lookup import raw_hash, toolchain_of
 from optserve.tuning.store import open_store
 from optserve.tuning.tune import search_plan, tune
-from optserve.tuning.unit_keys import unit_keys
+from optserve.tuning.unit_keys import read_unit, unit_hash, unit_keys
 from tests.serve.flow_helpers import ScriptedGenerator
 from tests.tuning.entries import function_entry
 
@@ -83,14 +83,14 @@ def run(compiler, store, request):
 def test_an_empty_store_records_the_bitcode_unread_and_answers_with_the_clients_object(pool, store, bitcode):
     watching = _Watching(pool)
     first = run(watching, store, as_optcc_asks(bitcode))
-    assert "parse_ir" not in watching.ran and watching.compiled == []  # no read, no compile
+    assert "read_unit" not in watching.ran and watching.compiled == []  # no read, no compile
     assert first.timings.compile_s == 0 and first.timings.validate_s == 0
     assert [c.source for c in first.candidates] == ["client_baseline"] and first.oz_skipped
     assert first.tuning.recorded and not first.tuning.settled and first.ir_sha256 == raw_hash(bitcode)
     (pending,) = store.pending_raw()
     assert (pending.raw_hash, pending.name, pending.bitcode) == (raw_hash(bitcode), "calc.c", bitcode)
     second = run(watching, store, as_optcc_asks(bitcode))
-    assert not second.tuning.recorded and "parse_ir" not in watching.ran
+    assert not second.tuning.recorded and "read_unit" not in watching.ran
     assert list(store.recorded_units()) == []  # read by the tuner, not by the build
 
 
@@ -112,10 +112,19 @@ def test_a_store_holding_entries_reads_the_unit_and_links_its_bytes(pool, store,
     store.offer([function_entry("of another unit", 80, toolchain=toolchain)])
     watching = _Watching(pool)
     response = run(watching, store, as_optcc_asks(bitcode))
-    assert "parse_ir" in watching.ran and response.tuning.recorded
+    assert "read_unit" in watching.ran and response.tuning.recorded
     keys = unit_keys(parse_ir(bitcode, 2**24), 200)
     assert store.raw_unit(raw_hash(bitcode)) == (keys.unit_hash, toolchain.target)
     assert [u.ir_hash for u in store.recorded_units()] == [keys.unit_hash]
+
+
+def test_the_intake_reads_the_unit_and_its_key_as_the_keys_were_made(bitcode):
+    """`read_unit` (the service's intake with a store) gives `parse_ir`'s text and the unit's key, and the
+    split given that key gives the keys it gives alone: the store's keys are the same either way."""
+    ir = parse_ir(bitcode, 2**24)
+    assert read_unit(bitcode, 2**24) == (ir, unit_hash(ir))
+    assert unit_keys(ir, 200, None, unit_hash(ir)) == unit_keys(ir, 200)
+    assert len(unit_keys(ir, 200).function_hashes) > 1
 
 
 def test_a_linked_unit_tuned_without_an_entry_is_answered_unread_and_settled(pool, store, bitcode):
@@ -143,7 +152,7 @@ def test_a_unit_recorded_unread_and_then_read_is_new_once(pool, store, bitcode):
 def test_text_ir_and_requests_without_client_compares_are_read_as_before(pool, store, bitcode):
     watching = _Watching(pool)
     run(watching, store, as_optcc_asks(bitcode, client_compares=False))
-    assert "parse_ir" in watching.ran and list(store.pending_raw()) == []
+    assert "read_unit" in watching.ran and list(store.pending_raw()) == []
 
 
 def test_tune_reads_the_raw_unit_and_the_next_identical_request_gets_the_stored_answer(
