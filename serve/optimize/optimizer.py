@@ -74,7 +74,7 @@ MODEL_FREE_STRATEGIES = (ServedStrategy.CORESET, ServedStrategy.STORED)
 logger = logging.getLogger(__name__)
 
 
-# The served model's metadata (name, version, readiness): the engine host's, through its deployment.
+# The served model's metadata (name, version, readiness): the engine replica's, through its deployment.
 ModelMetadataSource = Callable[[], Awaitable[schemas.ModelMetadata]]
 
 
