@@ -133,20 +133,17 @@ import sys  # noqa: E402
 
 from optserve.clients.command_line import CompileJob, decide  # noqa: E402
 from optserve.clients.settings import IR_MODES, ConfigError, OptccSettings, Policy  # noqa: E402
-
-# True in a resident server's child (resident_server.py), which must send the command's exit status back
-# to its client: a command handed over to clang is then run and waited for, not exec'd.
-RESIDENT = False
+from optserve.clients.spawn import compiler, hand_over  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
     """optcc, the C compiler wrapper. Commands it does not compile itself end in an exec of clang."""
-    return _finish(_wrap(argv, os.environ.get("OPTCC_CLANG", "clang-19"), cxx=False), argv)
+    return _finish(_wrap(argv, compiler(cxx=False), cxx=False), argv)
 
 
 def main_cxx(argv: list[str] | None = None) -> int:
     """optcc++, the C++ compiler wrapper: the same rules, with clang++ as the compiler."""
-    return _finish(_wrap(argv, os.environ.get("OPTCC_CLANGXX", "clang++-19"), cxx=True), argv)
+    return _finish(_wrap(argv, compiler(cxx=True), cxx=True), argv)
 
 
 def _finish(status: int, argv: list[str] | None) -> int:
@@ -171,24 +168,24 @@ def _wrap(argv: list[str] | None, clang: str, cxx: bool) -> int:
         print(__doc__, flush=True)
     if os.environ.get("OPTCC_CAPTURE"):
         _capture(args, clang, cxx)
-        return _hand_over([clang, *args])
+        return hand_over([clang, *args])
     try:
         policy = Policy.from_environment(dict(os.environ))
     except ConfigError as err:  # a wrong setting must not change what gets built
         print(f"optcc: {err}; passing the command to {clang} unchanged", file=sys.stderr)
-        return _hand_over([clang, *args])
+        return hand_over([clang, *args])
     decision = decide(args, policy.default_level, policy.force, cxx)
     if decision.level is None:
         if decision.job is not None:
             _log_pass_through(clang, decision.job, decision.reason)
-        return _hand_over([clang, *args])
+        return hand_over([clang, *args])
     job, level = decision.job, decision.level
     try:
         settings = OptccSettings.from_environment(dict(os.environ), clang)
     except ConfigError as err:
         from optserve.clients import takeover
 
-        return _hand_over(takeover.fall_back(clang, args, job, level, str(err), None))
+        return hand_over(takeover.fall_back(clang, args, job, level, str(err), None))
     served, slot = _from_cache(settings, job, level, args)
     if served:
         return 0
@@ -197,23 +194,7 @@ def _wrap(argv: list[str] | None, clang: str, cxx: bool) -> int:
     try:
         return takeover.compile_unit(settings, job, level, slot, STARTED)
     except Exception as err:  # a bug in optcc must not break a build either
-        return _hand_over(takeover.fall_back(clang, args, job, level, f"optcc failed: {err!r}", settings))
-
-
-def takes_over(args: list[str], cxx: bool) -> bool:
-    """Whether optcc does this command's work itself (a unit it takes over, capture mode) rather than hand
-    it to clang unchanged, as `_wrap` decides. The thin client (resident_client.py) sends only such commands
-    to the resident server: a command handed over costs an exec of clang, which the server cannot make
-    cheaper (a fork of the server and a process more: slower, docs/clients.md)."""
-    if args in (["--stats"], ["--zero-stats"], ["--help"], ["--build-tap"]):
-        return False
-    if os.environ.get("OPTCC_CAPTURE"):
-        return True
-    try:
-        policy = Policy.from_environment(dict(os.environ))
-    except ConfigError:
-        return False
-    return decide(args, policy.default_level, policy.force, cxx).level is not None
+        return hand_over(takeover.fall_back(clang, args, job, level, f"optcc failed: {err!r}", settings))
 
 
 def _build_tap(clang: str) -> int:
@@ -286,28 +267,6 @@ def _log_pass_through(clang: str, job: CompileJob, reason: str) -> None:
         )
     if os.environ.get("OPTCC_VERBOSE", "") not in ("", "0"):
         print(f"optcc: {job.source}: passed to {clang} unchanged: {reason}", file=sys.stderr)
-
-
-def _hand_over(command: list[str]) -> int:
-    """Become `command` (same process, so clang's exit status and signals are the build's); 127 if missing.
-    In a resident server's child (RESIDENT): run it on this process's stdio and return its status (a
-    signal's as the shell gives it, 128 + the signal; the thin client exits with it)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    try:
-        if RESIDENT:
-            import signal
-
-            # Ctrl-C (forwarded to this child's group by its client) ends this process as it ends clang, as
-            # if it were clang; the client then dies of the signal too
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
-            _, status = os.waitpid(os.posix_spawnp(command[0], command, os.environ), 0)
-            code = os.waitstatus_to_exitcode(status)
-            return 128 - code if code < 0 else code
-        os.execvp(command[0], command)
-    except OSError as err:
-        print(f"optcc: cannot run {command[0]}: {err} (set OPTCC_CLANG or OPTCC_CLANGXX)", file=sys.stderr)
-        return 127
 
 
 if __name__ == "__main__":

@@ -1,12 +1,13 @@
 """optcc and optcc++ as installed (`[project.scripts]`): a thin client that hands the command to optcc's
 resident server (resident_server.py) and exits with its status, or runs optcc in this process as before.
 
-Only a command optcc does work for (a unit it takes over, capture mode: `optcc.takes_over`) goes to the
-server; one it hands to clang unchanged (configure's probes, -E, linking, other -O levels) is exec'd here,
-as before, which no server can make cheaper. A unit then costs a bare Python start, the light modules that
-decide (optcc.py, command_line.py, settings.py), resident_link.py's few (socket, struct, signal; zlib for
-the install's key: `python -X importtime` shows no grpc, protobuf, pydantic, nor optcc's compile path) and
-a fork in the server, not ~0.15 s of imports per unit (docs/clients.md).
+A command that compiles (`-c`, or capture mode) goes to the server, whose child decides with optcc's own
+rules (command_line.py) and takes the unit over or runs clang on it unchanged (a `-O2` unit, configure's
+compile probes). A command that compiles nothing (linking, `-E`, `--version`) is never a unit optcc takes
+over: it is exec'd here, on clang, before any of optcc is imported (spawn.py), which no server can make
+cheaper. A unit then costs a bare Python start, resident_link.py's few modules (socket, struct; zlib for
+the install's key: `python -X importtime` shows no `re`, grpc, protobuf, pydantic, nor optcc's compile
+path) and a fork in the server, not ~0.15 s of imports per unit (docs/clients.md).
 
 The client sends its argv, working folder, environment, umask, niceness, process group and its descriptors
 0, 1 and 2 (resident_wire.py); the server's child runs optcc's own main on them and sends back the exit
@@ -31,10 +32,11 @@ STARTED = time.monotonic()  # the unit's `before_s` counts from here, served or 
 import os  # noqa: E402
 import sys  # noqa: E402
 
-from optserve.clients import optcc  # noqa: E402  (command_line and settings: what any command needs)
-
 # A build system's compiler identification (autoconf's AC_PROG_CC, meson): its server is started then.
 _IDENTIFICATION = frozenset({"--version", "-v", "-V", "-qversion"})
+# optcc's own commands, run in this process (the server's, by the link)
+_OWN = (["--stats"], ["--zero-stats"], ["--help"], ["--build-tap"])
+_SERVER_CONTROL = (["--start-server"], ["--stop-server"])
 
 
 def main() -> int:
@@ -49,19 +51,26 @@ def main_cxx() -> int:
 
 def _command(driver: str) -> int:
     arguments = sys.argv[1:]
-    if arguments in (["--start-server"], ["--stop-server"]):
+    if arguments in _SERVER_CONTROL:
         from optserve.clients import resident_link
 
         return resident_link.control(arguments[0])
-    optcc.STARTED = STARTED
     if _IDENTIFICATION.intersection(arguments):  # configure or meson asking which compiler: a build follows
         from optserve.clients import resident_link
 
         resident_link.prestart()
-    if optcc.takes_over(arguments, driver == "c++"):  # else: clang's exec, here (no server is quicker)
-        from optserve.clients import resident_link
+    if arguments not in _OWN:
+        if "-c" in arguments or os.environ.get("OPTCC_CAPTURE"):  # the server's child decides and does it
+            from optserve.clients import resident_link
 
-        status = resident_link.served(driver, arguments, STARTED)
-        if status is not None:
-            os._exit(status & 0xFF)  # as optcc's own exit: no interpreter teardown
+            status = resident_link.served(driver, arguments, STARTED)
+            if status is not None:
+                os._exit(status & 0xFF)  # as optcc's own exit: no interpreter teardown
+        else:  # no -c: never a unit optcc takes over (command_line.py), clang's as given, without optcc
+            from optserve.clients import spawn
+
+            return spawn.hand_over([spawn.compiler(driver == "c++"), *arguments])
+    from optserve.clients import optcc
+
+    optcc.STARTED = STARTED
     return optcc.main_cxx() if driver == "c++" else optcc.main()  # exits, or becomes clang, itself

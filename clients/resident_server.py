@@ -14,7 +14,7 @@ is served), reads the request, forks and closes its copies of the client's descr
 the client's command: its own process group (the client forwards Ctrl-C and other signals to it), the
 client's working folder, environment, umask, niceness and stdin/stdout/stderr, then optcc.main(argv) or
 optcc.main_cxx(argv), the function the in-process optcc runs, with one difference: a command optcc hands
-to clang unchanged is run and waited for instead of exec'd (optcc.RESIDENT), so that its status can be
+to clang unchanged is run and waited for instead of exec'd (spawn.RESIDENT), so that its status can be
 sent back. It sends its pid first, then the exit status, and exits. The parent reaps children, and exits
 after OPTCC_RESIDENT_IDLE seconds without a request (or on `optcc --stop-server`, SIGTERM, or when its
 socket is removed or taken by another server, or the files of the modules it loaded change), removing its
@@ -393,9 +393,9 @@ def main(argv: list[str] | None = None) -> int:
     os.chdir("/")  # never hold a build's folder
     started = time.monotonic()
     preload()
-    from optserve.clients import optcc
+    from optserve.clients import spawn
 
-    optcc.RESIDENT = True  # its children report a handed-over command's status instead of exec'ing it
+    spawn.RESIDENT = True  # its children report a handed-over command's status instead of exec'ing it
     gc.collect()
     gc.freeze()  # the imports' objects: children's collections leave their pages shared
     running = threads()

@@ -1,10 +1,46 @@
 """Run one program and wait for it, its stderr kept in a file: all optcc needs for a unit's single clang
 compile, without importing `subprocess` (with `threading`, `selectors`, `signal`: ~5-7 ms of every unit's
-start; docs/bench/clients.md). Standard library `os` only."""
+start; docs/bench/clients.md); and hand a command to clang unchanged (`hand_over`), which the thin client
+does for commands that compile nothing, before it imports any of optcc. Standard library `os` and `sys`
+only."""
 
 from __future__ import annotations
 
 import os
+import sys
+
+# True in a resident server's child (resident_server.py), which must send the command's exit status back
+# to its client: a command handed over to clang is then run and waited for, not exec'd.
+RESIDENT = False
+
+
+def compiler(cxx: bool) -> str:
+    """The clang optcc wraps: OPTCC_CLANG (default clang-19), for optcc++ OPTCC_CLANGXX (clang++-19)."""
+    if cxx:
+        return os.environ.get("OPTCC_CLANGXX", "clang++-19")
+    return os.environ.get("OPTCC_CLANG", "clang-19")
+
+
+def hand_over(command: list[str]) -> int:
+    """Become `command` (same process, so clang's exit status and signals are the build's); 127 if missing.
+    In a resident server's child (RESIDENT): run it on this process's stdio and return its status (a
+    signal's as the shell gives it, 128 + the signal; the thin client exits with it)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        if RESIDENT:
+            import signal
+
+            # Ctrl-C (forwarded to this child's group by its client) ends this process as it ends clang, as
+            # if it were clang; the client then dies of the signal too
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            _, status = os.waitpid(os.posix_spawnp(command[0], command, os.environ), 0)
+            code = os.waitstatus_to_exitcode(status)
+            return 128 - code if code < 0 else code
+        os.execvp(command[0], command)
+    except OSError as err:
+        print(f"optcc: cannot run {command[0]}: {err} (set OPTCC_CLANG or OPTCC_CLANGXX)", file=sys.stderr)
+        return 127
 
 
 def run(argv: list[str], stderr_path: str) -> int:

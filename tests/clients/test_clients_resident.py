@@ -148,7 +148,8 @@ def test_a_unit_the_service_answers_is_the_same_served_and_the_client_loads_no_g
     work, folder, optserve_target
 ):
     """A unit taken over and answered by the real service: same object, output and log outcome both ways;
-    the served command's client process imports neither gRPC nor pydantic nor optcc's compile path."""
+    the served command's client process imports neither gRPC nor pydantic nor optcc's rules and compile
+    path."""
     records = []
     for resident in (False, True):
         log = work / f"optcc-{resident}.jsonl"
@@ -177,7 +178,8 @@ def test_a_unit_the_service_answers_is_the_same_served_and_the_client_loads_no_g
     assert records[0]["winner"] == records[1]["winner"]
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if "import time:" in line}
     assert "optserve.clients.resident_client" in imported
-    assert "optserve.clients.optcc" in imported  # it decides: a unit to take over
+    # a compile goes to the server, whose child decides: the client imports none of optcc's rules
+    assert "optserve.clients.resident_link" in imported and "optserve.clients.optcc" not in imported
     assert not {name for name in imported if name.split(".")[0] in HEAVY or name in HEAVY}
     assert len(_started(folder)) == 1
 
@@ -204,9 +206,10 @@ def test_a_unit_with_the_service_down_gets_clangs_object_and_the_same_notice(wor
     assert outputs[0] == outputs[1] and outputs[0][:4] == b"\x7fELF"
 
 
-def test_commands_handed_to_clang_run_in_the_client_and_start_no_server(work, folder):
-    """configure's kind of commands (a preprocessor run on a file and on stdin, a probe compile and link, a
-    missing file): exec'd in the client as before, which no server makes quicker."""
+def test_commands_that_compile_nothing_run_in_the_client_and_start_no_server(work, folder):
+    """configure's kind of commands that compile nothing (a preprocessor run on a file and on stdin, a probe
+    compile and link): exec'd in the client on clang as given, before any of optcc is imported, which no
+    server makes quicker."""
     _same(*both(work, folder, "-E", "-dM", "unit.c")[:2], by_server=False)
     piped = "#define TWICE(x) ((x)*2)\nint v = TWICE(3);\n"
     _same(*both(work, folder, "-E", "-x", "c", "-", stdin=piped)[:2], by_server=False)
@@ -214,9 +217,23 @@ def test_commands_handed_to_clang_run_in_the_client_and_start_no_server(work, fo
     local, served, outputs = both(work, folder, "conftest.c", "-o", "conftest", output="conftest")
     _same(local, served, by_server=False)
     assert local.returncode == 0 and outputs[0] is not None and outputs[1] is not None
-    _same(*both(work, folder, "-c", "missing.c")[:2], by_server=False)
     _same(*both(work, folder, "--stats")[:2], by_server=False)
     assert not _started(folder) and not list(folder.glob("*.sock"))
+
+
+def test_compiles_optcc_does_not_take_over_are_clangs_from_the_servers_child(work, folder):
+    """A `-c` optcc hands to clang unchanged (a missing file, another -O level, configure's probe): the
+    server's child decides by the same rules and runs clang, with clang's own output and status."""
+    (work / "conftest.c").write_text("int main(void) { return 0; }\n")
+    for args, output in (
+        (["-c", "missing.c"], None),
+        (["-O2", "-c", "unit.c", "-o", "unit.o"], "unit.o"),
+        (["-Oz", "-c", "conftest.c", "-o", "conftest.o"], "conftest.o"),
+    ):
+        local, served, outputs = both(work, folder, *args, output=output)
+        _same(local, served, by_server=True)
+        assert not output or outputs[0] == outputs[1] is not None
+    assert len(_started(folder)) == 1
 
 
 def test_a_compiler_identification_starts_the_server_ahead_for_the_build_that_follows(work, folder):
