@@ -30,9 +30,10 @@ from optserve.clients.files import write_atomically
 FORMAT = "optcc-baseline-1"
 
 
-class Baseline(namedtuple("Baseline", "text section_names shape stderr")):
+class Baseline(namedtuple("Baseline", "text section_names shape stderr whole_stderr", defaults=(False,))):
     """Clang's object of a unit as a record: `.text` bytes, section names, object_trust's ObjectShape, and
-    the diagnostics of clang's back end (replayed when the back end does not run)."""
+    the diagnostics of clang's back end (replayed when the back end does not run); `whole_stderr`: they are
+    the whole one-step compile's (with the bitcode tap), the front end's included."""
 
     __slots__ = ()
 
@@ -64,15 +65,18 @@ def recall(folder: str, record_key: str) -> Baseline | None:
             frozenset(record["sections"]),
             shape_from_record(record["shape"]),
             base64.b64decode(record["stderr"]),
+            bool(record.get("whole_stderr", False)),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
-def remember(folder: str, record_key: str, clang_code: bytes, back_stderr: bytes) -> bool:
-    """Keep clang's object `clang_code` (and its back end's diagnostics) under `record_key`; False when it
-    cannot be read as an object or the record cannot be written (never an error: the next build makes
-    clang's object again)."""
+def remember(
+    folder: str, record_key: str, clang_code: bytes, back_stderr: bytes, whole_stderr: bool = False
+) -> bool:
+    """Keep clang's object `clang_code` (and its back end's diagnostics, or with `whole_stderr` the whole
+    one-step compile's) under `record_key`; False when it cannot be read as an object or the record cannot
+    be written (never an error: the next build makes clang's object again)."""
     from optserve.clients import elf
     from optserve.clients.object_trust import Untrusted, shape, shape_record
 
@@ -84,6 +88,7 @@ def remember(folder: str, record_key: str, clang_code: bytes, back_stderr: bytes
             "sections": sorted({s.name for s in sections}),
             "shape": shape_record(shape(clang_code)),
             "stderr": base64.b64encode(back_stderr).decode(),
+            "whole_stderr": whole_stderr,
         }
         path = _path(folder, record_key)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -91,6 +96,30 @@ def remember(folder: str, record_key: str, clang_code: bytes, back_stderr: bytes
         return True
     except (elf.NotElf, Untrusted, OSError):
         return False
+
+
+def mark_output(folder: str, job, level: str, marked: bool = True) -> None:
+    """Note (or, `marked` False, forget) that this output's unit waits for tuning and has a record: its
+    next build takes the IR step first, which reads the record and may skip clang's back end, instead of
+    the bitcode tap's one-step compile, which makes clang's whole object beside the service's."""
+    path = _output_mark(folder, job, level)
+    with contextlib.suppress(OSError):  # no mark: the next build takes the tap's way, as for any unit
+        if marked:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch()
+        else:
+            path.unlink(missing_ok=True)
+
+
+def output_marked(folder: str, job, level: str) -> bool:
+    """Whether an earlier build left this output's mark (`mark_output`)."""
+    return _output_mark(folder, job, level).exists()
+
+
+def _output_mark(folder: str, job, level: str) -> Path:
+    inputs = [FORMAT, os.getcwd(), job.output, list(job.compile_args), list(job.dependency_flags), level]
+    digest = hashlib.sha256(json.dumps(inputs, separators=(",", ":")).encode()).hexdigest()
+    return Path(folder) / "outputs" / digest
 
 
 def _path(folder: str, record_key: str) -> Path:

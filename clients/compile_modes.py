@@ -56,7 +56,7 @@ def compile_both(
     if clang_first(settings, job, headers):
         return _compile_clang_first(settings, job, level, scratch, headers, timing, started)
     if one_front_end(settings, job):
-        tap = _tap(settings)
+        tap = _tap(settings, job, level)
         if tap is not None:
             return _compile_tapped(settings, job, level, scratch, headers, timing, started, tap)
         return _compile_through_bitcode(settings, job, level, scratch, headers, timing, started)
@@ -147,11 +147,18 @@ def one_front_end(settings: OptccSettings, job: CompileJob) -> bool:
     return settings.ir_mode == "oz" and "-MMD" not in job.dependency_flags
 
 
-def _tap(settings: OptccSettings) -> str | None:
+def _tap(settings: OptccSettings, job: CompileJob, level: str) -> str | None:
     """The bitcode tap for the unit's one-step compile (bitcode_tap.py), or None for the two-process way:
-    OPTCC_TAP=0, or no tap built for this clang yet (a build starts in the background)."""
+    OPTCC_TAP=0, no tap built for this clang yet (a build starts in the background), or a unit waiting for
+    tuning whose record of clang's object an earlier build kept (baseline_memo.mark_output): once tuned, the
+    IR step first lets a winning service object skip clang's back end."""
     if settings.tap_dir is None:
         return None
+    if settings.stored and settings.baselines_dir:
+        from optserve.clients import baseline_memo
+
+        if baseline_memo.output_marked(settings.baselines_dir, job, level):
+            return None
     from optserve.clients import bitcode_tap
 
     return bitcode_tap.ready(settings.tap_dir, settings.clang)
@@ -164,11 +171,11 @@ def _compile_tapped(
     bitcode (byte for byte the IR step's) arrives as soon as clang's front end is done, and the service is
     asked with it while clang's -Oz pipeline and code generator go on to clang's own object, which the tap
     leaves untouched: one clang process where the two-process way (`_compile_through_bitcode`) starts two,
-    and clang's own diagnostics. The service's object is then compared with clang's object itself, so no
-    record of clang's object (baseline_memo.py) is read or kept: a tuned unit's compile in the service
-    overlaps clang's back end, where the record lets the two-process way skip that back end after its
-    front end's own process. If clang cannot load the tap, the tap is marked unusable and the unit goes the
-    two-process way."""
+    and clang's own diagnostics; the service's object is compared with clang's object itself. A unit the
+    store records for tuning (its answer not settled) keeps a record of clang's object and marks its output
+    (baseline_memo.py): its next build, perhaps after `optserve tune`, takes the IR step first, where a
+    winning service object skips clang's back end instead of running beside it. If clang cannot load the
+    tap, the tap is marked unusable and the unit goes the two-process way."""
     import threading
 
     from optserve.clients import bitcode_tap
@@ -201,6 +208,17 @@ def _compile_tapped(
         (scratch / "unit.d").write_bytes(Path(job.dependency_file).read_bytes())
     if not data:
         return Compiled(0, clang_stderr, ServiceFailure("the bitcode tap wrote no bitcode"))
+    pending = not isinstance(answer, (NotAsked, ServiceFailure)) and not answer.tuning.settled
+    if pending and settings.stored and settings.baselines_dir:  # tuning may come: record clang's object
+        from optserve.clients import baseline_memo
+
+        record_key = baseline_memo.key(settings.clang, _back_end_command(settings, job, level), data)
+        clang_code = (scratch / "clang.o").read_bytes()
+        if record_key and baseline_memo.remember(
+            settings.baselines_dir, record_key, clang_code, clang_stderr, whole_stderr=True
+        ):
+            baseline_memo.mark_output(settings.baselines_dir, job, level)
+            baseline_memo.trim_if_due(settings.baselines_dir, settings.cache_max_bytes // 20)
     return Compiled(0, clang_stderr, answer)
 
 
@@ -252,7 +270,8 @@ def _compile_through_bitcode(
             if won is not None:
                 if job.dependency_flags and headers:  # the cache reads the headers from the user's file
                     (scratch / "unit.d").write_bytes(Path(job.dependency_file).read_bytes())
-                return Compiled(0, front.stderr + baseline.stderr, answer, won)
+                replayed = baseline.stderr if baseline.whole_stderr else front.stderr + baseline.stderr
+                return Compiled(0, replayed, answer, won)
             record_key = None  # its record stands
     if front.returncode == 0:
         if answer is None and _will_ask(settings, timing["ir_step_s"]):  # gRPC's imports beside clang's half
@@ -293,7 +312,19 @@ def _compile_through_bitcode(
         baseline_memo.trim_if_due(settings.baselines_dir, settings.cache_max_bytes // 20)
     if answer is None:  # to be told clang's size: asked once clang's object exists
         answer = ask_within_budget(settings, scratch, bitcode, timing, started, job.source)
+    if settings.stored and settings.baselines_dir and _tuned_to_nothing(answer):
+        from optserve.clients import baseline_memo
+
+        baseline_memo.mark_output(settings.baselines_dir, job, level, marked=False)  # the tap's way again
     return Compiled(0, front.stderr + back_stderr, answer)
+
+
+def _tuned_to_nothing(answer) -> bool:
+    """Whether the store's answer is settled (tuned) with nothing for the unit: no record can help it."""
+    if isinstance(answer, (NotAsked, ServiceFailure)):
+        return False
+    tuning = answer.tuning
+    return tuning.settled and not tuning.unit_hit and not tuning.function_hits
 
 
 def _against_baseline(settings: OptccSettings, job: CompileJob, scratch: Path, baseline, timing, started):

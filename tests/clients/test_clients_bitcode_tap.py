@@ -142,3 +142,31 @@ def test_without_a_tap_a_unit_starts_its_build_in_the_background_and_goes_the_tw
     assert list(folder.glob("*.so")), (folder / "build.log").read_text()
     _, [later] = optcc(unit, ["-w"], OPTCC_CACHE="0", OPTCC_TAP_DIR=str(folder))
     assert later["tapped"]
+
+
+@needs_headers
+def test_a_unit_waiting_for_tuning_is_rebuilt_reading_its_record_first_until_tuned_to_nothing(unit):
+    """A tapped unit the store records keeps a record of clang's object and marks its output: rebuilds take
+    the IR step first (a tuned object that beats the record skips clang's back end); once the unit is
+    tuned and the store holds nothing for it, the mark goes and the tap's one process comes back."""
+    from optserve.tuning.lookup import toolchain_of
+    from optserve.tuning.store import open_store
+    from optserve.tuning.unit_keys import unit_keys
+    from tests.clients.test_clients_stored import FRONT_END
+
+    salt = sum(map(ord, unit.name)) + 7  # functions of its own: no other test's entries for them
+    (unit / "unit.c").write_text(f"int scale_{salt}(int x) {{ return x * {salt} + (x >> 3); }}\n")
+    records = unit / "baselines"
+    env = {"OPTCC_CACHE": "0", "OPTCC_BASELINE_DIR": str(records)}
+    _, [first] = optcc(unit, ["-w"], **env)
+    assert first["tapped"] and not first["store_settled"]
+    assert list(records.glob("*/*.json")) and list(records.glob("outputs/*"))
+    _, [second] = optcc(unit, ["-w"], **env)
+    assert not second.get("tapped") and (unit / "unit.o").read_bytes() == clang_object(unit, ["-w"])
+    ir = subprocess.run([*FRONT_END, "unit.c"], cwd=unit, capture_output=True, text=True, check=True).stdout
+    with open_store() as store:  # tuned, nothing found: settled with no lists
+        store.set_tuned_budget(unit_keys(ir, max_functions=200).unit_hash, toolchain_of(ir, "text_size"), 1)
+    _, [third] = optcc(unit, ["-w"], **env)
+    assert not third.get("tapped") and third["store_settled"] and not list(records.glob("outputs/*"))
+    _, [fourth] = optcc(unit, ["-w"], **env)
+    assert fourth["tapped"] and (unit / "unit.o").read_bytes() == clang_object(unit, ["-w"])

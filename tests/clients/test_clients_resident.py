@@ -240,6 +240,7 @@ def test_a_compiler_identification_starts_the_server_ahead_for_the_build_that_fo
     """configure's `$CC --version` is exec'd in the client as before (clang's own output) and starts the
     server in the background, without waiting for it: the build's first unit finds it listening, and no
     second server starts."""
+
     def version_query() -> None:  # clang's answer either way (the client loads the link to start a server)
         local, served, _ = both(work, folder, "--version")
         assert (served.returncode, served.stdout, served.stderr) == (local.returncode, local.stdout, "")
