@@ -85,15 +85,22 @@ def compile_with(side, ir: str, job):
     return seconds, evaluation.object_code
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def unit_arguments(description: str, runs: int) -> argparse.ArgumentParser:
+    """The options of the benchmarks over a tuned store's units (this one and tuned_lookup.py): the store,
+    the tree of sources with their flags and compiler, the revision run as 'before', alternating runs."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--store", required=True)
     parser.add_argument("--tree", type=Path, required=True)
     parser.add_argument("--flags", default="-Oz")
     parser.add_argument("--compiler", default="clang-19")
     parser.add_argument("--glob", default="*.c")
-    parser.add_argument("--before", default="HEAD", help="the git revision compiled as 'before'")
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--before", default="HEAD", help="the git revision run as 'before'")
+    parser.add_argument("--runs", type=int, default=runs)
+    return parser
+
+
+def main() -> int:
+    parser = unit_arguments(__doc__.splitlines()[0], runs=5)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     imports: dict[str, str] = {}

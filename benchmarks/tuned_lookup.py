@@ -19,7 +19,6 @@ one).
 
 from __future__ import annotations
 
-import argparse
 import shlex
 import statistics
 import sys
@@ -32,7 +31,7 @@ from optserve.tuning.store import open_store
 from optserve.tuning.unit_keys import read_unit, unit_keys
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tuned_compile import OBJECTIVE, bitcode_of, revision_module  # noqa: E402
+from tuned_compile import OBJECTIVE, bitcode_of, revision_module, unit_arguments  # noqa: E402
 
 MAX_BYTES = 64 * 2**20
 MAX_FUNCTIONS = 150
@@ -56,14 +55,7 @@ def after(_, bitcode: bytes, store, split: bool):
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--store", required=True)
-    parser.add_argument("--tree", type=Path, required=True)
-    parser.add_argument("--flags", default="-Oz")
-    parser.add_argument("--compiler", default="clang-19")
-    parser.add_argument("--glob", default="*.c")
-    parser.add_argument("--before", default="HEAD", help="the git revision measured as 'before'")
-    parser.add_argument("--runs", type=int, default=7)
+    parser = unit_arguments(__doc__.splitlines()[0], runs=7)
     parser.add_argument("--split", action="store_true", help="split every unit, as for function entries")
     args = parser.parse_args()
     old_ir = revision_module(args.before, "compiler/ir.py", "before_ir", {})
