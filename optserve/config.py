@@ -273,6 +273,12 @@ class TuningSettings(_Section):
         None, description="a tuning profile file: serve only its lists (read-only), for reproducible builds"
     )
     default_budget: int = Field(300, gt=0, description="`optserve tune`: compiles per function searched")
+    min_saved_bytes: int = Field(
+        32,
+        ge=0,
+        description="a stored answer saving fewer bytes than this against -Oz is not given (the unit gets "
+        "-Oz): it would cost its compile on every build that misses the object cache",
+    )
     background: bool = Field(
         False,
         description="tune recorded units at low priority while the service is idle (off on build machines)",

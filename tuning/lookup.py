@@ -12,9 +12,13 @@ that fails never fails a request.
 
 Before either, a unit sent as bitcode may need no reading at all (`unread_answer`): while the store holds
 nothing for the request's objective under the service's LLVM and vocabulary, or once a tuner has read the
-very same bytes (`raw_unit`) as a unit it tuned and kept no entry for, the answer is "nothing stored"
-whatever the unit holds, so the bytes are recorded as they came (`record_raw`, keyed by `raw_hash`) and
-`optserve tune` reads them later.
+very same bytes (`raw_unit`) as a unit it tuned and kept no entry worth its compile for, the answer is
+"nothing stored" whatever the unit holds, so the bytes are recorded as they came (`record_raw`, keyed by
+`raw_hash`) and `optserve tune` reads them later.
+
+Worth its compile: a stored answer is compiled on every build whose object cache misses the unit, where
+clang's own object costs nothing more, so an answer that saves fewer than `min_saved` bytes against -Oz
+(`tuning.min_saved_bytes`) is not given: the unit gets -Oz, as when nothing is stored (docs/tuning.md).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from optserve.compiler.function_lists import FunctionLists
 from optserve.compiler.pipeline import OZ
 from optserve.config import TuningSettings
 from optserve.tuning.keys import current_toolchain
-from optserve.tuning.records import Toolchain
+from optserve.tuning.records import Toolchain, TunedList
 from optserve.tuning.store import TuningStore
 from optserve.tuning.unit_keys import UnitKeys, unit_hash
 
@@ -81,18 +85,19 @@ def raw_hash(bitcode: bytes) -> str:
 
 
 def unread_answer(
-    store: TuningStore, raw: str, objective: str, llvm_version: str, vocabulary: str
+    store: TuningStore, raw: str, objective: str, llvm_version: str, vocabulary: str, min_saved: int = 0
 ) -> UnreadAnswer:
     """Whether the bitcode of raw hash `raw` can be answered without reading it (no LLVM: text and the
-    store only). A linked raw unit whose unit was tuned and kept no unit entry gets -Oz from
-    `whole_unit_answer` too (settled); a store that holds nothing under (objective, LLVM version,
-    vocabulary) has nothing for any unit. Else the unit is read, and linked when it was not yet."""
+    store only). A linked raw unit whose unit was tuned and kept no unit entry saving `min_saved` bytes
+    gets -Oz from `whole_unit_answer` too (settled); a store that holds nothing under (objective, LLVM
+    version, vocabulary) has nothing for any unit. Else the unit is read, and linked when it was not yet."""
     known = store.raw_unit(raw)
     linked = known is not None and known[0] is not None
     if linked:
         unit, target = known
         toolchain = Toolchain(objective, target or "", llvm_version, vocabulary)
-        if store.tuned_budget(unit, toolchain) > 0 and store.lookup_unit(unit, toolchain) is None:
+        tuned = store.tuned_budget(unit, toolchain) > 0
+        if tuned and not _worth(store.lookup_unit(unit, toolchain), min_saved):
             return UnreadAnswer(read=False, settled=True)
     if store.holds_entries(objective, llvm_version, vocabulary):
         return UnreadAnswer(read=True, link=not linked and not store.read_only, pending=known is not None)
@@ -109,19 +114,28 @@ def toolchain_of(ir: str, objective: str) -> Toolchain:
     return current_toolchain(objective, target_triple(ir))
 
 
+def _worth(entry: TunedList | None, min_saved: int) -> bool:
+    """Whether a unit entry saves at least `min_saved` bytes (and anything at all) against -Oz."""
+    return entry is not None and entry.saved >= max(min_saved, 1)
+
+
 def whole_unit_answer(
-    store: TuningStore, ir: str, toolchain: Toolchain, whole: str | None = None
+    store: TuningStore, ir: str, toolchain: Toolchain, whole: str | None = None, min_saved: int = 0
 ) -> StoredAnswer | None:
     """The store's answer for `ir` (a parsed, verified unit: `compiler.ir.parse_ir`'s text) under
     `toolchain` (`toolchain_of(ir, objective)`) from the unit's own key; None when its functions' keys
     decide (`functions_answer`). A whole-unit entry names its functions, so the unit needs splitting only
     when it has none, was not tuned itself (a tuned unit without an entry gets -Oz), and the store holds any
     function entry under this toolchain (a first build into an empty store splits nothing: the split is most
-    of the lookup's time). `whole`: the unit's key when the caller has it (`unit_keys.read_unit`)."""
+    of the lookup's time). `whole`: the unit's key when the caller has it (`unit_keys.read_unit`). A unit
+    entry saving fewer than `min_saved` bytes counts as none."""
     whole = whole or unit_hash(ir)
     tuned = store.tuned_budget(whole, toolchain) > 0
     settled = store.read_only or tuned
     unit = store.lookup_unit(whole, toolchain)
+    if unit is not None and not _worth(unit, min_saved):
+        # below the bar: -Oz, as a tuned unit without an entry (its functions' entries gave the entry)
+        return StoredAnswer(None, UnitKeys(whole, {}, None), toolchain, settled=settled)
     if unit is not None:
         keys = UnitKeys(whole, {}, None)
         job = (
@@ -138,15 +152,20 @@ def whole_unit_answer(
     return None
 
 
-def functions_answer(store: TuningStore, toolchain: Toolchain, keys: UnitKeys) -> StoredAnswer:
+def functions_answer(
+    store: TuningStore, toolchain: Toolchain, keys: UnitKeys, min_saved: int = 0
+) -> StoredAnswer:
     """The per-function candidate the entries of the unit's functions make (`keys`: `unit_keys(ir)`) under
-    `toolchain`, for a unit `whole_unit_answer` left to them; functions without an entry keep -Oz."""
+    `toolchain`, for a unit `whole_unit_answer` left to them; functions without an entry keep -Oz. Entries
+    that together save fewer than `min_saved` bytes (each measured on its function's own module) make
+    none."""
     settled = store.read_only  # a tuned unit was answered by whole_unit_answer
     if not keys.function_hashes:
         return StoredAnswer(None, keys, toolchain, settled=settled)
     found = store.lookup_functions(sorted(set(keys.function_hashes.values())), toolchain)
     lists = {name: found[h].pass_list for name, h in keys.function_hashes.items() if h in found}
-    if not lists or all(tuple(p) == OZ for p in lists.values()):
+    saved = sum(found[keys.function_hashes[name]].saved for name in lists)
+    if not lists or all(tuple(p) == OZ for p in lists.values()) or saved < min_saved:
         return StoredAnswer(None, keys, toolchain, settled=settled, function_hits=len(lists))
     digest = ",".join(f"{h}:{found[h].cost}" for h in sorted({keys.function_hashes[n] for n in lists}))
     job = FunctionLists.of(lists, default=OZ)

@@ -114,6 +114,8 @@ class Optimizer:
         # it): its LLVM version and vocabulary are every objective's and target's.
         self._host: Toolchain | None = None
         self.toolchain_asks = {"startup": 0, "request": 0}  # compiler workers asked, by when (`warm`)
+        # a stored answer saving less is not compiled (tuning.lookup: worth its compile on every build)
+        self._min_saved = settings.tuning.min_saved_bytes
 
     async def warm(self, timeout_s: float) -> bool:
         """The work the first requests would otherwise do on their path, done before the service says it
@@ -327,7 +329,7 @@ class Optimizer:
         try:
             with tracing.span("tuning_store.unread"):
                 host = await self._target_toolchain(request.objective, "", deadline)
-                under = (request.objective, host.llvm_version, host.vocabulary)
+                under = (request.objective, host.llvm_version, host.vocabulary, self._min_saved)
                 found = await deadline.within(
                     asyncio.to_thread(unread_answer, self.store, raw, *under), "the tuning store"
                 )
@@ -408,8 +410,9 @@ class Optimizer:
         try:
             with tracing.span("tuning_store.lookup"):
                 toolchain = await self._toolchain(ir, objective, deadline)
+                bar = self._min_saved
                 answer = await deadline.within(
-                    asyncio.to_thread(whole_unit_answer, store, ir, toolchain, whole), "the tuning store"
+                    asyncio.to_thread(whole_unit_answer, store, ir, toolchain, whole, bar), "the tuning store"
                 )
                 if answer is not None:
                     return answer
@@ -417,7 +420,7 @@ class Optimizer:
                     unit_keys, ir, max_functions, None, whole, deadline=deadline
                 )
                 return await deadline.within(
-                    asyncio.to_thread(functions_answer, store, toolchain, keys), "the tuning store"
+                    asyncio.to_thread(functions_answer, store, toolchain, keys, bar), "the tuning store"
                 )
         except (TuningStoreError, StoppedError, ServiceError, WorkerCrashedError) as err:
             logger.warning("tuning store lookup skipped: %s", err)

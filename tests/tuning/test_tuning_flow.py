@@ -315,3 +315,46 @@ def test_a_unit_tuned_without_an_entry_of_its_own_is_answered_without_a_split(po
     as_optcc_asks = stored_request(unit_ir, return_object=True, skip_input_cost=True, client_compares=True)
     response = run(compiler, store, as_optcc_asks)
     assert compiler.jobs == [] and response.tuning.functions == 0 and response.tuning.settled
+
+
+def test_a_stored_answer_saving_less_than_the_bar_is_not_compiled_and_gets_minus_oz(pool, store, unit_ir):
+    """`tuning.min_saved_bytes`: a unit entry saving 10 bytes is compiled under a bar of 10, and under a
+    bar of 11 the unit gets -Oz settled (optcc keeps clang's object) with no compile at all."""
+    store.offer([unit_entry(unit_ir, 500, 510)])
+    store.set_tuned_budget(unit_keys(unit_ir, 200).unit_hash, toolchain_of(unit_ir, "text_size"), 300)
+    as_optcc_asks = stored_request(unit_ir, return_object=True, skip_input_cost=True, client_compares=True)
+    for bar, compiled in ((10, True), (11, False)):
+        compiler = _CountingCompiler(pool)
+        response = run_with(compiler, store, as_optcc_asks, {"min_saved_bytes": bar})
+        assert bool(compiler.jobs) == compiled and response.tuning.settled
+        assert response.tuning.unit_hit == compiled
+        if not compiled:
+            assert [c.source for c in response.candidates] == ["client_baseline"]
+
+
+def test_function_entries_saving_less_than_the_bar_together_make_no_candidate(pool, store, unit_ir):
+    entries = function_entries(unit_ir)  # each saves 1 byte on its own function
+    store.offer(entries)
+    as_optcc_asks = stored_request(unit_ir, return_object=True, skip_input_cost=True, client_compares=True)
+    for bar, compiled in ((len(entries), True), (len(entries) + 1, False)):
+        compiler = _CountingCompiler(pool)
+        response = run_with(compiler, store, as_optcc_asks, {"min_saved_bytes": bar})
+        assert bool(compiler.jobs) == compiled and response.tuning.function_hits == len(entries)
+
+
+def test_the_default_bar_is_the_settings_and_a_test_session_lowers_it_to_zero():
+    """The service's default keeps answers worth a compile (docs/tuning.md); tests/conftest.py sets 0 for
+    the suites, whose hand-made entries save a byte or two."""
+    from optserve.config import TuningSettings
+
+    assert TuningSettings.model_fields["min_saved_bytes"].default == 32
+    assert Settings().tuning.min_saved_bytes == 0
+
+
+def run_with(compiler, store, request, tuning: dict):
+    from optserve.serve.optimize.optimizer import Optimizer
+
+    settings = SETTINGS.model_copy(update={"tuning": SETTINGS.tuning.model_copy(update=tuning)})
+    generator = ScriptedGenerator([("-Oz",)])
+    optimizer = Optimizer(settings, generator, compiler, ResultCache(10), generator.metadata, store)
+    return asyncio.run(optimizer.optimize(request))

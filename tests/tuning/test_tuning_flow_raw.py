@@ -16,6 +16,7 @@ from optserve.compiler.ir import parse_ir
 from optserve.config import Settings
 from optserve.serve import schemas
 from optserve.tuning.lookup import raw_hash, toolchain_of
+from optserve.tuning.records import TunedList
 from optserve.tuning.store import open_store
 from optserve.tuning.tune import search_plan, tune
 from optserve.tuning.unit_keys import read_unit, unit_hash, unit_keys
@@ -72,11 +73,11 @@ def as_optcc_asks(module: bytes | str, **fields) -> schemas.OptimizeRequest:
     return schemas.OptimizeRequest(**source, **(options | fields))
 
 
-def run(compiler, store, request):
+def run(compiler, store, request, settings: Settings = SETTINGS):
     from optserve.serve.optimize.optimizer import Optimizer
 
     generator = ScriptedGenerator([("-Oz",)])
-    optimizer = Optimizer(SETTINGS, generator, compiler, ResultCache(10), generator.metadata, store)
+    optimizer = Optimizer(settings, generator, compiler, ResultCache(10), generator.metadata, store)
     return asyncio.run(optimizer.optimize(request))
 
 
@@ -171,3 +172,21 @@ def test_tune_reads_the_raw_unit_and_the_next_identical_request_gets_the_stored_
     read = run(pool, store, as_optcc_asks(ir))
     assert again.tuning.settled and not again.tuning.recorded
     assert (again.candidates, again.tuning) == (read.candidates, read.tuning)
+
+
+def test_a_linked_unit_whose_entry_saves_less_than_the_bar_is_answered_unread(pool, store, bitcode):
+    """`tuning.min_saved_bytes`: the unit's own entry saves 5 bytes, under a bar of 6 it is not worth its
+    compile, so the bytes need no reading (as a unit tuned to nothing)."""
+    ir = parse_ir(bitcode, 2**24)
+    toolchain = toolchain_of(ir, "text_size")
+    keys = unit_keys(ir, 200)
+    lists = tuple((name, ("instcombine",)) for name in sorted(keys.function_hashes))
+    store.offer([TunedList(keys.unit_hash, toolchain, "unit", ("-Oz",), lists, 95, 100, 9, "test", 1.0)])
+    store.set_tuned_budget(keys.unit_hash, toolchain, 10)
+    bar = SETTINGS.tuning.model_copy(update={"min_saved_bytes": 6})
+    settings = SETTINGS.model_copy(update={"tuning": bar})
+    run(pool, store, as_optcc_asks(bitcode), settings)  # read once: linked
+    watching = _Watching(pool)
+    response = run(watching, store, as_optcc_asks(bitcode), settings)
+    assert watching.ran == ["current_toolchain"] and watching.compiled == []
+    assert response.tuning.settled and [c.source for c in response.candidates] == ["client_baseline"]
