@@ -288,6 +288,7 @@ def _tune(store, settings, args: argparse.Namespace) -> int:
             limit_units=args.limit_units,
             progress=progress,
             tasks_factory=tasks,
+            min_saved=settings.tuning.min_saved_bytes,
         )
     finally:
         if bar is not None:
@@ -313,6 +314,11 @@ def _render(result: Mapping[str, Any]) -> str:
         f"saved vs -Oz: {r['saved_by_units']} {unit} of {r['oz_cost_of_units']} by the units' answers "
         f"({r['saved_percent']}%), {r['saved_by_functions']} by the function entries on their own modules",
     ]
+    if r.get("units_below_bar"):
+        lines.append(
+            f"below the bar: {r['units_below_bar']} units' answers save {r['saved_below_bar']} {unit}, under "
+            f"tuning.min_saved_bytes ({r['min_saved']}) each: builds give those units -Oz"
+        )
     if r["units"] == 0 and not r["failures"]:
         lines = lines[:1]  # nothing was below the budget
     if r["raw_units_read"] or r["raw_units_unreadable"]:

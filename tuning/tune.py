@@ -91,6 +91,9 @@ class TuneSummary:
     compiles: int = 0
     saved_by_units: int = 0
     saved_by_functions: int = 0
+    min_saved: int = 0  # the service's bar (tuning.min_saved_bytes): a unit entry saving less is not given
+    units_below_bar: int = 0  # units whose entry saves less than `min_saved`: built with -Oz
+    saved_below_bar: int = 0  # what those entries save (in `saved_by_units`, not in a build)
     oz_cost_of_units: int = 0  # the -Oz cost of the units tuned, what `saved_by_units` is a share of
     compile_cpu_seconds: float = 0.0  # CPU time of the compiler processes (Linux; what compiles cost a core)
     seconds: float = 0.0  # the whole run's wall time
@@ -112,6 +115,13 @@ class TuneSummary:
     def saved_percent(self) -> float:
         """`saved_by_units` as a percentage of the tuned units' -Oz cost."""
         return 100 * self.saved_by_units / self.oz_cost_of_units if self.oz_cost_of_units else 0.0
+
+    def count_unit_answer(self, saved: int) -> None:
+        """A unit entry written, saving `saved` against -Oz; counted apart too when below the bar."""
+        self.saved_by_units += saved
+        if saved < self.min_saved:
+            self.units_below_bar += 1
+            self.saved_below_bar += saved
 
     def as_dict(self) -> dict[str, Any]:
         derived = {
@@ -306,15 +316,18 @@ def tune(
     progress: Callable[[TuneSummary, int], None] | None = None,
     tasks_factory: Callable[[], RayTasks] = RayTasks,
     llvm: str | None = None,
+    min_saved: int = 0,
 ) -> TuneSummary:
     """Read the pending raw units, then tune every recorded unit below `plan.budget` (module docstring) on
     the Ray this process is connected to (tuning/cli.py: `connect_ray`); results are written to `store` as
     they arrive. `progress(summary, pending_units)` is called after every raw unit read (pending_units 0:
     not known yet), once before the first tuning task and after every result. `llvm`: the LLVM version the
     tasks compile with, as a task reported it (`RayTasks.llvm_version`), for a process that loads no LLVM
-    of its own (the service's ingress, tuning/background.py); None: this process's llvmlite's."""
+    of its own (the service's ingress, tuning/background.py); None: this process's llvmlite's. `min_saved`:
+    the service's bar on what a stored answer saves (tuning.min_saved_bytes), for the summary: an entry
+    below it is stored (a lower bar gives it) but counted apart, as builds get -Oz for its unit."""
     started = time.monotonic()
-    summary = TuneSummary(plan.objective, plan.budget)
+    summary = TuneSummary(plan.objective, plan.budget, min_saved=min_saved)
     tasks: RayTasks | None = None
 
     def connected() -> RayTasks:
@@ -524,7 +537,7 @@ class _Run:
                 found_at=time.time(),
             )
             self.store.offer([entry])
-            self.summary.saved_by_units += entry.saved
+            self.summary.count_unit_answer(entry.saved)
         self.store.set_tuned_budget(unit.pending.recorded_hash, toolchain, self.plan.budget)
         self.summary.units += 1
         self.open_units -= 1

@@ -175,3 +175,18 @@ def test_a_run_at_a_higher_budget_goes_on_from_the_stored_lists(tuned, irs):
             == BUDGET + 4
             for ir in irs.values()
         )
+
+
+def test_the_summary_counts_unit_answers_below_the_services_bar_apart_and_says_so():
+    """`optserve tune` stores every answer that beats -Oz; those saving less than tuning.min_saved_bytes
+    are counted apart, since builds give their units -Oz (tuning/lookup.py)."""
+    from optserve.tuning.cli import _render
+    from optserve.tuning.tune import TuneSummary
+
+    summary = TuneSummary(OBJECTIVE, BUDGET, min_saved=32, units=2, oz_cost_of_units=1000)
+    summary.count_unit_answer(40)
+    summary.count_unit_answer(10)
+    assert (summary.saved_by_units, summary.units_below_bar, summary.saved_below_bar) == (50, 1, 10)
+    text = _render(summary.as_dict())
+    assert "below the bar: 1 units' answers save 10 bytes" in text and "(32)" in text
+    assert "below the bar" not in _render(TuneSummary(OBJECTIVE, BUDGET, units=1).as_dict())
