@@ -168,12 +168,9 @@ def _split(module, stop: Stop | None) -> UnitParts:
     if re.search(r"^@[^=\n]+ = [^\n]*\b(alias|ifunc)\b", printed, re.MULTILINE):
         raise IRError("the unit has aliases or ifuncs, which per-function splitting does not handle")
     lines = printed.splitlines()
-    header = [line for line in lines if line.startswith(("target ", "source_filename"))]
-    header += [line for line in lines if _TYPE_DEFINITION.match(line)]
-    comdats = [line for line in lines if line.startswith("$")]
-    module_asm = [line for line in lines if line.startswith("module asm ")]
-    attribute_groups = [line for line in lines if line.startswith("attributes #")]
-    metadata = _Metadata([line for line in lines if line.startswith("!")])
+    header, types, comdats, module_asm, attribute_groups, metadata_lines = _module_lines(lines)
+    header += types
+    metadata = _Metadata(metadata_lines)
 
     functions = {function.name: function for function in module.functions}
     variables = {variable.name: variable for variable in module.global_variables}
@@ -183,7 +180,7 @@ def _split(module, stop: Stop | None) -> UnitParts:
         for value in [*functions.values(), *variables.values()]
         if value.linkage.name in _LOCAL_LINKAGES
     }
-    definitions = _definitions_as_printed(printed, [f.name for f in module.functions if not f.is_declaration])
+    definitions = _definitions_as_printed(lines, [f.name for f in module.functions if not f.is_declaration])
     check_stop(stop, "reading the unit's functions")
     groups = _groups(definitions, local_linkage, variable_texts)
     helpers = {name for members in groups.values() for name in members[1:]}
@@ -209,6 +206,37 @@ def _split(module, stop: Stop | None) -> UnitParts:
     return UnitParts(shell_text, parts, dict(groups), local_linkage)
 
 
+def _module_lines(lines: list[str]) -> tuple[list[str], ...]:
+    """Of a module's printed lines, in their order: the target and source file lines, the named types'
+    definitions, the comdats, the module asm, the attribute groups and the metadata. One pass that looks at
+    a line's first character before testing it (a `-g` unit's text is mostly metadata and function
+    bodies): the lines each test picks, tested on every line as before."""
+    targets: list[str] = []
+    types: list[str] = []
+    comdats: list[str] = []
+    module_asm: list[str] = []
+    attribute_groups: list[str] = []
+    metadata: list[str] = []
+    for line in lines:
+        first = line[:1]
+        if first == "!":
+            metadata.append(line)
+        elif first == "%":
+            if _TYPE_DEFINITION.match(line):
+                types.append(line)
+        elif first == "$":
+            comdats.append(line)
+        elif first in ("t", "s"):
+            if line.startswith(("target ", "source_filename")):
+                targets.append(line)
+        elif first == "m":
+            if line.startswith("module asm "):
+                module_asm.append(line)
+        elif first == "a" and line.startswith("attributes #"):
+            attribute_groups.append(line)
+    return targets, types, comdats, module_asm, attribute_groups, metadata
+
+
 class _Metadata:
     """A unit's metadata lines, and for a part of it the ones that part reaches: the named nodes (module
     flags, the compile unit) and every numbered node reachable from them or from the part's text. LLVM
@@ -221,28 +249,33 @@ class _Metadata:
     def __init__(self, lines: list[str]):
         self.named: list[str] = []
         self.numbered: dict[str, tuple[int, str]] = {}  # number -> (position, line)
+        match = self._NUMBERED.match
         for position, line in enumerate(lines):
-            found = self._NUMBERED.match(line)
+            found = match(line)
             if found:
                 self.numbered[found.group(1)] = (position, line)
             else:
                 self.named.append(line)
         self._references: dict[str, list[str]] = {}
-        self._from_named = self._reached(
-            [r for line in self.named for r in self._REFERENCE.findall(line)], set()
-        )
+        self._from_named = self._reached(self._REFERENCE.findall("\n".join(self.named)), frozenset())
+        # the lines every part needs, in the unit's order: a part's own are merged into them
+        self._from_named_positions = sorted(self.numbered[n][0] for n in self._from_named)
+        self._lines = lines
 
     def needed_by(self, text: list[str]) -> list[str]:
         """The named lines and the numbered lines `text` and they reach, in the unit's order."""
-        pending = [r for line in text for r in self._REFERENCE.findall(line)]
-        reached = self._reached(pending, set(self._from_named))
-        lines = sorted(self.numbered[n] for n in reached)
-        return [*self.named, *(line for _, line in lines)]
+        reached = self._reached(self._REFERENCE.findall("\n".join(text)), self._from_named)
+        positions = self._from_named_positions + sorted(self.numbered[n][0] for n in reached)
+        positions.sort()  # two sorted runs: merged
+        return [*self.named, *(self._lines[p] for p in positions)]
 
-    def _reached(self, pending: list[str], reached: set[str]) -> set[str]:
+    def _reached(self, pending: list[str], known: frozenset[str] | set[str]) -> set[str]:
+        """The numbered nodes `pending` reach, those in `known` (and what they reach) left out."""
+        reached: set[str] = set()
+        numbered = self.numbered
         while pending:
             number = pending.pop()
-            if number in reached or number not in self.numbered:
+            if number in reached or number in known or number not in numbered:
                 continue
             reached.add(number)
             pending.extend(self._refers_to(number))

@@ -387,14 +387,14 @@ def _split_functions(module: llvm.ModuleRef, stop: Stop | None) -> list[tuple[st
     return result
 
 
-def _definitions_as_printed(printed: str, names: list[str]) -> dict[str, str]:
-    """Each defined function's text as the whole module prints it.
+def _definitions_as_printed(printed: str | list[str], names: list[str]) -> dict[str, str]:
+    """Each defined function's text as the whole module prints it (`printed`: that text, or its lines).
 
     Not `str(function)`: a function printed alone numbers its attribute groups (`#N`) by itself, so its
     call sites would point at the wrong `attributes #N` of the module (a broken module on real code).
     """
     blocks, current = [], None
-    for line in printed.splitlines():
+    for line in printed.splitlines() if isinstance(printed, str) else printed:
         if line.startswith("define "):
             current = [line]
         elif current is not None:
