@@ -1,6 +1,7 @@
 """policies: LoopTune at run time: the environment, its searches, the learned policy and the entry point.
 
-- `env`: actions, availability rules, the 10 x 20 state, `Evaluator` (cached GFLOPS), `LoopTuneEnv`.
+- `env`: actions, availability rules, the 10 x 20 state, `Evaluator` (cached GFLOPS), `LoopTuneEnv`, and
+  `SearchOutcome`, where a walk of it ends (what every search and the policy answer).
 - `methods`: `SearchMethod`, the names of the ways to choose a schedule (and the baselines among them).
 - `search`: greedy (lookahead 1, 2), beam DFS/BFS (width 2, 4), random, the policy, the tile methods;
   `SEARCHES` maps each `SearchMethod` to its search.

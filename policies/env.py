@@ -41,6 +41,17 @@ class AgentState:
     cursor: int = 0
 
 
+@dataclass
+class SearchOutcome:
+    """Where a walk of the environment ended: what a search, the tile methods or a policy answers (its chosen
+    state, the actions to it, and what was measured)."""
+
+    state: AgentState
+    actions: tuple[str, ...]
+    gflops: float | None  # None for a method that chose without measuring (a policy)
+    timed_out: bool = False
+
+
 def apply_action(state: AgentState, action: str) -> AgentState | None:
     """The state after `action`, or None when the action is illegal here."""
     if action not in ACTIONS:

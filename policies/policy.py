@@ -40,11 +40,11 @@ from optserve.policies.env import (
     MAX_LOOPS,
     AgentState,
     Evaluator,
+    SearchOutcome,
     apply_action,
     available_actions,
     observation,
 )
-from optserve.policies.outcome import SearchOutcome
 from optserve.policies.tile_actions import apply_tile, is_tile_action_space, tile_mask
 
 FEATURE_VERSION = "looptune-10x20-log2size-v1"

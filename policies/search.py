@@ -14,9 +14,15 @@ from dataclasses import dataclass, field
 
 from optserve.kernels.schedule import Schedule
 from optserve.policies import clock
-from optserve.policies.env import EPISODE_STEPS, AgentState, Evaluator, apply_action, available_actions
+from optserve.policies.env import (
+    EPISODE_STEPS,
+    AgentState,
+    Evaluator,
+    SearchOutcome,
+    apply_action,
+    available_actions,
+)
 from optserve.policies.methods import SearchMethod
-from optserve.policies.outcome import SearchOutcome  # re-exported: callers import it from here
 
 
 @dataclass

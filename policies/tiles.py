@@ -50,8 +50,7 @@ from optserve.kernels.packing import channel_vector, packed_reuse
 from optserve.kernels.schedule import Schedule
 from optserve.kernels.tiling import TileTemplate, channels_last_first, tiled_schedule
 from optserve.policies import clock
-from optserve.policies.env import AgentState, Evaluator
-from optserve.policies.outcome import SearchOutcome
+from optserve.policies.env import AgentState, Evaluator, SearchOutcome
 from optserve.policies.proxy import deep_reduction
 from optserve.policies.tile_actions import TILE_ACTION, tile_action
 
