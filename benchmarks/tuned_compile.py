@@ -17,6 +17,11 @@ service looks it up (tuning/lookup.py). Per unit, --runs compiles of each side i
 which goes first), with the object (`want_object`, as optcc asks): the medians of their wall times. The
 revision's three modules are loaded from `git show REV:PATH` beside the working tree's (the rest of optserve
 is the working tree's). A unit with nothing stored is left out.
+
+--as-sent: a linked rebuild's work in the service's processes, not the compile alone: before, the intake's
+read of the bitcode with the unit's key (`parse_ir` and `unit_hash`, as `read_unit`) and the compile of that
+text; after, the compile given the bitcode as optcc sent it (`compiler.ir.compile_input`: read once, in the
+compile). The objects are compared as without it.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from optserve.compiler.ir import parse_ir
 from optserve.config import REPO_ROOT
 from optserve.tuning.lookup import functions_answer, toolchain_of, whole_unit_answer
 from optserve.tuning.store import open_store
-from optserve.tuning.unit_keys import unit_keys
+from optserve.tuning.unit_keys import unit_hash, unit_keys
 
 OBJECTIVE = "text_size"
 
@@ -73,11 +78,15 @@ def stored_job(store, ir: str):
     return answer.job
 
 
-def compile_with(side, ir: str, job):
-    """(seconds, object) of `job` compiled by `side` (a pair of modules: function_lists, pipeline)."""
+def compile_with(side, ir: str | bytes, job, read=None):
+    """(seconds, object) of `job` compiled by `side` (a pair of modules: function_lists, pipeline), on `ir`,
+    or on the text of `read(ir)` (bitcode read as the intake reads it, timed with the compile)."""
     lists, plain = side
     run = lists.apply_function_lists if isinstance(job, FunctionLists) else plain.evaluate
     started = time.perf_counter()
+    if read is not None:
+        ir = read(ir, 64 * 2**20)
+        unit_hash(ir)
     evaluation = run(ir, job, OBJECTIVE, want_object=True)
     seconds = time.perf_counter() - started
     if evaluation.error:
@@ -102,6 +111,7 @@ def unit_arguments(description: str, runs: int) -> argparse.ArgumentParser:
 def main() -> int:
     parser = unit_arguments(__doc__.splitlines()[0], runs=5)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--as-sent", action="store_true", help="intake and compile vs the bytes' compile")
     args = parser.parse_args()
     imports: dict[str, str] = {}
     for path in ("ir", "pipeline", "function_lists"):  # each module with the revision's of those before it
@@ -123,7 +133,13 @@ def main() -> int:
             for run in range(args.runs):
                 order = ("before", "after") if run % 2 == 0 else ("after", "before")
                 for name in order:
-                    seconds, code = compile_with(before if name == "before" else after, ir, job)
+                    if not args.as_sent:
+                        seconds, code = compile_with(before if name == "before" else after, ir, job)
+                    elif name == "before":
+                        read = sys.modules["before_ir"].parse_ir
+                        seconds, code = compile_with(before, bitcode, job, read)
+                    else:
+                        seconds, code = compile_with(after, bitcode, job)
                     times[name].append(seconds)
                     objects[name].add(code)
             kind = f"{len(job.lists)} function lists" if isinstance(job, FunctionLists) else "unit list"

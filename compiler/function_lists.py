@@ -45,6 +45,7 @@ from optserve.compiler.ir import (
     _reachable_symbols,
     _symbols_in,
     check_stop,
+    compile_input,
     module_instruction_count,
     parse_module,
 )
@@ -130,7 +131,7 @@ def split_unit(ir: str, stop: Stop | None = None) -> UnitParts:
 
 
 def _split_modules(
-    ir: str, context: llvm.ContextRef
+    ir: str | bytes, context: llvm.ContextRef
 ) -> tuple[UnitParts, llvm.ModuleRef, dict[str, llvm.ModuleRef]]:
     """`split_unit`'s split as modules of one `context` (the shell, and one per function), parsed and
     verified from the text the split assembles and never printed: `apply_function_lists` optimizes and links
@@ -149,9 +150,10 @@ def _split_modules(
         raise
 
 
-def _split_texts(ir: str, stop: Stop | None) -> UnitParts:
-    """The split's texts as assembled (not yet parsed): the shell, and per function the module's text."""
-    module = parse_module(ir)
+def _split_texts(ir: str | bytes, stop: Stop | None) -> UnitParts:
+    """The split's texts as assembled (not yet parsed): the shell, and per function the module's text.
+    `ir`: `parse_ir`'s text, or the unit as a client sent it (`compile_input`)."""
+    module = compile_input(ir)
     try:
         return _split(module, stop)
     finally:
@@ -397,7 +399,7 @@ def _global_value(module: llvm.ModuleRef, name: str):
 
 
 def apply_function_lists(
-    ir: str,
+    ir: str | bytes,
     function_lists: FunctionLists,
     objective: Objective | str = Objective.TEXT_SIZE,
     want_ir: bool = False,
@@ -405,7 +407,8 @@ def apply_function_lists(
 ) -> Evaluation:
     """Optimize each function module of `ir` (`split_unit`) with its list, link, drop what became dead,
     verify and measure: the Evaluation of the whole unit (an error Evaluation for bad IR, a list that
-    fails, or a linked module that does not verify).
+    fails, or a linked module that does not verify). `ir`: `parse_ir`'s text, or the unit's bytes as a
+    client sent them, read here (`compile_input`).
 
     The modules live in one LLVM context from the split to the object (`_split_modules`): each function
     module is optimized and linked into the shell as it is, not printed and parsed again (the objects are

@@ -136,7 +136,7 @@ class CandidateCompiler(Protocol):
 
     async def evaluate_async(
         self,
-        ir: str,
+        ir: str | bytes,
         pass_lists: Sequence[CompileJob],
         objective: Objective | str,
         want_ir: bool = False,
@@ -147,7 +147,8 @@ class CandidateCompiler(Protocol):
         candidate that crashed or overran has `error` set and its `outcome` says which.
 
         `deadline`: candidates not finished by then are stopped or never started, and come back with
-        outcome DEADLINE."""
+        outcome DEADLINE. `ir`: IR text as `compiler.ir.parse_ir` gives it, or a unit's bytes as a client
+        sent them (read where it is compiled: `compiler.ir.compile_input`)."""
         ...
 
     async def run_async(self, function: Callable[..., T], *args, deadline: Deadline | None = None) -> T:

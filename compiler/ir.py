@@ -86,6 +86,15 @@ def _check_nesting(ir: str) -> None:
 
 def parse_ir(data: str | bytes, max_bytes: int) -> str:
     """Accept IR text or bitcode (at most `max_bytes`), verify it, and return it as textual IR."""
+    text, module = read_ir(data, max_bytes)
+    module.close()
+    return text
+
+
+def read_ir(data: str | bytes, max_bytes: int) -> tuple[str, llvm.ModuleRef]:
+    """`parse_ir`'s text, and the module its check parsed from that text (verified, in its own context):
+    the module a compile of that text starts from (`compile_input`), so a compile given the unit as it came
+    reads it once."""
     if not data or not data.strip():
         raise IRError("empty IR: expected LLVM IR text or bitcode")
     size = len(data.encode()) if isinstance(data, str) else len(data)
@@ -93,7 +102,11 @@ def parse_ir(data: str | bytes, max_bytes: int) -> str:
         raise IRError(f"IR is {size} bytes, more than the limit of {max_bytes} bytes")
     if isinstance(data, bytes | bytearray):
         if data.startswith(_BITCODE_MAGICS):
-            return _text_that_parses(_module_text(_parse_bitcode(bytes(data))), "bitcode")
+            read = _parse_bitcode(bytes(data))
+            try:
+                return _text_that_parses(_module_text(read), "bitcode")
+            finally:
+                read.close()
         try:
             data = data.decode("utf-8")
         except UnicodeDecodeError as err:
@@ -102,7 +115,21 @@ def parse_ir(data: str | bytes, max_bytes: int) -> str:
             ) from None
     if "\0" in data:
         raise IRError(f"IR text contains a NUL character at offset {data.index(chr(0))}")
-    return _text_that_parses(_module_text(parse_module(data)), "IR")
+    read = parse_module(data)
+    try:
+        return _text_that_parses(_module_text(read), "IR")
+    finally:
+        read.close()
+
+
+def compile_input(ir: str | bytes) -> llvm.ModuleRef:
+    """The module a compile starts from: `ir` is `parse_ir`'s text, parsed (as `parse_module`); or the unit
+    as a client sent it (bitcode or text, within the service's `compiler.max_ir_bytes` already), read as
+    `parse_ir` reads it, which ends in that very parse of its text (`read_ir`): the same module either way,
+    so the same object, without the text's trips from the intake to a compile worker and its parse there."""
+    if isinstance(ir, str):
+        return parse_module(ir)
+    return read_ir(ir, len(ir))[1]
 
 
 def _parse_bitcode(data: bytes) -> llvm.ModuleRef:
@@ -134,19 +161,19 @@ def _module_text(module: llvm.ModuleRef) -> str:
     return text
 
 
-def _text_that_parses(text: str, given_as: str) -> str:
-    """The module's printed text, once it is known to parse: every later step (the engine, the compiler's
-    workers, normalization) takes the module as text, and LLVM prints some modules it has read as text its
-    own parser refuses (found by fuzzing: from bitcode, text that ends inside a string constant; from text,
-    a DICompileUnit with `language: 0`, printed without the field its parser requires). Refused here, with
-    the parser's reason, rather than accepted here and failing later; the check costs one more parse."""
+def _text_that_parses(text: str, given_as: str) -> tuple[str, llvm.ModuleRef]:
+    """The module's printed text, once it is known to parse, and the module parsed from it: every later
+    step (the engine, the compiler's workers, normalization) takes the module as text, and LLVM prints some
+    modules it has read as text its own parser refuses (found by fuzzing: from bitcode, text that ends inside
+    a string constant; from text, a DICompileUnit with `language: 0`, printed without the field its parser
+    requires). Refused here, with the parser's reason, rather than accepted here and failing later; the
+    check costs one more parse (whose module a compile takes: `compile_input`)."""
     try:
-        parse_module(text).close()
+        return text, parse_module(text)
     except IRError as err:
         if given_as == "bitcode":
             raise IRError(f"invalid bitcode: its IR text does not parse: {err}") from None
         raise IRError(f"invalid IR: LLVM prints it as text that does not parse back: {err}") from None
-    return text
 
 
 def _verify_or_dispose(module: llvm.ModuleRef) -> None:

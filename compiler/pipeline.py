@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from optserve.compiler.cost import Objective, module_cost, object_code, text_size
 from optserve.compiler.interface import Evaluation
-from optserve.compiler.ir import IRError, module_instruction_count, parse_module
+from optserve.compiler.ir import IRError, compile_input, module_instruction_count, parse_module
 from optserve.compiler.passes import (
     META_FLAG_LEVELS,
     META_FLAGS,
@@ -61,18 +61,19 @@ def optimize(ir: str, pass_list: Sequence[str]) -> str:
 
 
 def evaluate(
-    ir: str,
+    ir: str | bytes,
     pass_list: Sequence[str],
     objective: Objective | str,
     want_ir: bool = False,
     want_object: bool = False,
 ) -> Evaluation:
-    """Optimize and measure one candidate; bad IR or pass lists give an error Evaluation, not an exception."""
+    """Optimize and measure one candidate; bad IR or pass lists give an error Evaluation, not an exception.
+    `ir`: `parse_ir`'s text, or the unit's bytes as a client sent them (`compile_input`)."""
     started = time.perf_counter()
     pass_list = tuple(pass_list)
     objective = Objective(objective)
     try:
-        module = parse_module(ir)
+        module = compile_input(ir)
         optimize_module(module, pass_list)
         module.verify()
         # Read the IR (and count its instructions) before emitting code: codegen rewrites the module in place

@@ -502,7 +502,7 @@ class CompilerPool(CandidateCompiler):
 
     def evaluate(
         self,
-        ir: str,
+        ir: str | bytes,
         pass_lists: Sequence[Sequence[str] | FunctionLists],
         objective: Objective | str,
         want_ir: bool = False,
@@ -517,12 +517,13 @@ class CompilerPool(CandidateCompiler):
         `deadline` the call ends: candidates not yet started get a DEADLINE_NOT_STARTED error, running
         ones are stopped (DEADLINE_STOPPED; their workers restart in the background), both of outcome
         DEADLINE. Once `given_up` is set (the caller stopped waiting) it ends the same way, with NOT_STARTED
-        and STOPPED.
+        and STOPPED. `ir`: IR text as `parse_ir` gives it, or a unit's bytes as a client sent them (read in
+        the worker: `compiler.ir.compile_input`).
         """
         if self._closed:
             raise PoolBrokenError("the compiler pool is closed")
         objective = Objective(objective)
-        ir_key = hashlib.sha256(ir.encode()).hexdigest()
+        ir_key = hashlib.sha256(ir if isinstance(ir, bytes) else ir.encode()).hexdigest()
         candidates = [p if isinstance(p, FunctionLists) else tuple(p) for p in pass_lists]
         pending = deque(range(len(candidates)))
         results: list[Evaluation | None] = [None] * len(candidates)
@@ -585,7 +586,7 @@ class CompilerPool(CandidateCompiler):
 
     async def evaluate_async(
         self,
-        ir: str,
+        ir: str | bytes,
         pass_lists: Sequence[CompileJob],
         objective: Objective | str,
         want_ir: bool = False,

@@ -72,6 +72,9 @@ class UnreadAnswer:
     pending: bool = False
     settled: bool = False
     record: bool = False
+    # bytes a reader linked to a unit whose own entry is worth its compile: that entry's answer, from the
+    # unit's key alone (the bytes are compiled as they came, read once in the compile: no intake, no key)
+    stored: StoredAnswer | None = None
 
 
 def is_bitcode(data: bytes) -> bool:
@@ -89,16 +92,22 @@ def unread_answer(
 ) -> UnreadAnswer:
     """Whether the bitcode of raw hash `raw` can be answered without reading it (no LLVM: text and the
     store only). A linked raw unit whose unit was tuned and kept no unit entry saving `min_saved` bytes
-    gets -Oz from `whole_unit_answer` too (settled); a store that holds nothing under (objective, LLVM
-    version, vocabulary) has nothing for any unit. Else the unit is read, and linked when it was not yet."""
+    gets -Oz from `whole_unit_answer` too (settled); one whose unit entry saves that much gets that entry
+    (`stored`: read, but by the compile of its lists, not before the lookup); a store that holds nothing
+    under (objective, LLVM version, vocabulary) has nothing for any unit. Else the unit is read, and linked
+    when it was not yet."""
     known = store.raw_unit(raw)
     linked = known is not None and known[0] is not None
     if linked:
         unit, target = known
         toolchain = Toolchain(objective, target or "", llvm_version, vocabulary)
         tuned = store.tuned_budget(unit, toolchain) > 0
-        if tuned and not _worth(store.lookup_unit(unit, toolchain), min_saved):
+        entry = store.lookup_unit(unit, toolchain)
+        if tuned and not _worth(entry, min_saved):
             return UnreadAnswer(read=False, settled=True)
+        if _worth(entry, min_saved):
+            stored = whole_unit_answer(store, "", toolchain, unit, min_saved)
+            return UnreadAnswer(read=True, pending=True, stored=stored)
     if store.holds_entries(objective, llvm_version, vocabulary):
         return UnreadAnswer(read=True, link=not linked and not store.read_only, pending=known is not None)
     return UnreadAnswer(read=False, settled=store.read_only, record=not linked and not store.read_only)

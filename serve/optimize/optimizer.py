@@ -21,7 +21,9 @@ leaves -Oz out (`oz_skipped`, `deadline_hit`). The input's cost, which only info
 with `skip_input_cost` (a client that compares the answer's object with its own, as optcc does beside its
 clang's back end): the client's compiles share the cores. With `client_compares` (optcc's default) no -Oz is
 compiled at all: the client keeps the smaller of its own -Oz object and the answer's, so a unit the tuning
-store holds nothing for is answered without a compile, and a tuned one with the one compile of its lists."""
+store holds nothing for is answered without a compile, and a tuned one with the one compile of its lists
+(of the bytes as they came when a reader linked them to a unit with its own entry: `_compiled_as_sent`, no
+intake read before it)."""
 
 from __future__ import annotations
 
@@ -336,6 +338,8 @@ class Optimizer:
         except (TuningStoreError, StoppedError, ServiceError, WorkerCrashedError) as err:
             logger.warning("tuning store: the unit is read first: %s", err)
             return None
+        if found.stored is not None and found.stored.job is not None:
+            return await self._compiled_as_sent(request, started, deadline, raw, found.stored)
         if found.read:
             return (raw, found.pending) if found.link else None
         recorded = found.record and await self._record_raw(raw, module, request.unit_name)
@@ -354,6 +358,52 @@ class Optimizer:
             model_version=model.version,
             oz_skipped=True,
             tuning=schemas.TuningStoreHits(settled=found.settled, recorded=recorded),
+        )
+
+    async def _compiled_as_sent(
+        self,
+        request: schemas.OptimizeRequest,
+        started: float,
+        deadline: Deadline,
+        raw: str,
+        stored: StoredAnswer,
+    ) -> schemas.OptimizeResponse:
+        """Bytes a reader linked to a unit whose own entry is worth its compile (`unread_answer`'s
+        `stored`): the answer today's path gives it (the client's baseline and the entry's lists, compiled
+        once with the outputs), but the bytes go to the compile as they came and are read there
+        (`compiler.ir.compile_input`: the module the intake's check would parse is the compile's), so the
+        unit is read once, its text never travels between processes and its key is not computed: the
+        link gave it. Its `ir_sha256` is the bytes' SHA-256 (as an answer unread); the unit is not
+        recorded again (the link says a reader recorded it) and the answer is not cached (optcc's object
+        cache keeps it)."""
+        sampled = _Sampled()
+        want = (request.return_ir, request.return_object)
+        module = request.ir_bitcode
+        await self._measure_tuned(module, request.objective, deadline, sampled, stored.job, want)
+        baseline = client_code(request.baseline_cost)
+        ranked = rank([baseline, *sampled.measured])
+        best_ir, best_object = sampled.outputs(ranked[0]) or (None, None)
+        baseline_cost, best_cost = baseline.cost, ranked[0].cost
+        model = await self.model_metadata()
+        return schemas.OptimizeResponse(
+            ir_sha256=raw,
+            objective=request.objective,
+            input_cost=-1,
+            oz_cost=-1,
+            candidates=ranked,
+            best=ranked[0],
+            improvement_over_oz_pct=(
+                100.0 * (baseline_cost - best_cost) / baseline_cost if (baseline_cost or 0) > 0 else 0.0
+            ),
+            timings=schemas.Timings(total_s=time.monotonic() - started, compile_s=sampled.compile_s),
+            model_id=model.name,
+            model_version=model.version,
+            deadline_hit=sampled.deadline_hit,
+            optimized_ir=best_ir if request.return_ir else None,
+            object_code=best_object if request.return_object else None,
+            warning=sampled.warning,
+            oz_skipped=True,
+            tuning=_hits(stored, False),
         )
 
     async def _record_raw(self, raw: str, bitcode: bytes, name: str) -> bool:
@@ -630,7 +680,7 @@ class Optimizer:
 
     async def _measure_tuned(
         self,
-        ir: str,
+        ir: str | bytes,
         objective: str,
         deadline: Deadline,
         sampled: _Sampled,

@@ -12,10 +12,13 @@ from pathlib import Path
 import pytest
 
 from optserve.compiler.cache import ResultCache
-from optserve.compiler.ir import parse_ir
+from optserve.compiler.function_lists import FunctionLists, apply_function_lists
+from optserve.compiler.ir import compile_input, parse_ir, read_ir
+from optserve.compiler.pipeline import evaluate
 from optserve.config import Settings
 from optserve.serve import schemas
-from optserve.tuning.lookup import raw_hash, toolchain_of
+from optserve.tuning.keys import llvm_version, vocabulary_version
+from optserve.tuning.lookup import raw_hash, toolchain_of, unread_answer
 from optserve.tuning.records import TunedList
 from optserve.tuning.store import open_store
 from optserve.tuning.tune import search_plan, tune
@@ -190,3 +193,55 @@ def test_a_linked_unit_whose_entry_saves_less_than_the_bar_is_answered_unread(po
     response = run(watching, store, as_optcc_asks(bitcode), settings)
     assert watching.ran == ["current_toolchain"] and watching.compiled == []
     assert response.tuning.settled and [c.source for c in response.candidates] == ["client_baseline"]
+
+
+# A rebuild's tuned unit, compiled as it was sent: bytes a reader linked to a unit whose own entry is worth
+# its compile get that entry's object with no intake read and no key computed, read once by the compile.
+
+
+def _tuned(store, bitcode: bytes) -> FunctionLists:
+    """A unit entry for the unit of `bitcode` (a list per function, saving 50 bytes of 100), its lists."""
+    ir = parse_ir(bitcode, 2**24)
+    toolchain = toolchain_of(ir, "text_size")
+    keys = unit_keys(ir, 200)
+    lists = tuple((name, ("sroa", "instcombine")) for name in sorted(keys.function_hashes))
+    store.offer([TunedList(keys.unit_hash, toolchain, "unit", ("-Oz",), lists, 50, 100, 9, "test", 1.0)])
+    store.set_tuned_budget(keys.unit_hash, toolchain, 10)
+    return FunctionLists.of(dict(lists))
+
+
+def test_a_compile_given_the_bytes_makes_the_object_the_text_makes(bitcode):
+    ir, module = read_ir(bitcode, 2**24)
+    assert ir == parse_ir(bitcode, 2**24) and str(module) == str(compile_input(ir))
+    module.close()
+    lists = FunctionLists.of({"main": ("sroa",)})
+    for run_job, job in ((apply_function_lists, lists), (evaluate, ("-O2", "sink"))):
+        as_text = run_job(ir, job, "text_size", want_object=True)
+        as_sent = run_job(bitcode, job, "text_size", want_object=True)
+        assert as_sent.error is None and as_sent.object_code == as_text.object_code
+
+
+def test_a_linked_unit_with_a_worthy_entry_is_compiled_as_sent_without_an_intake_read(pool, store, bitcode):
+    job = _tuned(store, bitcode)
+    first = run(pool, store, as_optcc_asks(bitcode))  # read: the bytes are linked to the unit
+    found = unread_answer(store, raw_hash(bitcode), "text_size", *_host(), 0)
+    assert found.stored is not None and found.stored.job == job and found.stored.unit_hit
+    watching = _Watching(pool)
+    again = run(watching, store, as_optcc_asks(bitcode))
+    assert watching.ran == ["current_toolchain"] and watching.compiled == [job]  # no read_unit, no split
+    assert again.object_code and again.object_code == first.object_code
+    assert [c.source for c in again.candidates] == [c.source for c in first.candidates]
+    assert [c.cost for c in again.candidates] == [c.cost for c in first.candidates]
+    assert again.tuning.unit_hit and again.tuning.settled and not again.tuning.recorded
+    assert again.ir_sha256 == raw_hash(bitcode) and again.timings.validate_s == 0
+
+
+def test_a_client_baseline_smaller_than_the_entry_keeps_the_clients_object(pool, store, bitcode):
+    _tuned(store, bitcode)
+    run(pool, store, as_optcc_asks(bitcode))
+    response = run(pool, store, as_optcc_asks(bitcode, baseline_cost=1))
+    assert [c.source for c in response.candidates][0] == "client_baseline" and not response.object_code
+
+
+def _host() -> tuple[str, str]:
+    return llvm_version(), vocabulary_version()
