@@ -213,7 +213,21 @@ def _build_tap(clang: str) -> int:
         print(f"optcc: no bitcode tap for {clang}: {why}", file=sys.stderr)
         return 1
     print(plugin)
+    _build_native()
     return 0
+
+
+def _build_native() -> None:
+    """With the tap, the native thin client of the installed optcc (native_client.py), when this process
+    is that install's Python client (`optcc-py` beside the `optcc` script): said on stderr, never a
+    failure (the scripts then run the Python client)."""
+    from optserve.clients import native_client
+
+    folder = native_client.native_folder(os.environ, os.path.dirname(sys.argv[0]))
+    if not sys.argv[0].endswith("-py") or folder is None:
+        return
+    client, why = native_client.build(folder, os.environ.get("OPTCC_CLANG") or "clang-19")
+    print(f"optcc: native client {client}" if client else f"optcc: no native client: {why}", file=sys.stderr)
 
 
 def _statistics(flag: str) -> int:

@@ -1,5 +1,8 @@
-"""optcc and optcc++ as installed (`[project.scripts]`): a thin client that hands the command to optcc's
-resident server (resident_server.py) and exits with its status, or runs optcc in this process as before.
+"""optcc's Python client (`optcc-py`, `optcc++-py` in `[project.scripts]`), which the installed `optcc` and
+`optcc++` sh scripts (clients/sh-scripts/) run when no native client is built (native_client.py), and the
+native client (thin_client.c, the same decisions in C) runs for anything it does not do itself: a thin
+client that hands the command to optcc's resident server (resident_server.py) and exits with its status,
+or runs optcc in this process as before.
 
 A command that compiles (`-c`, or capture mode) goes to the server, whose child decides with optcc's own
 rules (command_line.py) and takes the unit over or runs clang on it unchanged (a `-O2` unit, configure's

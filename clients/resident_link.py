@@ -44,6 +44,10 @@ def served(driver: str, arguments: list[str], started: float) -> int | None:
         return None
     if not settings.enabled:
         return None
+    if sys.argv[0].endswith("-py"):  # the installed optcc's Python client (clients/sh-scripts/optcc)
+        from optserve.clients import native_client
+
+        native_client.ensure(os.environ, os.path.dirname(sys.argv[0]))
     try:
         for fd in (0, 1, 2):  # a closed stdio descriptor cannot be passed on: keep the command here
             os.fstat(fd)

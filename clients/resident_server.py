@@ -189,6 +189,11 @@ class Server:
             connection.settimeout(ACCEPT_TIMEOUT_S)
             try:
                 fields, fds = self.read_request(connection)
+            except wire.OtherProtocol as err:  # a client of another protocol (a stale native client)
+                print(f"optcc server: {err}: the client runs it itself", flush=True)
+                with contextlib.suppress(OSError):
+                    connection.sendall(wire.record(wire.FALL_BACK, 0))
+                return
             except (OSError, ValueError) as err:
                 print(f"optcc server: a request could not be read: {err!r}", flush=True)
                 return

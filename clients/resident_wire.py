@@ -16,7 +16,9 @@ process), its process group, umask and niceness, the number of arguments, the ar
 environment's `NAME=value` items. A `run` frame carries the client's descriptors 0, 1, 2 and its working
 folder (SCM_RIGHTS), in that order. Server to client: records of one byte and a signed 32-bit number (`P`:
 the child serving the request, its pid and process group; `X`: its exit status; `F`: run in-process instead;
-`S`: the server's pid, answering `stop` and `ping`).
+`S`: the server's pid, answering `stop` and `ping`). MAGIC carries the protocol's version: a server answers
+`F` to a request of another version (a native client built from older code, thin_client.c), whose client
+then runs the command through the Python client.
 """
 
 from __future__ import annotations
@@ -96,10 +98,18 @@ def frame(fields: list[bytes]) -> bytes:
     return FRAME.pack(len(body)) + body
 
 
+class OtherProtocol(ValueError):
+    """A request of another version of this protocol (MAGIC's `-N`): its client runs the command itself."""
+
+
 def fields_of(body: bytes) -> list[bytes]:
-    """The fields of a frame's body after MAGIC; ValueError if it is not one of ours."""
+    """The fields of a frame's body after MAGIC; OtherProtocol for another version of this protocol (a
+    stale native client: thin_client.c keeps its own copy of MAGIC), ValueError if it is not one of ours."""
     fields = body.split(b"\0")
     if fields[0] != MAGIC:
+        if fields[0].startswith(MAGIC.rpartition(b"-")[0] + b"-"):
+            seen = fields[0].decode(errors="replace")
+            raise OtherProtocol(f"a request of protocol {seen}, not {MAGIC.decode()}")
         raise ValueError("not an optcc resident request")
     return fields[1:]
 

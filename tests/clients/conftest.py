@@ -16,6 +16,8 @@ import pytest
 from optserve.config import Settings
 from tests.clients.clients_helpers import GRPC_PORT, HTTP_PORT, PROGRAM
 
+BIN = os.path.dirname(sys.executable)  # this venv's optcc, optcc-py
+
 
 # Package scope: one pytest process may run several service folders; each folder's service stops (and Ray
 # with it) before the next folder's starts with its own settings (docs/structure_audit.md).
@@ -72,11 +74,14 @@ def resident_folder():
 def tap_folder(tmp_path_factory) -> Path:
     """The bitcode tap for clang-19, built once for the session (clients/bitcode_tap.py): optcc's units take
     the one-process way in every test, as after a user's first build; without LLVM's headers the folder
-    holds the marker that says why, and units take the two-process way."""
-    from optserve.clients import bitcode_tap
+    holds the marker that says why, and units take the two-process way. With it, the native client."""
+    from optserve.clients import bitcode_tap, native_client
 
     folder = tmp_path_factory.mktemp("optcc-tap")
     bitcode_tap.build(str(folder), "clang-19")
+    # and the native thin client of this venv's optcc (clients/native_client.py), as `optcc --build-tap`
+    # builds it: the tests' optcc commands take the installed way, sh script, native client, Python client
+    native_client.build(native_client.native_folder({"OPTCC_TAP_DIR": str(folder)}, BIN), "clang-19")
     return folder
 
 

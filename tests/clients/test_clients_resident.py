@@ -24,7 +24,8 @@ from optserve.clients import resident_wire as wire
 from tests.clients.clients_helpers import PROGRAM
 
 BIN = Path(sys.executable).parent
-OPTCC = BIN / "optcc"
+OPTCC = BIN / "optcc"  # the installed sh script (clients/sh-scripts/optcc)
+OPTCC_PY = BIN / "optcc-py"  # the Python client it execs when no native client is built
 UNIT_COMMAND = ("-Oz", "-c", "unit.c", "-o", "unit.o")  # a unit taken over: the server's work
 UNIT = "int scaled(int x) { for (int k = 0; k < 9; k++) x = x * 3 + k; return x; }\n"
 BROKEN = "int main(void) { return undefined_thing; }\n"
@@ -103,7 +104,7 @@ def optcc(work: Path, folder: Path, resident: bool, *args: str, stdin: str | Non
     stderr."""
     tmp = Path(tempfile.mkdtemp(dir=work))
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", OPTCC, *args] if resident else [OPTCC, *args],
+        [sys.executable, "-X", "importtime", OPTCC_PY, *args] if resident else [OPTCC, *args],
         cwd=work,
         env=_env(folder, resident, TMPDIR=str(tmp), **extra),
         input=stdin,
@@ -153,7 +154,7 @@ def test_a_unit_the_service_answers_is_the_same_served_and_the_client_loads_no_g
     records = []
     for resident in (False, True):
         log = work / f"optcc-{resident}.jsonl"
-        command = [OPTCC, "-Oz", "-c", "unit.c", "-o", f"unit-{resident}.o"]
+        command = [OPTCC_PY if resident else OPTCC, "-Oz", "-c", "unit.c", "-o", f"unit-{resident}.o"]
         if resident:  # the client as Python runs it, with its import times on stderr
             command = [sys.executable, "-X", "importtime", *command]
         done = subprocess.run(

@@ -14,12 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from optserve import __version__
 from tests.clients.clients_helpers import PROGRAM
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SERVICE_STACK = ("torch", "vllm", "ray", "transformers", "fastapi", "llvmlite", "numpy", "yaml")
 STUBS = ("optserve/v1/optserve_pb2.py", "optserve/v1/optserve_pb2_grpc.py", "optserve/v1/optserve_pb2.pyi")
 TAP_SOURCE = "optserve/clients/bitcode_tap.cpp"  # optcc builds its bitcode tap from it
+NATIVE_SOURCE = "optserve/clients/thin_client.c"  # and its native thin client from this
+SCRIPTS = tuple(f"optserve-{__version__}.data/scripts/{name}" for name in ("optcc", "optcc++"))  # sh scripts
 
 
 def _run(*command, **kwargs) -> subprocess.CompletedProcess:
@@ -89,7 +92,7 @@ def _clean_env(**extra: str) -> dict[str, str]:
 def test_the_wheel_holds_the_grpc_stubs_and_the_bundled_models(wheel):
     tracked = _run("git", "ls-files", "models", cwd=REPO_ROOT).stdout.split()
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert set(STUBS) <= names and TAP_SOURCE in names
+    assert set(STUBS) <= names and {TAP_SOURCE, NATIVE_SOURCE, *SCRIPTS} <= names
     assert tracked and {f"optserve/{path}" for path in tracked} <= names
 
 
@@ -115,6 +118,9 @@ def test_the_client_install_has_no_service_stack_and_finds_the_bundled_models(cl
 def test_optcc_help_and_the_python_client_work_from_the_client_install(client_venv):
     """Without a service: optcc prints its promise before clang's help; the Python client imports and
     makes its request messages."""
+    for script in ("optcc", "optcc++"):  # the sh scripts, executable, each beside its Python client
+        assert (client_venv / script).read_text().startswith("#!/bin/sh\n")
+        assert os.access(client_venv / script, os.X_OK) and os.access(client_venv / f"{script}-py", os.X_OK)
     helped = _run(str(client_venv / "optcc"), "--help", env=_clean_env())
     assert helped.returncode == 0, helped.stderr
     assert helped.stdout.startswith("optcc and optcc++")
