@@ -24,5 +24,6 @@ python3 -c 'import llvmlite, llvmlite.binding as b; print("llvmlite", llvmlite._
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 LOG="$OUT/looptune_${MODE}_lent.log"
 SECONDS=0
-OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 python3 -u "$REPO/benchmarks/$PROBE" "$@" 2>&1 | tee "$LOG"
+# PROBE_THREADS: numpy's (OpenBLAS) threads, for a probe run with --threads (default 1)
+OPENBLAS_NUM_THREADS=${PROBE_THREADS:-1} OMP_NUM_THREADS=1 python3 -u "$REPO/benchmarks/$PROBE" "$@" 2>&1 | tee "$LOG"
 echo "exit ${PIPESTATUS[0]} after ${SECONDS} s" | tee -a "$LOG"

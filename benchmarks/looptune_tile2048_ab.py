@@ -40,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--templates", nargs="+", default=TEMPLATES)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1, help="kernel threads (numpy: OPENBLAS_NUM_THREADS)")
     args = parser.parse_args(argv)
     import torch  # noqa: F401  (its OpenMP runtime first, as the service loads it)
 
@@ -55,11 +56,12 @@ def main(argv: list[str] | None = None) -> int:
         spec = case(kind, m=size, k=size, n=size).spec(settings)
         schedules = [built(spec, name, width) for name in args.templates]
         gflops, numpy = measure_interleaved(
-            spec, schedules, args.rounds, settings, numpy_sizes=(size, size, size)
+            spec, schedules, args.rounds, settings, numpy_sizes=(size, size, size), threads=args.threads
         )
         for name, value, schedule in zip(args.templates, gflops, schedules, strict=True):
             print(
-                f"{kind} {size}^3 {name}: {value:.1f} GFLOPS ({value / numpy:.2f}x numpy)"
+                f"{kind} {size}^3 {name} ({args.threads} thr): {value:.1f} GFLOPS"
+                f" ({value / numpy:.2f}x numpy)"
                 f" packed {','.join(schedule.pack) or '-'}",
                 flush=True,
             )

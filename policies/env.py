@@ -150,6 +150,7 @@ class Evaluator:
     # times already measured schedules again, interleaved, until a deadline: their GFLOPS (policies/tiles.py
     # `settle_ties`); None: no rematch
     rematch_fn: Callable[[LoopNestSpec, list[Schedule], float], list[float]] | None = None
+    threads: int = 1  # threads the candidates run on: the request's (policies/tiles.py `prefer_wide`)
 
     def rematch(self, schedules: list[Schedule], deadline: float) -> list[float] | None:
         """GFLOPS of `schedules` timed again against each other (`rematch_fn`), written to the cache where

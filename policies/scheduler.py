@@ -376,6 +376,7 @@ def _schedule_nest(
         measure_fn,
         whole=spec if large else None,
         rematch_fn=rematch_fn if finalists is not None else None,
+        threads=threads,
     )
     base = Schedule.base(timed)
     timed_key = None  # the chosen schedule's on the timed contraction

@@ -21,13 +21,13 @@ A^T·B: n >= 32); below that the copy costs about what it saves (A·B^T 16 x 204
 packed, 88 unpacked; 32 x 256 x 256: 96 both ways; 100^3: 87 packed, 66 unpacked).
 
 A contraction decided on a sub-problem with its reduction whole (policies/proxy.py `deep_reduction`: the
-matmul kinds above 512^3) measures the WIDE_TILES first: register tiles of 4 or 2 vectors and 16-24
-accumulators with reduction blocks of 256-512, which the cover (learned on shapes up to ~450 wide) lacks. On
+matmul kinds above 512^3) measures the WIDE_TILES first: 6x4 register tiles (4 vectors, 24 accumulators)
+with reduction blocks of 512 and 256, which the cover (learned on shapes up to ~450 wide) lacks. On
 the lent Xeon at 2048^3 they ran at 0.82-1.00x numpy where the cover's best reached 0.78-0.89x and the
 12x1 tile its 512^3 sub-problem chose 0.63-0.67x (benchmarks/looptune_tile2048_ab.py and
 looptune_subproblem_probe.py): fewer loads per multiply-add (10 per 24 for 6x4, 13 per 12 for 12x1). The
-sub-problem understates their lead, so another template replaces the best of them only when it is faster
-by more than WIDE_MARGIN (`prefer_wide`).
+sub-problem understates their lead, so another template replaces the best of them (on one thread the
+first, k512) only when it is faster by more than WIDE_MARGIN (`prefer_wide`).
 
 The quick decision keeps TIE_SHARE of its budget to time its near ties again, interleaved (`settle_ties`):
 one quick timing of each candidate left single decisions to the noise of one run.
@@ -81,11 +81,16 @@ TIE_SHARE = 0.2
 # measured first for a large contraction decided on a sub-problem with its reduction whole (module docstring).
 # On the whole 2048^3 at 1 thread (lent Xeon, benchmarks/looptune_tile2048_ab.py) 6x4 with reduction blocks
 # of 512 beat those of 256 by 2-5 % in each comparison, and 12x2 (no longer here) ran 12-17 % behind 6x4
-# where the sub-problem ranked it within the tie margin (A.B^T 2048^3 took it at 0.80-0.84x numpy)
+# where the sub-problem ranked it within the tie margin (A.B^T 2048^3 took it at 0.80-0.84x numpy). On one
+# thread the first is kept among them (`prefer_wide`): on the whole 1000^3 and 2048^3 of the four matmul kinds
+# it ran ahead of 6x4 with k256 in 11 of 12 interleaved comparisons (lent Xeon), where the sub-problem's quick
+# timings chose k256 or 8x2 in 4 of the 8 1-thread decisions of run h (0.91-0.95x numpy); on 16 threads the
+# fastest of them as measured (k512 ahead of k256 or level on all four kinds at 2048^3 there). 8x2rv-k256 is
+# out: on the whole 2048^3 it ran 8-11 % behind 6x4 at 1 thread and 5-21 % on 16 (the last 0.73-0.79x numpy),
+# and took A^T.B^T 2048^3 at 0.85x in run i (docs/bench/looptune_all_cores.md)
 WIDE_TILES = (
     TileTemplate(6, 4, k_block=512, v_block=512, r_block=96),
     TileTemplate(6, 4, k_block=256, v_block=512, r_block=96),
-    TileTemplate(8, 2, k_block=256, v_block=256, r_block=128),
 )
 
 
@@ -171,8 +176,8 @@ def with_wide_tiles(evaluator: Evaluator, cover: list[TileTemplate]) -> list[Til
 def prefer_wide(
     evaluator: Evaluator, options: list[tuple[tuple[str, ...], Schedule]], outcome: SearchOutcome
 ) -> SearchOutcome:
-    """On a deep sub-problem (`with_wide_tiles`), the fastest measured WIDE_TILES option unless the
-    outcome beats it by more than WIDE_MARGIN; else the outcome."""
+    """On a deep sub-problem (`with_wide_tiles`), the fastest measured WIDE_TILES option (on one thread the
+    first of them, where measured) unless the outcome beats it by more than WIDE_MARGIN; else the outcome."""
     if evaluator.whole is None or deep_reduction(evaluator.spec) is None or not outcome.gflops:
         return outcome
     wide = {TILE_ACTION + t.name() for t in WIDE_TILES}
@@ -183,6 +188,9 @@ def prefer_wide(
     ]
     if not measured:
         return outcome
+    if evaluator.threads == 1:  # the first of them, measured, where it leads on the whole (WIDE_TILES)
+        first = TILE_ACTION + WIDE_TILES[0].name()
+        measured = [m for m in measured if m[1][0] == first] or measured
     gflops, actions, schedule = max(measured, key=lambda m: m[0])
     if gflops * WIDE_MARGIN < outcome.gflops or outcome.actions == actions:
         return outcome

@@ -116,7 +116,35 @@ def test_a_deep_sub_problem_keeps_a_wide_tile_within_the_margin():
         return gflops
 
     for lead, kept in ((WIDE_MARGIN * 0.99, True), (WIDE_MARGIN * 1.01, False)):
-        evaluator = Evaluator(timed, landscape(lead), whole=spec)
+        evaluator = Evaluator(timed, landscape(lead), whole=spec, threads=16)  # the fastest wide tile
         outcome = policy_tiles(evaluator, AgentState(Schedule.base(timed)), time.perf_counter() + 60)
         assert (outcome.actions == ("tile:" + WIDE_TILES[1].name(),)) == kept, (lead, outcome.actions)
         assert outcome.gflops == (100.0 if kept else 100.0 * lead)
+
+
+def test_on_one_thread_a_deep_sub_problem_keeps_the_first_wide_tile_within_the_margin():
+    from optserve.policies.env import AgentState, Evaluator
+    from optserve.policies.tiles import WIDE_MARGIN, WIDE_TILES, policy_tiles
+
+    spec = LoopNestSpec.parse(MATMUL, {"m": 2048, "k": 2048, "n": 2048})
+    timed = timed_spec(spec, 2 * 512**3)
+    keys = [replay(timed, ["tile:" + t.name()], host_target()).compute_key() for t in WIDE_TILES]
+
+    def landscape(lead: float):
+        def gflops(s, schedule):  # the first wide tile 95, the second 100, the rest 95 * lead
+            key = schedule.compute_key()
+            return (95.0 if key == keys[0] else 100.0) if key in keys else 95.0 * lead
+
+        return gflops
+
+    for threads, lead, chosen in (
+        (1, WIDE_MARGIN * 0.99, WIDE_TILES[0]),  # the second is faster, not by the margin
+        (16, WIDE_MARGIN * 0.99, WIDE_TILES[1]),  # on threads the fastest wide tile
+        (1, WIDE_MARGIN * 1.01, None),  # the rest beats the first by more than the margin
+    ):
+        evaluator = Evaluator(timed, landscape(lead), whole=spec, threads=threads)
+        outcome = policy_tiles(evaluator, AgentState(Schedule.base(timed)), time.perf_counter() + 60)
+        if chosen is None:
+            assert outcome.actions[0] not in {"tile:" + t.name() for t in WIDE_TILES}, (threads, lead)
+        else:
+            assert outcome.actions == ("tile:" + chosen.name(),), (threads, lead, outcome.actions)
