@@ -83,11 +83,12 @@ TIE_SHARE = 0.2
 # of 512 beat those of 256 by 2-5 % in each comparison, and 12x2 (no longer here) ran 12-17 % behind 6x4
 # where the sub-problem ranked it within the tie margin (A.B^T 2048^3 took it at 0.80-0.84x numpy). On one
 # thread the first is kept among them (`prefer_wide`): on the whole 1000^3 and 2048^3 of the four matmul kinds
-# it ran ahead of 6x4 with k256 in 11 of 12 interleaved comparisons (lent Xeon), where the sub-problem's quick
-# timings chose k256 or 8x2 in 4 of the 8 1-thread decisions of run h (0.91-0.95x numpy); on 16 threads the
-# fastest of them as measured (k512 ahead of k256 or level on all four kinds at 2048^3 there). 8x2rv-k256 is
-# out: on the whole 2048^3 it ran 8-11 % behind 6x4 at 1 thread and 5-21 % on 16 (the last 0.73-0.79x numpy),
-# and took A^T.B^T 2048^3 at 0.85x in run i (docs/bench/looptune_all_cores.md)
+# it ran ahead of 6x4 with k256 in 10 of 12 interleaved comparisons and level in one (lent Xeon), where the
+# sub-problem's quick timings chose k256 or 8x2 in 4 of the 9 large 1-thread decisions of run h (0.91-0.95x
+# numpy); on 16 threads the fastest of them as measured (k512 ahead of k256 or level on all four kinds at
+# 2048^3 there). 8x2rv-k256 is out: on the whole 2048^3 it ran 8-11 % behind 6x4 at 1 thread and 7-33 % behind
+# the faster 6x4 on 16 (0.73-0.79x numpy), and took A^T.B^T 2048^3 at 0.85x in run i
+# (docs/bench/looptune_all_cores.md)
 WIDE_TILES = (
     TileTemplate(6, 4, k_block=512, v_block=512, r_block=96),
     TileTemplate(6, 4, k_block=256, v_block=512, r_block=96),
