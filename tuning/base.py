@@ -50,6 +50,11 @@ class TuningStore(Protocol):
         IR alone exceeds the bound is not kept (False)."""
         ...
 
+    def seen_unit(self, ir_hash: str) -> None:
+        """Note that a recorded unit was seen again, as `record_unit` does (`last_seen`, `times_seen`), for a
+        unit answered from its bytes' link without reading them; a read-only store notes nothing."""
+        ...
+
     def recorded_units(self) -> Iterator[RecordedUnit]:
         """The recorded units, most recently seen first."""
         ...

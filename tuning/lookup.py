@@ -75,6 +75,8 @@ class UnreadAnswer:
     # bytes a reader linked to a unit whose own entry is worth its compile: that entry's answer, from the
     # unit's key alone (the bytes are compiled as they came, read once in the compile: no intake, no key)
     stored: StoredAnswer | None = None
+    # the key of the unit the bytes are linked to, answered without a read: seen again (`seen_unit`)
+    seen: str | None = None
 
 
 def is_bitcode(data: bytes) -> bool:
@@ -104,10 +106,10 @@ def unread_answer(
         tuned = store.tuned_budget(unit, toolchain) > 0
         entry = store.lookup_unit(unit, toolchain)
         if tuned and not _worth(entry, min_saved):
-            return UnreadAnswer(read=False, settled=True)
+            return UnreadAnswer(read=False, settled=True, seen=unit)
         if _worth(entry, min_saved):
             stored = whole_unit_answer(store, "", toolchain, unit, min_saved)
-            return UnreadAnswer(read=True, pending=True, stored=stored)
+            return UnreadAnswer(read=True, pending=True, stored=stored, seen=unit)
     if store.holds_entries(objective, llvm_version, vocabulary):
         return UnreadAnswer(read=True, link=not linked and not store.read_only, pending=known is not None)
     return UnreadAnswer(read=False, settled=store.read_only, record=not linked and not store.read_only)

@@ -482,6 +482,17 @@ class SqlTuningStore:
         )
         return row is not None and int(row[0]) == 1
 
+    @guarded
+    def seen_unit(self, ir_hash: str) -> None:
+        if self.read_only:
+            return
+        with self.write() as cursor:
+            self.execute(
+                cursor,
+                "UPDATE units SET last_seen = ?, times_seen = times_seen + 1 WHERE ir_hash = ?",
+                (time.time(), ir_hash),
+            )
+
     def _record_compressed(
         self,
         touch: str,

@@ -118,6 +118,7 @@ class Optimizer:
         self.toolchain_asks = {"startup": 0, "request": 0}  # compiler workers asked, by when (`warm`)
         # a stored answer saving less is not compiled (tuning.lookup: worth its compile on every build)
         self._min_saved = settings.tuning.min_saved_bytes
+        self._notes: set[asyncio.Task] = set()  # `_note_seen`'s writes in flight
 
     async def warm(self, timeout_s: float) -> bool:
         """The work the first requests would otherwise do on their path, done before the service says it
@@ -338,6 +339,8 @@ class Optimizer:
         except (TuningStoreError, StoppedError, ServiceError, WorkerCrashedError) as err:
             logger.warning("tuning store: the unit is read first: %s", err)
             return None
+        if found.seen is not None:  # answered from the link: the unit stays recently seen, as a read unit
+            self._note_seen(found.seen)
         if found.stored is not None and found.stored.job is not None:
             return await self._compiled_as_sent(request, started, deadline, raw, found.stored)
         if found.read:
@@ -405,6 +408,25 @@ class Optimizer:
             oz_skipped=True,
             tuning=_hits(stored, False),
         )
+
+    def _note_seen(self, unit: str) -> None:
+        """`TuningStore.seen_unit` in a thread, off the request's path (the least recently seen units are
+        evicted first; a failed note is logged, never the request's)."""
+        from optserve.tuning.store import TuningStoreError
+
+        async def note() -> None:
+            try:
+                await asyncio.to_thread(self.store.seen_unit, unit)
+            except TuningStoreError as err:
+                logger.warning("tuning store: the unit was not noted as seen: %s", err)
+
+        task = asyncio.create_task(note())
+        self._notes.add(task)  # held until done: a task nothing refers to may be collected mid-way
+        task.add_done_callback(self._notes.discard)
+
+    async def notes_written(self) -> None:
+        """Wait for `_note_seen`'s writes in flight (a caller that stops its event loop next)."""
+        await asyncio.gather(*self._notes)
 
     async def _record_raw(self, raw: str, bitcode: bytes, name: str) -> bool:
         """Keep the unread bitcode for `optserve tune` (as `_record` keeps a unit); whether it was new."""

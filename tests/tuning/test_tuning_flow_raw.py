@@ -81,7 +81,13 @@ def run(compiler, store, request, settings: Settings = SETTINGS):
 
     generator = ScriptedGenerator([("-Oz",)])
     optimizer = Optimizer(settings, generator, compiler, ResultCache(10), generator.metadata, store)
-    return asyncio.run(optimizer.optimize(request))
+
+    async def answered():
+        response = await optimizer.optimize(request)
+        await optimizer.notes_written()  # the store's notes, written off the answer's path
+        return response
+
+    return asyncio.run(answered())
 
 
 def test_an_empty_store_records_the_bitcode_unread_and_answers_with_the_clients_object(pool, store, bitcode):
@@ -137,11 +143,14 @@ def test_a_linked_unit_tuned_without_an_entry_is_answered_unread_and_settled(poo
     store.offer([function_entry("of another unit", 80, toolchain=toolchain)])
     store.set_tuned_budget(unit_keys(ir, 200).unit_hash, toolchain, 10)  # nothing beat its -Oz
     run(pool, store, as_optcc_asks(bitcode))  # read once: linked
+    (before,) = store.recorded_units()
     watching = _Watching(pool)
     response = run(watching, store, as_optcc_asks(bitcode))
     # nothing read, nothing compiled (the LLVM version, asked once per Optimizer, is all a worker gave)
     assert watching.ran == ["current_toolchain"] and watching.compiled == []
     assert response.tuning.settled and [c.source for c in response.candidates] == ["client_baseline"]
+    (after,) = store.recorded_units()  # seen again without a read: not the first to be evicted
+    assert after.times_seen == before.times_seen + 1 and after.last_seen > before.last_seen
 
 
 def test_a_unit_recorded_unread_and_then_read_is_new_once(pool, store, bitcode):
