@@ -272,7 +272,6 @@ class Optimizer:
             started_input = time.monotonic()
             input_cost = await self._input_cost(ir, request.objective, deadline)
             sampled.compile_s += time.monotonic() - started_input
-        baseline_cost, best_cost = baseline.cost, ranked[0].cost
         response = schemas.OptimizeResponse(
             ir_sha256=digest,
             objective=request.objective,
@@ -280,21 +279,14 @@ class Optimizer:
             oz_cost=-1 if oz is None else oz.cost,
             candidates=ranked,
             best=ranked[0],
-            improvement_over_oz_pct=(
-                100.0 * (baseline_cost - best_cost) / baseline_cost if (baseline_cost or 0) > 0 else 0.0
-            ),
+            improvement_over_oz_pct=_improvement_pct(baseline.cost, ranked[0].cost),
             timings=schemas.Timings(
                 total_s=time.monotonic() - started,
                 validate_s=validate_s,
                 sample_s=sampled.sample_s,
                 compile_s=sampled.compile_s,
             ),
-            model_id=model.name,
-            model_version=model.version,
-            deadline_hit=sampled.deadline_hit,
-            optimized_ir=best_ir if request.return_ir else None,
-            object_code=best_object if request.return_object else None,
-            warning=sampled.warning,
+            **_answer_fields(request, sampled, model, best_ir, best_object),
             oz_skipped=oz is None,  # with a client baseline only: the deadline came before -Oz's compile
             tuning=_hits(stored, await recording),
         )
@@ -386,7 +378,6 @@ class Optimizer:
         baseline = client_code(request.baseline_cost)
         ranked = rank([baseline, *sampled.measured])
         best_ir, best_object = sampled.outputs(ranked[0]) or (None, None)
-        baseline_cost, best_cost = baseline.cost, ranked[0].cost
         model = await self.model_metadata()
         return schemas.OptimizeResponse(
             ir_sha256=raw,
@@ -395,16 +386,9 @@ class Optimizer:
             oz_cost=-1,
             candidates=ranked,
             best=ranked[0],
-            improvement_over_oz_pct=(
-                100.0 * (baseline_cost - best_cost) / baseline_cost if (baseline_cost or 0) > 0 else 0.0
-            ),
+            improvement_over_oz_pct=_improvement_pct(baseline.cost, ranked[0].cost),
             timings=schemas.Timings(total_s=time.monotonic() - started, compile_s=sampled.compile_s),
-            model_id=model.name,
-            model_version=model.version,
-            deadline_hit=sampled.deadline_hit,
-            optimized_ir=best_ir if request.return_ir else None,
-            object_code=best_object if request.return_object else None,
-            warning=sampled.warning,
+            **_answer_fields(request, sampled, model, best_ir, best_object),
             oz_skipped=True,
             tuning=_hits(stored, False),
         )
@@ -919,6 +903,23 @@ _HELD_NAMES = {
     CandidateSource.CLIENT_BASELINE: "the client's baseline",
     CandidateSource.TUNED: "the tuning store's candidate",
 }
+
+
+def _improvement_pct(baseline_cost: int | None, best_cost: int | None) -> float:
+    """How much smaller the best answer is than the baseline, in percent (0 without a baseline cost)."""
+    return 100.0 * (baseline_cost - best_cost) / baseline_cost if (baseline_cost or 0) > 0 else 0.0
+
+
+def _answer_fields(request, sampled: _Sampled, model: schemas.ModelMetadata, best_ir, best_object) -> dict:
+    """The response's fields every compiled answer fills alike: the model, the deadline, the outputs asked."""
+    return {
+        "model_id": model.name,
+        "model_version": model.version,
+        "deadline_hit": sampled.deadline_hit,
+        "optimized_ir": best_ir if request.return_ir else None,
+        "object_code": best_object if request.return_object else None,
+        "warning": sampled.warning,
+    }
 
 
 def _hits(stored: StoredAnswer | None, recorded: bool) -> schemas.TuningStoreHits:
