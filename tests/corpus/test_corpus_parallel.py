@@ -60,8 +60,11 @@ def test_stopping_early_does_not_wait_for_long_running_tasks():
 def test_ray_runner_does_every_item_once_and_contains_a_crash():
     import ray
 
-    # Ray workers import this test module by name: give them its directory.
-    ray.init(runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).parent)}}, log_to_driver=False)
+    # Ray workers import this test module by name: give them its directory. "local": a Ray of its own, never
+    # the cluster another test folder running beside this one wrote to /tmp/ray/ray_current_cluster.
+    ray.init(
+        "local", runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).parent)}}, log_to_driver=False
+    )
     try:
         results = dict(RayRunner("local").run(square_or_die, range(12)))
     finally:
