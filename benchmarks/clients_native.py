@@ -19,6 +19,10 @@ milliseconds over the rounds:
   -E through optcc       a command that compiles nothing (the native client execs clang), and clang -E itself
 The service is unreachable (OPTCC_SERVER=127.0.0.1:1) and the object cache off (OPTCC_CACHE=0): a unit's
 own cost, the service's call aside (it runs beside clang's back end).
+
+--build-rounds N adds whole builds: the tree's own Makefile, `make -s -j2 CC=... TARGETS` (--targets,
+default mxml's libmxml.a and testmxml.o: its 11 units) in a fresh copy of the tree after `make clean`, with
+clang-19, the installed optcc and optcc-py in turn, N rounds after one warm-up; medians of wall seconds.
 """
 
 from __future__ import annotations
@@ -53,6 +57,8 @@ def main() -> int:
     parser.add_argument("--tree", type=Path, default=REPO_ROOT / "data/clients/builds/mxml/clang")
     parser.add_argument("--unit", default="mxml-get.c")
     parser.add_argument("--flags", default=FLAGS)
+    parser.add_argument("--build-rounds", type=int, default=0)
+    parser.add_argument("--targets", nargs="*", default=["libmxml.a", "testmxml.o"])
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="optcc-native-bench-"))
     resident = scratch / "run"
@@ -96,8 +102,38 @@ def main() -> int:
         quartile = len(values) // 4
         median = statistics.median(values)
         print(f"{name:24s} {median:8.1f} {values[quartile]:8.1f} {values[-1 - quartile]:8.1f}")
+    if args.build_rounds:
+        builds(args, env, scratch)
     subprocess.run([args.bin / "optcc", "--stop-server"], env=env, capture_output=True)
     return 0
+
+
+def builds(args, env: dict[str, str], scratch: Path) -> None:
+    """Whole builds of the tree with each compiler in turn (--build-rounds)."""
+    import shutil
+
+    sides = {
+        "clang": "clang-19",
+        "optcc (native)": args.bin / "optcc",
+        "optcc-py (Python)": args.bin / "optcc-py",
+    }
+    seconds: dict[str, list[float]] = {side: [] for side in sides}
+    for round_ in range(args.build_rounds + 1):
+        for side, compiler in sides.items():
+            tree = scratch / f"build-{round_}-{side.split()[0]}"
+            shutil.copytree(args.tree, tree)
+            subprocess.run(["make", "-s", "clean"], cwd=tree, capture_output=True)
+            elapsed = timed(["make", "-s", "-j2", f"CC={compiler}", *args.targets], tree, env) / 1000
+            if round_:
+                seconds[side].append(elapsed)
+            shutil.rmtree(tree)
+    load = os.getloadavg()
+    print(f"{args.build_rounds} builds each, make -j2 {' '.join(args.targets)}, load average {load[0]:.2f}")
+    clang = statistics.median(seconds["clang"])
+    for side, values in seconds.items():
+        median = statistics.median(values)
+        each = " ".join(f"{value:.2f}" for value in values)
+        print(f"{side:24s} {median:6.2f} s ({median / clang:.2f}x clang)  {each}")
 
 
 if __name__ == "__main__":
