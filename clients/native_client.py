@@ -6,10 +6,10 @@ the resident server without a Python start (docs/clients.md); else they exec the
 Where: `<OPTCC_TAP_DIR>/native<bin folder>/optcc-client`, the bin folder being the one that holds the
 scripts (the script finds it from its own path with parameter expansion alone: no process started), with
 `optcc-client.stamp` naming what it was built for (the version, interpreter, clients/ folder and the C
-source: `stamp()`). Built by the wrapped clang (OPTCC_CLANG, default clang-19) with those facts compiled in;
-a build is checked before it is put in place: the install key it computes must be Python's
-(resident_wire.install_key) and its protocol resident_wire.MAGIC. A compiler that cannot build it gets a
-marker (`optcc-client.<stamp>.unavailable`, with why) and no further tries.
+source: `stamp()`). Built by the wrapped clang (OPTCC_CLANG, default clang-19; else clang-19, else `cc`)
+with those facts compiled in; a build is checked before it is put in place: the install key it computes
+must be Python's (resident_wire.install_key). When no compiler can build it, a marker
+(`optcc-client.<stamp>.unavailable`, with why) stops further tries for that stamp.
 
 Built by `optcc --build-tap` (with the bitcode tap), and in the background by the Python client when it
 serves a compile with the resident server on and finds none built for this install (`ensure`): the unit
@@ -100,18 +100,23 @@ def build(folder: str, clang: str) -> tuple[str | None, str]:
     try:
         with tempfile.TemporaryDirectory(dir=folder) as scratch:
             built = os.path.join(scratch, NAME)
-            try:
-                done = subprocess.run(
-                    compile_command(clang, SOURCE, built),
-                    stdin=subprocess.DEVNULL,
-                    capture_output=True,
-                    timeout=120,
-                )
-            except (OSError, subprocess.TimeoutExpired) as err:
-                return _unavailable(folder, current, f"{clang} could not build it: {err}")
-            if done.returncode != 0:
-                why = done.stderr.decode(errors="replace")[-400:]
-                return _unavailable(folder, current, f"{clang} could not build it: {why}")
+            failures = []
+            for compiler in dict.fromkeys([clang, "clang-19", "cc"]):  # plain C: any C compiler will do
+                try:
+                    done = subprocess.run(
+                        compile_command(compiler, SOURCE, built),
+                        stdin=subprocess.DEVNULL,
+                        capture_output=True,
+                        timeout=120,
+                    )
+                except (OSError, subprocess.TimeoutExpired) as err:
+                    failures.append(f"{compiler}: {err}")
+                    continue
+                if done.returncode == 0 and os.path.exists(built):
+                    break
+                failures.append(f"{compiler}: {done.stderr.decode(errors='replace')[-300:]}")
+            else:
+                return _unavailable(folder, current, "no compiler could build it: " + "; ".join(failures))
             checked = subprocess.run([built, "--key"], capture_output=True, timeout=30)
             expected = f"{resident_wire.MAGIC.decode()} {resident_wire.install_key()}"
             if checked.stdout.decode(errors="replace").strip() != expected:

@@ -279,6 +279,17 @@ def test_the_script_runs_the_python_client_while_no_native_client_is_built(work,
     assert len(_started(folder)) == 1
 
 
+def test_a_wrapped_compiler_that_cannot_build_it_leaves_the_build_to_clang(tmp_path):
+    """OPTCC_CLANG names a compiler that cannot build C (a wrapper of the build's): clang-19 builds the
+    native client instead, and no marker says it is unavailable."""
+    not_a_compiler = tmp_path / "not-a-compiler"
+    not_a_compiler.write_text("#!/bin/sh\nexit 1\n")
+    not_a_compiler.chmod(0o755)
+    folder = native_client.native_folder(os.environ, str(_bin(tmp_path / "bin")))
+    built, why = native_client.build(folder, str(not_a_compiler))
+    assert built and not why and not list(Path(folder).glob("*.unavailable"))
+
+
 def test_the_installed_scripts_are_posix_sh_that_start_no_process():
     for name in ("optcc", "optcc++"):
         script = SCRIPTS / name
