@@ -25,6 +25,8 @@ import contextlib
 import os
 import sys
 
+from optserve.clients import spawn
+
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "thin_client.c")
 NAME = "optcc-client"
 LOCK_STALE_S = 120.0
@@ -192,23 +194,9 @@ def _start_build(folder: str, clang: str) -> None:
     try:
         # -P: the build's folder (this command's working folder) is not on its import path
         command = [sys.executable, "-P", "-m", "optserve.clients.native_client", folder, clang]
-        actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
-        actions += [(os.POSIX_SPAWN_DUP2, log, 1), (os.POSIX_SPAWN_DUP2, log, 2)]
-        try:
-            inherited = {int(fd) for fd in os.listdir("/proc/self/fd")} - {0, 1, 2, log}
-        except OSError:
-            inherited = set()
-        actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in sorted(inherited) if _inheritable(fd)]
-        os.posix_spawn(sys.executable, command, os.environ, file_actions=actions, setsid=True)
+        spawn.detached(command, log, setsid=True)
     finally:
         os.close(log)
-
-
-def _inheritable(fd: int) -> bool:
-    try:
-        return os.get_inheritable(fd)
-    except OSError:  # closed meanwhile (listdir's own descriptor)
-        return False
 
 
 def main(argv: list[str]) -> int:

@@ -13,6 +13,7 @@ import sys
 import time
 
 from optserve.clients import resident_wire as wire
+from optserve.clients import spawn
 from optserve.clients.settings import ConfigError, ResidentSettings
 
 START_WAIT_S = 5.0  # a server's start (its imports) takes ~0.5 s here; a loaded machine may take longer
@@ -233,27 +234,10 @@ def _spawn_server(paths: wire.Paths, settings: ResidentSettings) -> int:
         "--idle",
         repr(settings.idle_s),
     ]
-    actions = [
-        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-        (os.POSIX_SPAWN_DUP2, log, 1),
-        (os.POSIX_SPAWN_DUP2, log, 2),
-    ]
-    # nothing else the build handed this command (a pipe someone reads to its end, a jobserver's) stays
-    # open for the server's lifetime
-    with contextlib.suppress(OSError):
-        inherited = {int(fd) for fd in os.listdir("/proc/self/fd")} - {0, 1, 2, log}
-        actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in sorted(inherited) if _inheritable(fd)]
-    try:
-        return os.posix_spawn(sys.executable, command, os.environ, file_actions=actions, setpgroup=0)
+    try:  # nothing else the build handed this command stays open for the server's lifetime
+        return spawn.detached(command, log, setpgroup=0)
     finally:
         os.close(log)
-
-
-def _inheritable(fd: int) -> bool:
-    try:
-        return os.get_inheritable(fd)
-    except OSError:  # closed meanwhile (listdir's own descriptor)
-        return False
 
 
 def control(flag: str) -> int:

@@ -54,3 +54,28 @@ def run(argv: list[str], stderr_path: str) -> int:
     pid = os.posix_spawnp(argv[0], argv, os.environ, file_actions=actions)
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status)
+
+
+def detached(command: list[str], log: int, **flags) -> int:
+    """Start `command` (its program: `command[0]`) with stdin from /dev/null and stdout and stderr to the
+    descriptor `log`, holding none of the other descriptors the build handed this process (a pipe someone
+    reads to its end, a jobserver's) for its lifetime; `flags`: posix_spawn's (`setsid`, `setpgroup`). Its
+    process id."""
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_DUP2, log, 1),
+        (os.POSIX_SPAWN_DUP2, log, 2),
+    ]
+    try:
+        inherited = {int(fd) for fd in os.listdir("/proc/self/fd")} - {0, 1, 2, log}
+    except OSError:
+        inherited = set()
+    actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in sorted(inherited) if _inheritable(fd)]
+    return os.posix_spawn(command[0], command, os.environ, file_actions=actions, **flags)
+
+
+def _inheritable(fd: int) -> bool:
+    try:
+        return os.get_inheritable(fd)
+    except OSError:  # closed meanwhile (listdir's own descriptor)
+        return False
