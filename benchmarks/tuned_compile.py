@@ -26,12 +26,9 @@ compile). The objects are compared as without it.
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
 import json
 import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,33 +37,10 @@ from pathlib import Path
 from optserve.compiler import function_lists, pipeline
 from optserve.compiler.function_lists import FunctionLists
 from optserve.compiler.ir import parse_ir
-from optserve.config import REPO_ROOT
+from optserve.testing.tuned_units import OBJECTIVE, bitcode_of, revision_module, unit_arguments
 from optserve.tuning.lookup import functions_answer, toolchain_of, whole_unit_answer
 from optserve.tuning.store import open_store
 from optserve.tuning.unit_keys import unit_hash, unit_keys
-
-OBJECTIVE = "text_size"
-
-
-def revision_module(revision: str, path: str, name: str, imports: dict[str, str]):
-    """The module at `path` of git `revision`, loaded as `name`; its imports are the working tree's, but for
-    the modules `imports` names (module -> the name a revision's module was loaded as)."""
-    source = subprocess.run(
-        ["git", "show", f"{revision}:{path}"], cwd=REPO_ROOT, check=True, capture_output=True, text=True
-    ).stdout
-    for module, loaded in imports.items():
-        source = source.replace(f"from {module} import", f"from {loaded} import")
-    spec = importlib.util.spec_from_loader(name, loader=None)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up there
-    exec(compile(source, f"{revision}:{path}", "exec"), module.__dict__)  # noqa: S102 (our own history)
-    return module
-
-
-def bitcode_of(compiler: str, tree: Path, source: Path, flags: list[str], out: Path) -> bytes:
-    command = [compiler, *flags, "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-c", "-w"]
-    subprocess.run([*command, source.name, "-o", str(out)], cwd=tree, check=True)
-    return out.read_bytes()
 
 
 def stored_job(store, ir: str):
@@ -92,20 +66,6 @@ def compile_with(side, ir: str | bytes, job, read=None):
     if evaluation.error:
         raise RuntimeError(evaluation.error)
     return seconds, evaluation.object_code
-
-
-def unit_arguments(description: str, runs: int) -> argparse.ArgumentParser:
-    """The options of the benchmarks over a tuned store's units (this one and tuned_lookup.py): the store,
-    the tree of sources with their flags and compiler, the revision run as 'before', alternating runs."""
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--store", required=True)
-    parser.add_argument("--tree", type=Path, required=True)
-    parser.add_argument("--flags", default="-Oz")
-    parser.add_argument("--compiler", default="clang-19")
-    parser.add_argument("--glob", default="*.c")
-    parser.add_argument("--before", default="HEAD", help="the git revision run as 'before'")
-    parser.add_argument("--runs", type=int, default=runs)
-    return parser
 
 
 def main() -> int:

@@ -10,11 +10,11 @@ must not change).
         --flags "-g -Os -D_GNU_SOURCE -Oz -D_THREAD_SAFE -D_REENTRANT -D_FORTIFY_SOURCE=2 -I." \
         [--before HEAD] [--runs 7] [--split]
 
-Each source is compiled as optcc sends it (benchmarks/tuned_compile.py's `bitcode_of`); per unit, --runs of
-each side in this process, alternating which goes first: the medians of their wall times. A unit the store
-answers from its own key (a whole-unit entry) is not split, as in the service; --split splits every unit of
-two functions or more (the path of a unit the store answers from its functions' entries only, e.g. an edited
-one).
+Each source is compiled as optcc sends it (optserve/testing/tuned_units.py's `bitcode_of`); per unit,
+--runs of each side in this process, alternating which goes first: the medians of their wall times. A unit
+the store answers from its own key (a whole-unit entry) is not split, as in the service; --split splits
+every unit of two functions or more (the path of a unit the store answers from its functions' entries only,
+e.g. an edited one).
 """
 
 from __future__ import annotations
@@ -26,12 +26,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from optserve.testing.tuned_units import OBJECTIVE, bitcode_of, revision_module, unit_arguments
 from optserve.tuning.lookup import toolchain_of, whole_unit_answer
 from optserve.tuning.store import open_store
 from optserve.tuning.unit_keys import read_unit, unit_keys
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tuned_compile import OBJECTIVE, bitcode_of, revision_module, unit_arguments  # noqa: E402
 
 MAX_BYTES = 64 * 2**20
 MAX_FUNCTIONS = 150
