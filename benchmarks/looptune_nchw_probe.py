@@ -3,7 +3,7 @@ benchmark's conv groups, in NCHW or with `--kind conv_nhwc` in NHWC).
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/looptune_nchw_probe.py --layers conv5 --templates 4x4rv-k64-r64
 
-For each layer of benchmarks/looptune_threads.py's CONVS (selected by a word of its name) and each template
+For each layer of looptune_training/suites.py's CONVS (selected by a word of its name) and each template
 (names as kernels/tiling.py TileTemplate writes them), the template's kernel on the whole layer (compiled
 for `--threads`) and torch.nn.functional.conv2d are timed in interleaved rounds, best per kernel; with
 `--decide`, the default decision (`policy_tiles`) too, and what it chose and on which sizes; with
@@ -20,9 +20,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from looptune_threads import CONVS, torch_conv  # noqa: E402
+from optserve.looptune_training.suite_timing import torch_conv
+from optserve.looptune_training.suites import CONVS
 
 
 def main(argv: list[str] | None = None) -> int:

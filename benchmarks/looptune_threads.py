@@ -28,16 +28,6 @@ import sys
 import time
 from pathlib import Path
 
-# common CNN layers at stride 1 (ResNet-50 / VGG stages; output y = x): (name, c, f, image, window)
-CONVS = (
-    ("vgg conv1_2", 64, 64, 224, 3),
-    ("resnet conv2 3x3", 64, 64, 56, 3),
-    ("resnet conv2 1x1 expand", 64, 256, 56, 1),
-    ("resnet conv3 3x3", 128, 128, 28, 3),
-    ("resnet conv4 3x3", 256, 256, 14, 3),
-    ("resnet conv5 3x3", 512, 512, 7, 3),
-    ("resnet conv4 1x1 reduce", 1024, 256, 14, 1),
-)
 CUBES = (256, 1000, 2048)
 GROUPS = ("held-out", "sweep", "conv NCHW", "conv NHWC")
 SQUARES = (1000, 2048)
@@ -46,7 +36,7 @@ SETTLE_S = 0.15  # between timing one library's threads and the next's (time_one
 
 def cases() -> list[tuple[str, object, str | None]]:
     """(group, case, the conv layer's name or None), in report order."""
-    from optserve.looptune_training.suites import HELD_OUT, case
+    from optserve.looptune_training.suites import CONVS, HELD_OUT, case
 
     out: list[tuple[str, object, str | None]] = [("held-out", c, None) for c in HELD_OUT]
     for kind in ("matmul", "matmul_at", "matmul_bt", "matmul_tt"):
@@ -61,21 +51,6 @@ def cases() -> list[tuple[str, object, str | None]]:
     return out
 
 
-def torch_conv(kind: str, sizes: dict[str, int], threads: int):
-    """PyTorch's convolution of the case (stride 1, no padding), channels_last for the NHWC kind."""
-    import torch
-
-    torch.set_num_threads(threads)
-    rng = torch.Generator().manual_seed(0)
-    n, c, f, r, s = (sizes[i] for i in "ncfrs")
-    image = torch.rand((n, c, sizes["y"] + r - 1, sizes["x"] + s - 1), generator=rng) * 2 - 1
-    weight = torch.rand((f, c, r, s), generator=rng) * 2 - 1
-    if kind == "conv_nhwc":
-        image = image.contiguous(memory_format=torch.channels_last)
-        weight = weight.contiguous(memory_format=torch.channels_last)
-    return lambda: torch.nn.functional.conv2d(image, weight)
-
-
 def time_one(group: str, case, layer: str | None, threads: int, rounds: int) -> dict:
     import numpy as np
 
@@ -84,6 +59,7 @@ def time_one(group: str, case, layer: str | None, threads: int, rounds: int) -> 
     from optserve.kernels.parallel import ParallelKernel, compile_parallel
     from optserve.kernels.reference import numpy_program
     from optserve.kernels.schedule import Schedule
+    from optserve.looptune_training.suite_timing import torch_conv
     from optserve.policies.decision_cache import MemoryDecisionCache
     from optserve.policies.methods import SearchMethod
     from optserve.policies.scheduler import schedule_nest

@@ -23,7 +23,7 @@ import threading
 import time
 from pathlib import Path
 
-from reliability_common import REPO, machine, utc_now, write_section
+from optserve.testing.reliability_report import REPO, machine, utc_now, write_section
 
 RUNS = REPO / "runs" / "reliability_body"
 CHUNK = b"a" * (1 << 20)

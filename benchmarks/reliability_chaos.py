@@ -43,9 +43,9 @@ from collections import Counter
 from pathlib import Path
 
 import psutil
-from reliability_common import REPO, machine, utc_now, write_section
 
 from optserve.testing.postgres import PostgresServer
+from optserve.testing.reliability_report import REPO, machine, utc_now, write_section
 from optserve.testing.service import TOKEN, build_tiny_model, replica_pids, service_settings
 
 OUT = REPO / "runs" / "reliability_chaos"

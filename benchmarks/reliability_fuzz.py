@@ -22,7 +22,7 @@ import time
 import traceback
 from pathlib import Path
 
-from reliability_common import REPO, machine, utc_now, write_section
+from optserve.testing.reliability_report import REPO, machine, utc_now, write_section
 
 TARGETS = ("ir", "pass_list", "loop_nest")
 OUT = REPO / "runs" / "reliability_fuzz"

@@ -24,10 +24,9 @@ import os
 import random
 import time
 
-from reliability_common import REPO, machine, utc_now, write_section
-
 from optserve.testing.fuzz import bitcode_mutations, fuzz_targets
 from optserve.testing.fuzz.fuzz_isolation import Isolated
+from optserve.testing.reliability_report import REPO, machine, utc_now, write_section
 
 CRASHERS = REPO / "tests" / "data" / "reliability" / "bitcode_crashers"
 BATCH = 1000  # inputs per round of children

@@ -20,8 +20,8 @@ import time
 from collections import Counter
 
 import grpc
-from reliability_common import REPO, machine, utc_now, write_section
 
+from optserve.testing.reliability_report import REPO, machine, utc_now, write_section
 from optserve.testing.service import TOKEN, build_tiny_model, service_settings
 from optserve.testing.tls import make_self_signed_cert
 

@@ -29,9 +29,9 @@ from pathlib import Path
 
 import httpx
 import psutil
-from reliability_common import REPO, machine, utc_now, write_section
 
 from optserve.testing.polling import poll
+from optserve.testing.reliability_report import REPO, machine, utc_now, write_section
 
 OUT = REPO / "runs" / "reliability_ingress"
 ADD_IR = (REPO / "tests" / "data" / "serve" / "add.ll").read_text()

@@ -22,8 +22,8 @@ from collections import Counter
 from pathlib import Path
 
 import psutil
-from reliability_common import REPO, machine, utc_now, write_section
 
+from optserve.testing.reliability_report import REPO, machine, utc_now, write_section
 from optserve.testing.service import MAX_ONGOING, MAX_QUEUED, TOKEN, build_tiny_model, service_settings
 
 OUT = REPO / "runs" / "reliability_soak"

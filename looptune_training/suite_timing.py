@@ -159,3 +159,18 @@ def write_outputs(data: dict, out: str, json_out: str, render, draw) -> None:
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text(text)
     print(text)
+
+
+def torch_conv(kind: str, sizes: dict[str, int], threads: int):
+    """PyTorch's convolution of the case (stride 1, no padding), channels_last for the NHWC kind."""
+    import torch
+
+    torch.set_num_threads(threads)
+    rng = torch.Generator().manual_seed(0)
+    n, c, f, r, s = (sizes[i] for i in "ncfrs")
+    image = torch.rand((n, c, sizes["y"] + r - 1, sizes["x"] + s - 1), generator=rng) * 2 - 1
+    weight = torch.rand((f, c, r, s), generator=rng) * 2 - 1
+    if kind == "conv_nhwc":
+        image = image.contiguous(memory_format=torch.channels_last)
+        weight = weight.contiguous(memory_format=torch.channels_last)
+    return lambda: torch.nn.functional.conv2d(image, weight)

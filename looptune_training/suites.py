@@ -168,3 +168,16 @@ def training_suite(per_kind: int = TRAIN_PER_KIND, seed: int = TRAIN_SEED) -> li
             cases.append(candidate)
             drawn += 1
     return cases
+
+
+# Common CNN layers (name, input channels, filters, image side, window side), stride 1: the convolutions
+# benchmarks/looptune_threads.py compares with PyTorch's.
+CONVS = (
+    ("vgg conv1_2", 64, 64, 224, 3),
+    ("resnet conv2 3x3", 64, 64, 56, 3),
+    ("resnet conv2 1x1 expand", 64, 256, 56, 1),
+    ("resnet conv3 3x3", 128, 128, 28, 3),
+    ("resnet conv4 3x3", 256, 256, 14, 3),
+    ("resnet conv5 3x3", 512, 512, 7, 3),
+    ("resnet conv4 1x1 reduce", 1024, 256, 14, 1),
+)

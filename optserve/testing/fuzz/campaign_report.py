@@ -15,11 +15,10 @@ import hashlib
 import json
 from pathlib import Path
 
-from reliability_campaign import CRASHERS, HANG_S, KNOWN, canonical
-from reliability_common import write_section
-
+from optserve.testing.fuzz.crash_signatures import CRASHERS, HANG_S, KNOWN, canonical
 from optserve.testing.fuzz.fuzz_isolation import Isolated
 from optserve.testing.fuzz.intake_target import Corpus, check_intake
+from optserve.testing.reliability_report import write_section
 
 SUFFIX = {"bitcode": "bc", "text": "ll"}
 

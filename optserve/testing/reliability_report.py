@@ -1,4 +1,4 @@
-"""Shared by benchmarks/reliability_*.py: machine description and writing one section of
+"""What benchmarks/reliability_*.py share: the machine's description and writing one section of
 docs/bench/reliability.md (each benchmark owns the text between its markers)."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import re
 import subprocess
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from optserve.config import REPO_ROOT as REPO
+
 REPORT = REPO / "docs" / "bench" / "reliability.md"
 HEADER = (
     "# Reliability figures (issue 10)\n\nWritten by benchmarks/reliability_*.py; each owns its section.\n"
