@@ -29,25 +29,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from optserve.testing.commands import timed
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FLAGS = "-g -Os -D_GNU_SOURCE -Oz -D_THREAD_SAFE -D_REENTRANT -D_FORTIFY_SOURCE=2 -Wall -Wunused"
-
-
-def timed(command: list[str], cwd: Path, env: dict[str, str]) -> float:
-    started = time.perf_counter()
-    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True)
-    elapsed = (time.perf_counter() - started) * 1000
-    if done.returncode != 0:
-        raise SystemExit(f"{shlex.join(command)} failed:\n{done.stderr.decode(errors='replace')[-2000:]}")
-    return elapsed
 
 
 def main() -> int:

@@ -28,27 +28,14 @@ import os
 import shlex
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from optserve.clients import object_cache
+from optserve.testing.commands import timed
 
 SERVER = "127.0.0.1:1"  # nothing listens: no unit is sent, and no cache lookup asks for the model
-
-
-def timed(command: list[str], cwd: Path, env: dict[str, str], before=None) -> float:
-    """Wall milliseconds of one run of `command` (after `before()`, untimed)."""
-    if before is not None:
-        before()
-    started = time.perf_counter()
-    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True)
-    elapsed = (time.perf_counter() - started) * 1000
-    if done.returncode != 0:
-        raise SystemExit(f"{shlex.join(command)} failed:\n{done.stderr.decode(errors='replace')[-2000:]}")
-    return elapsed
 
 
 def empty_cache(root: Path) -> None:

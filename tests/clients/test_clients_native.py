@@ -25,7 +25,15 @@ import pytest
 
 from optserve.clients import native_client
 from optserve.clients import resident_wire as wire
-from tests.clients.test_clients_resident import BROKEN, DOWN, UNIT, UNIT_COMMAND, _servers_of, _started
+from tests.clients.test_clients_resident import (
+    DOWN,
+    UNIT_COMMAND,
+    _servers_of,
+    _started,
+    private_folder,
+    running_sleepy,
+    with_units,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO_ROOT / "clients" / "sh-scripts"
@@ -54,24 +62,12 @@ def bin_folder(tmp_path) -> Path:
 
 @pytest.fixture
 def folder():
-    """A private resident folder of this test (short: a socket's path has 107 bytes at most); its servers
-    are stopped at the end, killed if they do not stop."""
-    path = Path(tempfile.mkdtemp(prefix="optcc-rn-", dir="/tmp"))
-    yield path
-    subprocess.run([VENV_BIN / "optcc-py", "--stop-server"], env=_env(path), capture_output=True)
-    ends = time.monotonic() + 5
-    while _servers_of(path) and time.monotonic() < ends:
-        time.sleep(0.05)
-    for pid in _servers_of(path):
-        os.kill(pid, signal.SIGKILL)
-    shutil.rmtree(path, ignore_errors=True)
+    yield from private_folder("optcc-rn-", VENV_BIN / "optcc-py", _env)
 
 
 @pytest.fixture
 def work(tmp_path) -> Path:
-    (tmp_path / "unit.c").write_text(UNIT)
-    (tmp_path / "broken.c").write_text(BROKEN)
-    return tmp_path
+    return with_units(tmp_path)
 
 
 def _env(folder: Path, resident: bool = True, **extra: str) -> dict[str, str]:
@@ -242,17 +238,7 @@ def test_a_child_that_dies_before_its_status_leaves_the_unit_to_python(bin_folde
 
 def test_ctrl_c_reaches_the_served_command_and_ends_the_native_client_by_it(bin_folder, work, folder):
     _start_server(folder)
-    sleepy, running = work / "sleepy-clang", work / "clang-running"
-    sleepy.write_text(f"#!/bin/sh\ntouch {running}\nexec sleep 30\n")
-    sleepy.chmod(0o755)
-    command = subprocess.Popen(
-        [bin_folder / "optcc", *UNIT_COMMAND], cwd=work, env=_env(folder, OPTCC_CLANG=str(sleepy)),
-        stderr=subprocess.PIPE,
-    )  # fmt: skip
-    ends = time.monotonic() + 30
-    while not running.exists() and time.monotonic() < ends:
-        time.sleep(0.02)
-    assert running.exists()
+    command = running_sleepy(bin_folder / "optcc", work, lambda clang: _env(folder, OPTCC_CLANG=clang))
     command.send_signal(signal.SIGINT)
     assert command.wait(timeout=10) == -signal.SIGINT
     assert _python_runs(bin_folder) == 0

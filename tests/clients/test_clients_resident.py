@@ -67,15 +67,12 @@ def _servers_of(folder: Path) -> list[int]:
     return [pid for pid, parent in parents.items() if parent not in parents]
 
 
-@pytest.fixture
-def folder():
-    """A private resident folder of this test (short: a socket's path has 107 bytes at most); its servers
-    are stopped at the end, killed if they do not stop."""
-    path = Path(tempfile.mkdtemp(prefix="optcc-rs-", dir="/tmp"))
+def private_folder(prefix: str, stop: Path, env=lambda path: os.environ | {"OPTCC_RESIDENT_DIR": str(path)}):
+    """A private resident folder of a test (short: a socket's path has 107 bytes at most), yielded; its
+    servers are stopped at the end (`stop --stop-server` in `env(folder)`), killed if they do not stop."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
     yield path
-    subprocess.run(
-        [OPTCC, "--stop-server"], env=os.environ | {"OPTCC_RESIDENT_DIR": str(path)}, capture_output=True
-    )
+    subprocess.run([stop, "--stop-server"], env=env(path), capture_output=True)
     ends = time.monotonic() + 5
     while _servers_of(path) and time.monotonic() < ends:
         time.sleep(0.05)
@@ -85,10 +82,20 @@ def folder():
 
 
 @pytest.fixture
+def folder():
+    yield from private_folder("optcc-rs-", OPTCC)
+
+
+def with_units(folder: Path) -> Path:
+    """`folder` with a unit that compiles (unit.c) and one that does not (broken.c)."""
+    (folder / "unit.c").write_text(UNIT)
+    (folder / "broken.c").write_text(BROKEN)
+    return folder
+
+
+@pytest.fixture
 def work(tmp_path) -> Path:
-    (tmp_path / "unit.c").write_text(UNIT)
-    (tmp_path / "broken.c").write_text(BROKEN)
-    return tmp_path
+    return with_units(tmp_path)
 
 
 def _env(folder: Path, resident: bool, **extra: str) -> dict[str, str]:
@@ -411,22 +418,27 @@ def test_a_command_survives_its_server_being_killed(work, folder):
 
 def test_ctrl_c_reaches_the_command_and_ends_the_client_by_it(work, folder):
     """SIGINT to the client (make's Ctrl-C) reaches the served unit's clang, and the client dies of it."""
-    sleepy = work / "sleepy-clang"
-    running = work / "clang-running"
-    sleepy.write_text(f"#!/bin/sh\ntouch {running}\nexec sleep 30\n")
-    sleepy.chmod(0o755)
-    command = subprocess.Popen(
-        [OPTCC, *UNIT_COMMAND], cwd=work, env=_env(folder, True, OPTCC_CLANG=str(sleepy)),
-        stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    ends = time.monotonic() + 30
-    while not running.exists() and time.monotonic() < ends:
-        time.sleep(0.02)
-    assert running.exists()
+    command = running_sleepy(OPTCC, work, lambda clang: _env(folder, True, OPTCC_CLANG=clang))
     command.send_signal(signal.SIGINT)
     assert command.wait(timeout=10) == -signal.SIGINT
     time.sleep(0.2)
     assert not _descendants_sleeping(work)
+
+
+def running_sleepy(program: Path, work: Path, env_of) -> subprocess.Popen:
+    """`program` compiling the unit in `work` with a clang that sleeps (OPTCC_CLANG, in `env_of(clang)`),
+    returned once that clang runs."""
+    sleepy, running = work / "sleepy-clang", work / "clang-running"
+    sleepy.write_text(f"#!/bin/sh\ntouch {running}\nexec sleep 30\n")
+    sleepy.chmod(0o755)
+    command = subprocess.Popen(
+        [program, *UNIT_COMMAND], cwd=work, env=env_of(str(sleepy)), stderr=subprocess.PIPE
+    )
+    ends = time.monotonic() + 30
+    while not running.exists() and time.monotonic() < ends:
+        time.sleep(0.02)
+    assert running.exists()
+    return command
 
 
 def _descendants_sleeping(work: Path) -> list[int]:

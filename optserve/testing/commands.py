@@ -1,0 +1,21 @@
+"""A command's wall time, for the benchmarks that compare optcc with clang command by command."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import time
+from pathlib import Path
+
+
+def timed(command: list[str], cwd: Path, env: dict[str, str], before=None) -> float:
+    """Wall milliseconds of one run of `command` (after `before()`, untimed); a failure stops the benchmark
+    with the command and the end of its diagnostics."""
+    if before is not None:
+        before()
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True)
+    elapsed = (time.perf_counter() - started) * 1000
+    if done.returncode != 0:
+        raise SystemExit(f"{shlex.join(command)} failed:\n{done.stderr.decode(errors='replace')[-2000:]}")
+    return elapsed
