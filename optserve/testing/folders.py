@@ -2,13 +2,15 @@
 
 One process per folder keeps a crash in one folder (a killed vLLM engine, a Ray that does not stop) from
 taking the others' results with it, and lets the summary name the folders that failed. The service folders
-cannot share one Serve app (their settings differ: docs/structure_audit.md), but two folders can run at
-once: a folder's tests spend much of their time waiting (on its service, subprocesses, polls and
-deadlines), so one folder leaves much of two cores idle. Folders start longest first (LONGEST_FIRST, from
-measured times), so that the last ones to start are short. Each folder keeps its own ports (its conftest's
-offsets from OPTSERVE_TEST_HTTP_PORT / OPTSERVE_TEST_GRPC_PORT), its own Ray instance and its own tuning
-store directory (tests/conftest.py), so no result depends on which folder runs beside it. A folder's
-output is printed whole when it ends, then one line per folder: its pytest summary and wall time.
+cannot share one Serve app (their settings differ: docs/structure_audit.md), but folders can run at once
+(`--jobs 2`): a folder's tests spend much of their time waiting (on its service, subprocesses, polls and
+deadlines), so one folder leaves much of two cores idle; on 2 cores tests/serve's latency and deadline
+checks fail beside another folder, so `make test` runs them in series. Folders start longest first
+(LONGEST_FIRST, from measured times), so that the last ones to start are short. Each folder keeps its own
+ports (its conftest's offsets from OPTSERVE_TEST_HTTP_PORT / OPTSERVE_TEST_GRPC_PORT), its own Ray instance
+and its own tuning store directory (tests/conftest.py), so no result depends on which folder runs beside
+it. A folder's output is printed whole when it ends, then one line per folder: its pytest summary and wall
+time.
 
     python -m optserve.testing.folders [--jobs 2] tests/clients/ tests/compiler/ ...
 """
@@ -98,7 +100,7 @@ def run_folders(folders: list[str], jobs: int) -> list[Run]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, default=2, help="folders running at once (1: in series)")
+    parser.add_argument("--jobs", type=int, default=1, help="folders running at once (1: in series)")
     parser.add_argument("folders", nargs="+")
     args = parser.parse_args(argv)
     started = time.monotonic()
