@@ -6,6 +6,7 @@ configured, HTTP is HTTPS and a TLS front for gRPC (serve/edges/grpc_tls.py) lis
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ _MESSAGE_OVERHEAD_BYTES = 1 << 20
 _GRPC_TLS_ACTOR = "optserve-grpc-tls"
 # Read by Serve's controller: a proxy not ready within it is killed and started again (Ray's default: 5 s).
 PROXY_READY_TIMEOUT_ENV = "RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S"
+_LOST_POLL_S = 0.2  # how often `stop` looks for the local Ray instance's end while Serve shuts down
 _grpc_tls_front = None  # the running front's actor handle, for `stop`
 
 
@@ -166,13 +168,42 @@ def _start_grpc_tls_front(serve_settings: ServeSettings, message_limit: int) -> 
     return port
 
 
-def stop() -> None:
+def stop() -> bool:
+    """Take the application down, then Ray (the local instance `start` made, or this driver's connection);
+    False when the local instance ended under this driver, and its process should end at once (`os._exit`).
+
+    Serve's own shutdown asks its controller and waits up to 30 s for the answer. When the signal went to the
+    whole process group (systemd's stop, a terminal's Ctrl-C, `kill -- -PGID`), Ray's own processes are
+    ending beside this one and that answer never comes: as soon as a process of the local instance is gone,
+    the wait ends and what is left of the instance is stopped here. `ray.shutdown` is then not called: the
+    driver's side of it waits about 8 s for the gone raylet, and the interpreter's exit hooks would call it.
+    """
     global _grpc_tls_front
+    import threading
+
     import ray
     from ray import serve
+    from ray._private import worker
 
-    if _grpc_tls_front is not None:
-        ray.kill(_grpc_tls_front, no_restart=True)
-        _grpc_tls_front = None
-    serve.shutdown()
+    if _grpc_tls_front is not None and not _local_ray_lost():
+        with contextlib.suppress(Exception):  # its node may be going: the node's end takes it too
+            ray.kill(_grpc_tls_front, no_restart=True)
+    _grpc_tls_front = None
+    shut = threading.Thread(target=serve.shutdown, name="serve-shutdown", daemon=True)
+    shut.start()
+    while shut.is_alive() and not _local_ray_lost():
+        shut.join(_LOST_POLL_S)
+    if _local_ray_lost():
+        worker._global_node.kill_all_processes(check_alive=False, allow_graceful=True, wait=True)
+        return False
     ray.shutdown()
+    return True
+
+
+def _local_ray_lost() -> bool:
+    """Whether a process of the Ray instance this driver started (raylet, GCS, ...) has ended; False for a
+    cluster this driver joined, whose processes are not its own."""
+    from ray._private import worker
+
+    node = worker._global_node
+    return node is not None and bool(node.dead_processes())

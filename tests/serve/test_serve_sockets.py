@@ -89,8 +89,12 @@ def default_service(request, tmp_path_factory):
     http_port, grpc_port = PORTS[request.param]
     launcher = {"optserve serve": _optserve_serve, "serve run": _serve_run}[request.param]
     command, env = launcher(tmp_path_factory.mktemp("service"), http_port, grpc_port)
-    process = subprocess.Popen(
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **env}
+    process = subprocess.Popen(  # a process group of its own, as a service manager starts it
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **env},
+        start_new_session=True,
     )
     client = OptserveClient(f"127.0.0.1:{grpc_port}", timeout_s=120)
     try:
@@ -120,3 +124,34 @@ def test_the_default_service_listens_on_loopback_only(default_service):
     assert set(ports) <= {port for _, port, _ in sockets}  # Serve's proxies are among the sockets seen
     beyond_loopback = [s for s in sockets if not _is_loopback(s[0])]
     assert not beyond_loopback, "\n".join(f"{a}:{p} {name}" for a, p, name in beyond_loopback)
+
+
+GROUP_STOP_S = 25  # measured 4 s here; Serve's own shutdown would wait 30 s for a controller already gone
+
+
+@pytest.mark.slow
+def test_a_stop_signal_to_the_whole_process_group_ends_every_process_promptly(default_service, request):
+    """systemd's stop (and `kill -- -PGID`) sends SIGTERM to every process of the group at once: Ray's own
+    processes end beside the driver, which must not wait for answers that cannot come."""
+    if request.node.callspec.params["default_service"] != "optserve serve":
+        pytest.skip("`serve run` is Ray's own CLI")
+    process = default_service[0]
+    group = os.getpgid(process.pid)
+    started = time.monotonic()
+    os.killpg(group, signal.SIGTERM)
+    process.wait(timeout=GROUP_STOP_S + 30)
+    took = time.monotonic() - started
+    assert took < GROUP_STOP_S, f"optserve serve took {took:.1f} s to end"
+    while time.monotonic() - started < GROUP_STOP_S:
+        left = [p for p in psutil.process_iter(["pid"]) if _group_of(p) == group]
+        if not left:
+            break
+        time.sleep(0.5)
+    assert not left, f"still running after {GROUP_STOP_S} s: {[p.pid for p in left]}"
+
+
+def _group_of(process: psutil.Process) -> int | None:
+    try:
+        return None if process.status() == psutil.STATUS_ZOMBIE else os.getpgid(process.pid)
+    except (psutil.Error, ProcessLookupError, PermissionError):
+        return None
