@@ -305,6 +305,12 @@ def main() -> int:
         "whose every Python start loads setuptools' finder; an installed wheel's is what users run: "
         "docs/bench/tuning_builds.md says how to make one)",
     )  # fmt: skip
+    parser.add_argument(
+        "--build-rounds", type=int, default=3, metavar="N",
+        help="--tune: clang's build and build 2 (the object cache empty, build 1's records as they were) "
+        "N times in all, interleaved after the run's own, each after the build system's clean; the tables "
+        "give the medians (clang's build: its only side without state, also build 1's denominator)",
+    )  # fmt: skip
     parser.add_argument("--tune-store", default="", help="--tune: the service's tuning store URL")
     parser.add_argument("--tune-workers", type=int, default=2, help="--tune: Ray CPUs for the search")
     parser.add_argument(
@@ -382,9 +388,14 @@ def main() -> int:
                 "OPTCC_CACHE_DIR": f"{cache_dir}-tuned",
                 "OPTCC_BASELINE_DIR": records,
             }
+            kept = snapshot_records(records)
             # a fresh copy where build 1 ran (the same checkout rebuilt: the same paths in its debug info)
             built["optcc-tuned"] = run_side(recipe, source, "optcc-tuned", tuned_env, logs, tree_name="optcc")
             outcome["optcc-tuned"] = {k: v for k, v in built["optcc-tuned"].items() if k != "objects"}
+            outcome["build_rounds"] = build_rounds(
+                recipe, args.build_rounds, sides["clang"], tuned_env, kept, logs,
+                first={"clang": built["clang"], "optcc-tuned": built["optcc-tuned"]},
+            )  # fmt: skip
             outcome["compare_tuned"] = compare(built["clang"], built["optcc-tuned"])
         outcome["compare"] = compare(built["clang"], built["optcc"])
         for third, key in THIRD_SIDES.items():
@@ -429,6 +440,60 @@ def main() -> int:
     return 0 if ok else 1
 
 
+def snapshot_records(records: str) -> Path | None:
+    """A copy of build 1's records of clang's objects (and its output marks) as build 2 first finds them,
+    for `build_rounds` to put back: build 2 changes them (a unit tuned to nothing loses its mark)."""
+    if records == "0" or not Path(records).is_dir():
+        return None
+    kept = Path(f"{records}-as-after-build-1")
+    shutil.rmtree(kept, ignore_errors=True)
+    shutil.copytree(records, kept)
+    return kept
+
+
+def build_rounds(
+    recipe: Recipe, rounds: int, clang_env: dict, tuned_env: dict, kept: Path | None, logs: Path, first: dict
+) -> dict[str, list[float]]:
+    """Clang's build and build 2 again, interleaved, `rounds` times in all with the run's own: each after the
+    build system's clean in the side's tree; build 2 with an empty object cache of its own and build 1's
+    records put back (`snapshot_records`), so every round is a first build after `optserve tune`. Seconds
+    per side, the run's own first. One build takes under a second for some packages, and one round can
+    differ from the next by a quarter of that on a shared machine: the tables give the medians."""
+    seconds = {side: [built["steps"].get("build", {}).get("seconds", 0.0)] for side, built in first.items()}
+    trees = {"clang": "clang", "optcc-tuned": "optcc"}
+    for round_number in range(2, rounds + 1):
+        for side, env in (("clang", clang_env), ("optcc-tuned", tuned_env)):
+            tree = WORK / "builds" / recipe.package / trees[side]
+            if side == "optcc-tuned":
+                env = env | {"OPTCC_CACHE_DIR": f"{env['OPTCC_CACHE_DIR']}-round{round_number}"}
+                shutil.rmtree(env["OPTCC_CACHE_DIR"], ignore_errors=True)
+                if kept is not None:
+                    shutil.rmtree(env["OPTCC_BASELINE_DIR"], ignore_errors=True)
+                    shutil.copytree(kept, env["OPTCC_BASELINE_DIR"])
+            log = logs / f"{recipe.package}-{side}-build-round{round_number}.jsonl"
+            log.unlink(missing_ok=True)
+            environment = os.environ | {"TMPDIR": str(tree / ".tmp"), "OPTCC_LOG": str(log)} | env
+            subprocess.run(["bash", "-c", recipe.clean], cwd=tree, env=environment, capture_output=True)
+            started = time.monotonic()
+            done = subprocess.run(
+                ["bash", "-c", recipe.build], cwd=tree, env=environment, capture_output=True, text=True,
+                start_new_session=True,
+            )  # fmt: skip
+            if done.returncode != 0:
+                print(f"{recipe.package} {side} build round {round_number} failed:\n{done.stderr[-2000:]}")
+                continue
+            seconds[side].append(round(time.monotonic() - started, 2))
+    return seconds
+
+
+def _build_seconds(package: dict, side: str) -> float:
+    """A side's build step: the median of its rounds (`build_rounds`), else the run's one build."""
+    rounds = package.get("build_rounds", {}).get(side)
+    if rounds:
+        return statistics.median(rounds)
+    return package[side]["steps"].get("build", {}).get("seconds", 0)
+
+
 def run_tune(budget: int, store: str, workers: int, logs: Path, package: str) -> dict:
     """`optserve tune` over what the service recorded so far (this package's first build): its summary."""
     command = [str(BIN / "optserve"), "tune", "--budget", str(budget), "--workers", str(workers), "--json"]
@@ -456,7 +521,14 @@ def render_tuned(run: dict) -> str:
             else "and no records of clang's objects"
         )
         + ", build 2 again warm (after clean). Time ratios are against clang-19 -Oz's build of the same "
-        "step.",
+        "step."
+        + (
+            " Clang's build and build 2: the median of interleaved rounds, each after the "
+            "build system's clean, build 2's with an empty object cache and build 1's records as they were "
+            f"(`--build-rounds`; seconds per round: {rounds})."
+            if (rounds := {p["package"]: p["build_rounds"] for p in run["packages"] if "build_rounds" in p})
+            else ""
+        ),
         "",
         "| package | build 1: time | build 1: saved | tune: s (compiles) | build 2: time | build 2: saved | "
         "build 2 warm: time | larger (1 / 2) | tests clang / 1 / 2 |",
@@ -467,8 +539,8 @@ def render_tuned(run: dict) -> str:
         if "optcc-tuned" not in p:
             continue
         c, first, second = p["clang"]["steps"], p["optcc"]["steps"], p["optcc-tuned"]["steps"]
-        clang_build, clang_warm = c.get("build", {}).get("seconds", 0), c.get("warm", {}).get("seconds", 0)
-        build_1, build_2 = first.get("build", {}).get("seconds", 0), second.get("build", {}).get("seconds", 0)
+        clang_build, clang_warm = _build_seconds(p, "clang"), c.get("warm", {}).get("seconds", 0)
+        build_1, build_2 = first.get("build", {}).get("seconds", 0), _build_seconds(p, "optcc-tuned")
         warm_2 = second.get("warm", {}).get("seconds", 0)
         one, two = p["compare"], p["compare_tuned"]
         tune = p.get("tune", {})
