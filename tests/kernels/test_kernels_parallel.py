@@ -174,3 +174,61 @@ def test_a_block_reads_the_whole_tensors_strides():
     block = spec.block("n", 16)
     assert block.shape(block.output) == (8, 16) and block.layout_shape(block.output) == (8, 32)
     assert block.strides(block.output)["m"] == 32 and block.flops == spec.flops // 2
+
+
+def _packed_bt(threads: int, m: int = 96):
+    spec = LoopNestSpec.parse(KINDS["matmul_bt"], {"m": m, "k": 40, "n": 96})
+    schedule = tiled_schedule(spec, TileTemplate(6, 1, pack=True), host_target().vector_widths[0])
+    return spec, compile_parallel(spec, schedule, threads, min_block_work=1)
+
+
+@pytest.mark.parametrize("claim_cells", [team.CLAIM_CELLS, 0])  # the claiming team, else OpenMP's
+def test_both_native_teams_give_numpys_answer_call_after_call(claim_cells, monkeypatch):
+    monkeypatch.setattr(team, "CLAIM_CELLS", claim_cells)
+    monkeypatch.setattr(team, "OVERSUBSCRIBED", 1e9)  # a team whatever the load
+    monkeypatch.setattr(team, "_load_checked", [0.0, False])
+    spec, kernel = _packed_bt(5)
+    out, lhs, rhs = _operands(spec)
+    try:
+        assert isinstance(kernel, ParallelKernel) and kernel.native == team.native_available()
+        for _ in range(200):  # packs, then nests reading them: each call's phases in order
+            got = np.zeros_like(out)
+            kernel(got, lhs, rhs)
+            np.testing.assert_allclose(got, lhs @ rhs.T, rtol=2e-4, atol=2e-4)
+    finally:
+        kernel.close()
+
+
+def test_the_claiming_team_serves_callers_on_several_threads_and_wakes_sleeping_workers(monkeypatch):
+    """A second caller while the team is busy runs its cells itself; workers that went to sleep (no
+    spinning at all) are woken for the next call; every answer is numpy's."""
+    import threading
+
+    claiming = team._claiming_team()
+    if claiming is None:
+        pytest.skip("no claiming team on this host")
+    monkeypatch.setattr(team, "OVERSUBSCRIBED", 1e9)
+    monkeypatch.setattr(team, "_load_checked", [0.0, False])
+    claiming.state[7] = 0  # workers sleep as soon as they find nothing to claim
+    kernels = [_packed_bt(threads, m) for threads, m in ((3, 96), (4, 130), (2, 61))]
+    failures: list[str] = []
+
+    def caller(spec, kernel) -> None:
+        out, lhs, rhs = _operands(spec)
+        for _ in range(100):
+            got = np.zeros_like(out)
+            kernel(got, lhs, rhs)
+            if not np.allclose(got, lhs @ rhs.T, rtol=2e-4, atol=2e-4):
+                failures.append(str(spec))
+
+    try:
+        threads = [threading.Thread(target=caller, args=pair) for pair in kernels]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert not failures and not any(thread.is_alive() for thread in threads)
+    finally:
+        claiming.state[7] = team.SPIN_PAUSES
+        for _, kernel in kernels:
+            kernel.close()
