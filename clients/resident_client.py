@@ -40,6 +40,7 @@ _IDENTIFICATION = frozenset({"--version", "-v", "-V", "-qversion"})
 # optcc's own commands, run in this process (the server's, by the link)
 _OWN = (["--stats"], ["--zero-stats"], ["--help"], ["--build-tap"])
 _SERVER_CONTROL = (["--start-server"], ["--stop-server"])
+WARM_ANSWER_S = 2.0  # a listening server answers a `warm` request at once
 
 
 def main() -> int:
@@ -62,6 +63,7 @@ def _command(driver: str) -> int:
         from optserve.clients import resident_link
 
         resident_link.prestart()
+        _warm_server()
     if arguments not in _OWN:
         if "-c" in arguments or os.environ.get("OPTCC_CAPTURE"):  # the server's child decides and does it
             from optserve.clients import resident_link
@@ -77,3 +79,30 @@ def _command(driver: str) -> int:
 
     optcc.STARTED = STARTED
     return optcc.main_cxx() if driver == "c++" else optcc.main()  # exits, or becomes clang, itself
+
+
+def _warm_server() -> None:
+    """Ask the server that listens for this install to bring, with this command's environment, the object
+    cache's note of the service's model up to date for the build that follows (resident_server._warm: in a
+    child, so that the build's first units do not each ask the service before their clang starts). Waits
+    for the server's answer only, never for the child. A server started ahead just now does it itself;
+    with none listening, or any problem, nothing is done."""
+    from optserve.clients import resident_link
+    from optserve.clients import resident_wire as wire
+    from optserve.clients.settings import ConfigError, ResidentSettings
+
+    try:
+        settings = ResidentSettings.from_environment(os.environ)
+        if not settings.enabled:
+            return
+        paths = resident_link._paths(settings)
+        connection = resident_link._connect(paths.socket)
+        if connection is None:
+            return
+        environment = [b"%s=%s" % item for item in os.environb.items()]
+        with connection:
+            connection.settimeout(WARM_ANSWER_S)
+            connection.sendall(wire.frame([paths.key.encode(), b"warm", *environment]))
+            wire.read_record(connection)  # read, so that the server's answer never meets a closed socket
+    except (OSError, ConfigError, wire.Unsafe):
+        pass

@@ -37,6 +37,7 @@ import socket
 import sys
 import time
 import traceback
+from pathlib import Path
 
 from optserve.clients import resident_wire as wire
 
@@ -88,6 +89,7 @@ PRELOADED = (
     "traceback",
 )
 ACCEPT_TIMEOUT_S = 2.0  # a connected client sends its whole request at once
+STARTED_AHEAD_S = 5.0  # a `.starting` marker this much older than the server's start is another's
 LOOP_WAKE_S = 60.0  # idle, the parent still wakes this often to see whether its socket is still its own
 
 
@@ -237,15 +239,23 @@ class Server:
         if kind == b"ping":
             connection.sendall(wire.record(wire.SERVER, os.getpid()))
             return
+        if kind == b"warm":  # the client does not wait for it: answered before the child starts
+            connection.sendall(wire.record(wire.SERVER, os.getpid()))
+            self.fork(lambda: _warm(fields[2:]))
+            return
         if kind != b"run" or len(fds) != wire.RUN_FDS:
             connection.sendall(wire.record(wire.FALL_BACK, 0))
             return
+        self.fork(lambda: _child(connection, fields[2:], fds))
+
+    def fork(self, work) -> None:
+        """Run `work()` in a child of this process, which then exits."""
         sys.stdout.flush()
         pid = os.fork()
         if pid == 0:
             try:  # whatever happens here, the child never returns into the server's loop
                 self.listener.close()
-                _child(connection, fields[2:], fds)
+                work()
             finally:
                 os._exit(1)
         self.children.add(pid)
@@ -319,12 +329,29 @@ def _child(connection: socket.socket, fields: list[bytes], fds: list[int]) -> No
         os._exit(0)
 
 
-def _become_client(fields: list[bytes], fds: list[int]):
-    """Take the client's folder, environment, umask, niceness and stdio; the call that runs its command."""
-    driver, argv0, started, group, umask, niceness, count = fields[:7]
-    arguments = [os.fsdecode(a) for a in fields[7 : 7 + int(count)]]
-    environment = fields[7 + int(count) :]
-    os.fchdir(fds[3])
+def _warm(environment: list[bytes] | None) -> None:
+    """The forked child of a `warm` request (a build system's compiler identification, resident_client.py),
+    or of a server started ahead for one: with the build's environment (the request's; None: this
+    process's, which the client that started it handed down), bring the object cache's note of the
+    service's model up to date (object_cache.known_model: a gRPC call when the note is older than
+    MODEL_CHECK_S), so that the build's first units find it noted instead of each asking the service
+    before its clang starts (a channel and a call). Nothing is said; a failure leaves the note as it was."""
+    try:
+        if environment is not None:
+            _take_environment(environment)
+        from optserve.clients import object_cache
+        from optserve.clients.settings import OptccSettings
+        from optserve.clients.spawn import compiler
+
+        settings = OptccSettings.from_environment(dict(os.environ), compiler(cxx=False))
+        if settings.cache_dir is not None:
+            object_cache.known_model(Path(settings.cache_dir), settings.server, settings.retry_s)
+    finally:
+        os._exit(0)
+
+
+def _take_environment(environment: list[bytes]) -> None:
+    """This process's environment becomes the client's `NAME=value` items."""
     os.environ.clear()
     for item in environment:
         name, _, value = item.partition(b"=")
@@ -333,6 +360,15 @@ def _become_client(fields: list[bytes], fds: list[int]):
     import tempfile
 
     tempfile.tempdir = None  # gettempdir() caches $TMPDIR: the client's, from now on
+
+
+def _become_client(fields: list[bytes], fds: list[int]):
+    """Take the client's folder, environment, umask, niceness and stdio; the call that runs its command."""
+    driver, argv0, started, group, umask, niceness, count = fields[:7]
+    arguments = [os.fsdecode(a) for a in fields[7 : 7 + int(count)]]
+    environment = fields[7 + int(count) :]
+    os.fchdir(fds[3])
+    _take_environment(environment)
     os.umask(int(umask))
     raise_by = int(niceness) - os.getpriority(os.PRIO_PROCESS, 0)
     if raise_by > 0:  # `nice make`: its compiles are as nice (only ever nicer: no privilege needed)
@@ -389,6 +425,16 @@ def _exit_status(code) -> int:
     return 1
 
 
+def _started_ahead(socket_path: str, started_wall: float) -> bool:
+    """Whether a client started this server ahead of a build (resident_link.prestart touches the `.starting`
+    marker, resident_wire.Paths, right before it starts the server)."""
+    marker = socket_path.removesuffix(".sock") + ".starting"
+    try:
+        return os.stat(marker).st_mtime >= started_wall - STARTED_AHEAD_S
+    except OSError:
+        return False
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="optcc-server", description=__doc__.split("\n\n")[0])
     parser.add_argument("--socket", required=True)
@@ -396,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--idle", type=float, required=True, help="seconds without a request before it exits")
     options = parser.parse_args(argv)
     os.chdir("/")  # never hold a build's folder
-    started = time.monotonic()
+    started, started_wall = time.monotonic(), time.time()
     preload()
     from optserve.clients import spawn
 
@@ -417,6 +463,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGHUP, stop)
     try:
         server.listen()
+        if _started_ahead(options.socket, started_wall):  # configure is running: its build follows
+            server.fork(lambda: _warm(None))
         imports_s = time.monotonic() - started
         print(
             f"optcc server {os.getpid()}: {options.key} at {options.socket}, imports {imports_s:.2f} s, "

@@ -10,15 +10,15 @@ another name and is never used (the server also checks, per request, that the fi
 loaded are unchanged).
 
 Bytes, client to server: one frame, `!I` length then fields joined by NUL (argv, environment and paths are
-POSIX byte strings, which hold no NUL): MAGIC, the install key, the kind (`run`, `stop`, `ping`), then for
-`run` the driver (`c` or `c++`), argv[0], when the client started (time.monotonic, the same clock in every
-process), its process group, umask and niceness, the number of arguments, the arguments, and the
-environment's `NAME=value` items. A `run` frame carries the client's descriptors 0, 1, 2 and its working
-folder (SCM_RIGHTS), in that order. Server to client: records of one byte and a signed 32-bit number (`P`:
-the child serving the request, its pid and process group; `X`: its exit status; `F`: run in-process instead;
-`S`: the server's pid, answering `stop` and `ping`). MAGIC carries the protocol's version: a server answers
-`F` to a request of another version (a native client built from older code, thin_client.c), whose client
-then runs the command through the Python client.
+POSIX byte strings, which hold no NUL): MAGIC, the install key, the kind (`run`, `stop`, `ping`, `warm`), for
+`warm` the environment's `NAME=value` items (resident_server._warm), for `run` the driver (`c` or `c++`),
+argv[0], when the client started (time.monotonic, the same clock in every process), its process group, umask
+and niceness, the number of arguments, the arguments, and the environment's `NAME=value` items. A `run` frame
+carries the client's descriptors 0, 1, 2 and its working folder (SCM_RIGHTS), in that order. Server to client:
+records of one byte and a signed 32-bit number (`P`: the child serving the request, its pid and process group;
+`X`: its exit status; `F`: run in-process instead; `S`: the server's pid, answering `stop`, `ping` and
+`warm`). MAGIC carries the protocol's version: a server answers `F` to a request of another version (a native
+client built from older code, thin_client.c), whose client then runs the command through the Python client.
 """
 
 from __future__ import annotations

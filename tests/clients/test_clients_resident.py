@@ -265,6 +265,35 @@ def test_a_compiler_identification_starts_the_server_ahead_for_the_build_that_fo
     assert len(_started(folder)) == 1 and len(_servers_of(folder)) == 1
 
 
+def _noted_model(cache: Path) -> str | None:
+    """The service's model as optcc's object cache noted it (object_cache.known_model), if it did."""
+    notes = list((cache / "models").glob("*.json"))
+    return json.loads(notes[0].read_text())["model"] if notes else None
+
+
+def test_a_compiler_identification_notes_the_services_model_for_the_build_that_follows(
+    work, folder, optserve_target
+):
+    """configure's `$CC --version` has the server note the service's model in optcc's object cache (in a
+    child, the command does not wait for it): by a server it starts ahead, and by one already listening, so
+    that the build's first units do not each ask the service for it before their clang starts."""
+    cache = work / "cache"
+    env = _env(folder, True, OPTCC_SERVER=optserve_target, OPTCC_CACHE_DIR=str(cache))
+
+    def noted_within(seconds: float) -> str | None:
+        ends = time.monotonic() + seconds
+        while _noted_model(cache) is None and time.monotonic() < ends:
+            time.sleep(0.05)
+        return _noted_model(cache)
+
+    for started_ahead in (True, False):  # then one listens
+        shutil.rmtree(cache, ignore_errors=True)
+        done = subprocess.run([OPTCC, "--version"], cwd=work, env=env, capture_output=True, text=True)
+        assert done.returncode == 0 and "clang version 19" in done.stdout, done.stderr
+        assert "@" in (noted_within(60) or ""), f"started ahead: {started_ahead}"
+    assert len(_started(folder)) == 1
+
+
 def test_bad_settings_fall_back_to_clang_the_same_through_the_server(work, folder):
     """A unit taken over whose settings optcc cannot use goes to clang unchanged, from the server's child
     (run and waited for there, not exec'd)."""
