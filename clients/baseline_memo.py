@@ -100,8 +100,10 @@ def remember(
 
 def mark_output(folder: str, job, level: str, marked: bool = True) -> None:
     """Note (or, `marked` False, forget) that this output's unit waits for tuning and has a record: its
-    next build takes the IR step first, which reads the record and may skip clang's back end, instead of
-    the bitcode tap's one-step compile, which makes clang's whole object beside the service's."""
+    next build reads the record before clang's back end runs, which a service object that beats it skips:
+    with the bitcode tap, its one-step compile waits at the tap's gate meanwhile (compile_modes.py), else
+    it takes the IR step first. An unmarked unit's tapped compile makes clang's whole object beside the
+    service's and does not wait."""
     path = _output_mark(folder, job, level)
     with contextlib.suppress(OSError):  # no mark: the next build takes the tap's way, as for any unit
         if marked:

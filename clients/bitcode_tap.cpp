@@ -4,6 +4,15 @@
 // bitcode (byte for byte what `-Xclang -disable-llvm-passes -emit-llvm` writes: use-list order kept) while
 // clang goes on to its own object, which the tap leaves untouched: one clang process instead of two
 // (clients/bitcode_tap.py builds it for the installed LLVM; clients/compile_modes.py reads the descriptor).
+//
+// The gate: with OPTCC_GATE_FD too, clang then waits for optcc's word on that descriptor, which optcc gives
+// once it has compared the service's object with the record of clang's object of this very bitcode
+// (clients/baseline_memo.py). 'c', the descriptor's end (optcc gone) or an error: clang goes on to its own
+// object as without the gate. 's': the service's object is the unit's, so clang's -Oz pipeline and code
+// generator need not run: the tap empties the module, and clang finishes its compile on nothing (a few ms)
+// rather than exiting at once, so that what it writes after its back end, the -MD dependency file, is still
+// written, and its exit status stays its own. The front end's errors stop clang before the pipeline, so
+// before the gate: a unit with an error fails exactly as clang fails it.
 #include "llvm/ADT/Any.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/Module.h"
@@ -12,24 +21,64 @@
 #include "llvm/Passes/PassPlugin.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cerrno>
 #include <cstdlib>
+#include <unistd.h>
 
 using namespace llvm;
 
 namespace {
 
-// Writes `module` to OPTCC_BITCODE_FD once per process (the variable is cleared), and closes it.
-void writeOnce(const Module &module) {
-  const char *fd_text = std::getenv("OPTCC_BITCODE_FD");
-  if (fd_text == nullptr || *fd_text == '\0')
-    return;
+// The descriptor named by the environment variable `name` (cleared: once per process), or -1.
+int takeDescriptor(const char *name) {
+  const char *text = std::getenv(name);
+  if (text == nullptr || *text == '\0')
+    return -1;
   char *end = nullptr;
-  long fd = std::strtol(fd_text, &end, 10);
-  unsetenv("OPTCC_BITCODE_FD");
+  long fd = std::strtol(text, &end, 10);
+  unsetenv(name);
   if (*end != '\0' || fd < 3)
+    return -1;
+  return static_cast<int>(fd);
+}
+
+// optcc's word at the gate: whether clang is to stop ('s'); anything else, the end or an error go on.
+bool toldToStop(int gate) {
+  char word = 'c';
+  ssize_t got;
+  do
+    got = read(gate, &word, 1);
+  while (got < 0 && errno == EINTR);
+  close(gate);
+  return got == 1 && word == 's';
+}
+
+// Nothing left for clang's pipeline and code generator: no functions, variables, aliases or module asm.
+void empty(Module &module) {
+  module.dropAllReferences();
+  while (!module.alias_empty())
+    module.alias_begin()->eraseFromParent();
+  while (!module.ifunc_empty())
+    module.ifunc_begin()->eraseFromParent();
+  while (!module.empty())
+    module.begin()->eraseFromParent();
+  while (!module.global_empty())
+    module.global_begin()->eraseFromParent();
+  module.setModuleInlineAsm("");
+}
+
+// Writes `module` to OPTCC_BITCODE_FD once per process and closes it; then the gate, if there is one.
+void writeOnce(const Module &module) {
+  int fd = takeDescriptor("OPTCC_BITCODE_FD");
+  if (fd < 0)
     return;
-  raw_fd_ostream out(static_cast<int>(fd), /*shouldClose=*/true);
-  WriteBitcodeToFile(module, out, /*ShouldPreserveUseListOrder=*/true);
+  {
+    raw_fd_ostream out(fd, /*shouldClose=*/true);
+    WriteBitcodeToFile(module, out, /*ShouldPreserveUseListOrder=*/true);
+  }
+  int gate = takeDescriptor("OPTCC_GATE_FD");
+  if (gate >= 0 && toldToStop(gate))
+    empty(const_cast<Module &>(module));  // before the pipeline's first pass: nothing has read it yet
 }
 
 // Before the pipeline's first pass, clang's own passes at its start (assignment tracking with -g) included:
@@ -47,5 +96,5 @@ void registerTap(PassBuilder &builder) {
 }  // namespace
 
 extern "C" LLVM_ATTRIBUTE_WEAK PassPluginLibraryInfo llvmGetPassPluginInfo() {
-  return {LLVM_PLUGIN_API_VERSION, "optcc-bitcode-tap", "2", registerTap};
+  return {LLVM_PLUGIN_API_VERSION, "optcc-bitcode-tap", "3", registerTap};
 }

@@ -11,6 +11,12 @@ small unit, clang's object with the tap must be byte for byte clang's object wit
 tap wrote byte for byte what the IR step writes. A compiler without the headers, or whose tap fails that
 check, gets a marker (`<key>.unavailable`, with why) and no further tries; OPTCC_TAP=0 turns the tap off.
 
+The gate (`run_tapped(..., gated=True)`, then `open_gate`): clang waits, its bitcode written, until optcc
+says whether its own -Oz pipeline and code generator are to run: a unit with a record of clang's object
+(baseline_memo.py) is compared there, and one whose service object wins skips clang's back end in the same
+process (the module emptied; clang still writes its dependency file and exits 0), where without the gate it
+would take two (the IR step, then the back end). The build's check covers the gate too.
+
 `python -m optserve.clients.bitcode_tap CLANG FOLDER` builds it in the foreground and says where it is (or
 why not); `make` does this for clang-19.
 """
@@ -25,6 +31,8 @@ from pathlib import Path
 
 SOURCE = Path(__file__).with_name("bitcode_tap.cpp")
 FD_VARIABLE = "OPTCC_BITCODE_FD"  # the descriptor the tap writes the bitcode to (bitcode_tap.cpp reads it)
+GATE_VARIABLE = "OPTCC_GATE_FD"  # the descriptor clang reads optcc's word from at the gate
+GO_ON, STOP = b"c", b"s"  # the words: clang's own object; none (the module emptied)
 LOCK_STALE_S = 120.0  # a build lock older than this is taken to be a dead build's
 _CHECK_UNIT = b"int optcc_tap_check(int n) { int s = 0; for (int i = 0; i < n; i++) s += i * n; return s; }\n"
 
@@ -106,27 +114,50 @@ def build(folder: str, clang: str) -> tuple[str | None, str]:
         lock.unlink(missing_ok=True)
 
 
-def run_tapped(command: list[str], plugin: str, stderr) -> tuple[object, int]:
+def run_tapped(
+    command: list[str], plugin: str, stderr, gated: bool = False
+) -> tuple[object, int, int | None]:
     """Start clang's `command` with the tap loaded and its bitcode descriptor open: (the process, the read
-    end of the descriptor; the bitcode arrives on it and ends when the tap closes it, before clang's
-    optimization pipeline runs, or when clang exits)."""
+    end of the descriptor, the gate's write end or None). The bitcode arrives on the read end and ends when
+    the tap closes it, before clang's optimization pipeline runs, or when clang exits. `gated`: clang then
+    waits at the gate until `open_gate` (or the gate's end, if optcc closes it or exits: clang goes on)."""
     import subprocess
 
     read_end, write_end = os.pipe()
+    gate_read, gate = os.pipe() if gated else (None, None)
+    passed = (write_end,) if gate is None else (write_end, gate_read)
+    environment = {**os.environ, FD_VARIABLE: str(write_end)}
+    if gate is not None:
+        environment[GATE_VARIABLE] = str(gate_read)
     try:
         process = subprocess.Popen(
             [command[0], f"-fpass-plugin={plugin}", *command[1:]],
             stdin=subprocess.DEVNULL,
             stderr=stderr,
-            pass_fds=(write_end,),
-            env={**os.environ, FD_VARIABLE: str(write_end)},
+            pass_fds=passed,
+            env=environment,
         )
     except BaseException:
         os.close(read_end)
+        if gate is not None:
+            os.close(gate)
         raise
     finally:
-        os.close(write_end)
-    return process, read_end
+        for fd in passed:
+            os.close(fd)
+    return process, read_end, gate
+
+
+def open_gate(gate: int, stop: bool) -> bool:
+    """Give clang, waiting at the gate, its word and close the gate: `stop` (the service's object is the
+    unit's: clang's back end runs on an emptied module) or go on to its own object. False when clang had
+    gone (it died at the gate): it got no word."""
+    try:
+        return os.write(gate, STOP if stop else GO_ON) == 1
+    except OSError:  # EPIPE: no reader left (Python ignores SIGPIPE)
+        return False
+    finally:
+        os.close(gate)
 
 
 def read_bitcode(read_end: int) -> bytes:
@@ -148,7 +179,8 @@ def load_failure(stderr: bytes, plugin: str) -> bool:
 
 def _check(compiler: str, plugin: str, scratch: Path) -> str:
     """Why the freshly built tap must not be used, or "": clang's object with it must equal clang's object
-    without it, and its bitcode the IR step's."""
+    without it, and its bitcode the IR step's, without the gate and through it with the word to go on; told
+    to stop, clang must still write its dependency file and exit 0."""
     import subprocess
 
     unit = scratch / "check.c"
@@ -161,19 +193,28 @@ def _check(compiler: str, plugin: str, scratch: Path) -> str:
     if plain.returncode or ir.returncode:
         diagnostics = (plain.stderr + ir.stderr).decode(errors="replace")
         return f"{compiler} cannot compile a check unit: {diagnostics[-400:]}"
-    command = [compiler, "-Oz", "-c", str(unit), "-o", str(scratch / "tapped.o")]
-    with open(scratch / "tapped.stderr", "w+b") as errors:
-        process, read_end = run_tapped(command, plugin, errors)
-        bitcode = read_bitcode(read_end)
-        process.wait()
-        errors.seek(0)
-        diagnostics = errors.read().decode(errors="replace")
-    if process.returncode != 0:
-        return f"clang could not run with the tap: {diagnostics[-400:]}"
-    if (scratch / "tapped.o").read_bytes() != (scratch / "plain.o").read_bytes():
-        return "clang's object with the tap differs from its object without it"
-    if bitcode != (scratch / "check.bc").read_bytes():
-        return "the tap's bitcode differs from the IR step's"
+    tapped, dependencies = scratch / "tapped.o", scratch / "check.d"
+    for gate in (None, GO_ON, STOP):
+        tapped.unlink(missing_ok=True)
+        command = [compiler, "-Oz", "-c", str(unit), "-o", str(tapped), "-MD", "-MF", str(dependencies)]
+        with open(scratch / "tapped.stderr", "w+b") as errors:
+            process, read_end, gate_end = run_tapped(command, plugin, errors, gated=gate is not None)
+            bitcode = read_bitcode(read_end)
+            told = gate_end is None or open_gate(gate_end, stop=gate == STOP)
+            process.wait()
+            errors.seek(0)
+            diagnostics = errors.read().decode(errors="replace")
+        how = "" if gate is None else f" (at the gate told {gate.decode()})"
+        if process.returncode != 0 or not told:
+            return f"clang could not run with the tap{how}: {diagnostics[-400:]}"
+        if bitcode != (scratch / "check.bc").read_bytes():
+            return f"the tap's bitcode differs from the IR step's{how}"
+        if gate == STOP:
+            if not dependencies.exists():
+                return f"clang wrote no dependency file{how}"
+        elif tapped.read_bytes() != (scratch / "plain.o").read_bytes():
+            return f"clang's object with the tap differs from its object without it{how}"
+        dependencies.unlink(missing_ok=True)
     return ""
 
 

@@ -3,8 +3,11 @@ three ways (`compile_both` picks):
 
 - clang first (`clang_first`: with a budget): clang's own one-step compile; the IR step and the call only
   for a unit whose compile shows a front end long enough for its budget to pay for a call;
-- one front end (`one_front_end`: no budget, the -Oz IR): the IR step's bitcode goes to the service and to
-  clang's back end, which makes clang's object from it while the call runs;
+- one front end (`one_front_end`: no budget, the -Oz IR): with the bitcode tap, clang's one-step compile
+  hands over the unit's bitcode at its front end's end and goes on to its object while the call runs (one
+  clang process; a unit with a record of clang's object waits at the tap's gate until the service's object
+  has been compared with the record); without it, the IR step's bitcode goes to the service and to clang's
+  back end, which makes clang's object from it while the call runs;
 - beside: clang's own compile of the source in the background, beside the IR step and the call (OPTCC_IR=o0,
   or a -MMD dependency file).
 
@@ -56,9 +59,10 @@ def compile_both(
     if clang_first(settings, job, headers):
         return _compile_clang_first(settings, job, level, scratch, headers, timing, started)
     if one_front_end(settings, job):
-        tap = _tap(settings, job, level)
+        tap = _tap(settings)
         if tap is not None:
-            return _compile_tapped(settings, job, level, scratch, headers, timing, started, tap)
+            gated = _waits_for_tuning(settings, job, level)
+            return _compile_tapped(settings, job, level, scratch, headers, timing, started, tap, gated)
         return _compile_through_bitcode(settings, job, level, scratch, headers, timing, started)
     return _compile_beside(settings, job, level, scratch, headers, timing, started)
 
@@ -147,25 +151,37 @@ def one_front_end(settings: OptccSettings, job: CompileJob) -> bool:
     return settings.ir_mode == "oz" and "-MMD" not in job.dependency_flags
 
 
-def _tap(settings: OptccSettings, job: CompileJob, level: str) -> str | None:
+def _tap(settings: OptccSettings) -> str | None:
     """The bitcode tap for the unit's one-step compile (bitcode_tap.py), or None for the two-process way:
-    OPTCC_TAP=0, no tap built for this clang yet (a build starts in the background), or a unit waiting for
-    tuning whose record of clang's object an earlier build kept (baseline_memo.mark_output): once tuned, the
-    IR step first lets a winning service object skip clang's back end."""
+    OPTCC_TAP=0, or no tap built for this clang yet (a build starts in the background)."""
     if settings.tap_dir is None:
         return None
-    if settings.stored and settings.baselines_dir:
-        from optserve.clients import baseline_memo
-
-        if baseline_memo.output_marked(settings.baselines_dir, job, level):
-            return None
     from optserve.clients import bitcode_tap
 
     return bitcode_tap.ready(settings.tap_dir, settings.clang)
 
 
+def _waits_for_tuning(settings: OptccSettings, job: CompileJob, level: str) -> bool:
+    """Whether an earlier build kept a record of clang's object of this output's unit, which waits for
+    tuning (baseline_memo.mark_output): its tapped compile waits at the gate for the record to be read and
+    the service asked, so that a winning service object skips clang's back end."""
+    if not (settings.stored and settings.baselines_dir):
+        return False
+    from optserve.clients import baseline_memo
+
+    return baseline_memo.output_marked(settings.baselines_dir, job, level)
+
+
 def _compile_tapped(
-    settings: OptccSettings, job: CompileJob, level: str, scratch: Path, headers: bool, timing, started, tap
+    settings: OptccSettings,
+    job: CompileJob,
+    level: str,
+    scratch: Path,
+    headers: bool,
+    timing,
+    started,
+    tap,
+    gated: bool = False,
 ) -> Compiled:
     """Clang's own one-step compile with the bitcode tap loaded (bitcode_tap.py): the unit's unoptimized
     bitcode (byte for byte the IR step's) arrives as soon as clang's front end is done, and the service is
@@ -173,18 +189,22 @@ def _compile_tapped(
     leaves untouched: one clang process where the two-process way (`_compile_through_bitcode`) starts two,
     and clang's own diagnostics; the service's object is compared with clang's object itself. A unit the
     store records for tuning (its answer not settled) keeps a record of clang's object and marks its output
-    (baseline_memo.py): its next build, perhaps after `optserve tune`, takes the IR step first, where a
-    winning service object skips clang's back end instead of running beside it. If clang cannot load the
-    tap, the tap is marked unusable and the unit goes the two-process way."""
+    (baseline_memo.py). Its next build, perhaps after `optserve tune`, is `gated`: clang waits at the tap's
+    gate while the record is read and the service asked first, told clang's size (`_against_baseline`); a
+    service object that beats the record stops clang there (its back end runs on nothing; its dependency
+    file is still written), any other answer lets it go on to its own object, as without the gate. A gated
+    unit with no record goes on at once. If clang cannot load the tap, the tap is marked unusable and the
+    unit goes the two-process way."""
     import threading
 
     from optserve.clients import bitcode_tap
 
     dependencies = [] if job.dependency_flags or not headers else ["-MD", "-MF", str(scratch / "unit.d")]
     command = [settings.clang, *job.clang_args(level, str(scratch / "clang.o")), *dependencies]
-    bitcode, answer, data = scratch / "unit.bc", None, b""
+    bitcode, answer, data, baseline, won = scratch / "unit.bc", None, b"", None, None
+    told = stopped = False  # clang got the gate's word; the word was to stop
     with open(scratch / "clang.stderr", "w+b") as errors:
-        own, read_end = bitcode_tap.run_tapped(command, tap, errors)
+        own, read_end, gate = bitcode_tap.run_tapped(command, tap, errors, gated)
         ended = threading.Thread(target=_time_compile, args=(own, started, timing), daemon=True)
         ended.start()  # its end is clang_s, whenever the call beside it ends
         try:
@@ -193,32 +213,56 @@ def _compile_tapped(
             timing["tapped"] = True
             if data:
                 bitcode.write_bytes(data)
-                answer = ask_within_budget(settings, scratch, bitcode, timing, started, job.source)
+                if gate is not None:  # clang waits: the record first
+                    timing["gated"] = True
+                    baseline = _recall(settings, job, level, data)[1]
+                    if baseline is not None:
+                        won, answer = _against_baseline(settings, job, scratch, baseline, timing, started)
+                    told = bitcode_tap.open_gate(gate, stop=won is not None)
+                    stopped, gate = told and won is not None, None
+                if answer is None:
+                    answer = ask_within_budget(settings, scratch, bitcode, timing, started, job.source)
         finally:
+            if gate is not None:  # no word given (no bitcode, or an error here): clang goes on
+                bitcode_tap.open_gate(gate, stop=False)
             ended.join()
         errors.seek(0)
         clang_stderr = errors.read()
+    if stopped and own.returncode == 0:  # the service's object, chosen over the record: no back end ran
+        timing.pop("clang_s", None)
+        if job.dependency_flags and headers:  # the cache reads the headers from the user's file
+            (scratch / "unit.d").write_bytes(Path(job.dependency_file).read_bytes())
+        return Compiled(0, _replayed(baseline, clang_stderr), answer, won)
     if own.returncode != 0:
         if bitcode_tap.load_failure(clang_stderr, tap):
             bitcode_tap.broken(settings.tap_dir, settings.clang, clang_stderr.decode(errors="replace")[-400:])
             timing.pop("tapped", None)
+            return _compile_through_bitcode(settings, job, level, scratch, headers, timing, started)
+        if gated and data and own.returncode > 0 and (stopped or not told):  # not killed: the tap failed
+            for step in ("tapped", "gated", "clang_from_record"):  # at the gate: as without the tap
+                timing.pop(step, None)
             return _compile_through_bitcode(settings, job, level, scratch, headers, timing, started)
         return Compiled(own.returncode, clang_stderr, ServiceFailure("clang's own compile failed"))
     if job.dependency_flags and headers:  # the cache lists the headers from the user's dependency file
         (scratch / "unit.d").write_bytes(Path(job.dependency_file).read_bytes())
     if not data:
         return Compiled(0, clang_stderr, ServiceFailure("the bitcode tap wrote no bitcode"))
+    timing.pop("clang_from_record", None)  # (a won comparison clang never heard of: it made its object)
     pending = not isinstance(answer, (NotAsked, ServiceFailure)) and not answer.tuning.settled
-    if pending and settings.stored and settings.baselines_dir:  # tuning may come: record clang's object
+    if pending and baseline is None and settings.stored and settings.baselines_dir:  # record clang's object
         from optserve.clients import baseline_memo
 
-        record_key = baseline_memo.key(settings.clang, _back_end_command(settings, job, level), data)
+        record_key = _recall(settings, job, level, data, read=False)[0]
         clang_code = (scratch / "clang.o").read_bytes()
         if record_key and baseline_memo.remember(
             settings.baselines_dir, record_key, clang_code, clang_stderr, whole_stderr=True
         ):
             baseline_memo.mark_output(settings.baselines_dir, job, level)
             baseline_memo.trim_if_due(settings.baselines_dir, settings.cache_max_bytes // 20)
+    if gated and _tuned_to_nothing(answer):
+        from optserve.clients import baseline_memo
+
+        baseline_memo.mark_output(settings.baselines_dir, job, level, marked=False)  # the gate's wait goes
     return Compiled(0, clang_stderr, answer)
 
 
@@ -260,18 +304,13 @@ def _compile_through_bitcode(
     answer = back_stderr = record_key = None
     back_ok = False
     if front.returncode == 0 and settings.stored and settings.baselines_dir:
-        from optserve.clients import baseline_memo
-
-        command = _back_end_command(settings, job, level)
-        record_key = baseline_memo.key(settings.clang, command, bitcode.read_bytes())
-        baseline = baseline_memo.recall(settings.baselines_dir, record_key) if record_key else None
+        record_key, baseline = _recall(settings, job, level, bitcode.read_bytes())
         if baseline is not None:  # clang's object is known: the service first, clang's back end if it loses
             won, answer = _against_baseline(settings, job, scratch, baseline, timing, started)
             if won is not None:
                 if job.dependency_flags and headers:  # the cache reads the headers from the user's file
                     (scratch / "unit.d").write_bytes(Path(job.dependency_file).read_bytes())
-                replayed = baseline.stderr if baseline.whole_stderr else front.stderr + baseline.stderr
-                return Compiled(0, replayed, answer, won)
+                return Compiled(0, _replayed(baseline, front.stderr), answer, won)
             record_key = None  # its record stands
     if front.returncode == 0:
         if answer is None and _will_ask(settings, timing["ir_step_s"]):  # gRPC's imports beside clang's half
@@ -315,8 +354,25 @@ def _compile_through_bitcode(
     if settings.stored and settings.baselines_dir and _tuned_to_nothing(answer):
         from optserve.clients import baseline_memo
 
-        baseline_memo.mark_output(settings.baselines_dir, job, level, marked=False)  # the tap's way again
+        baseline_memo.mark_output(settings.baselines_dir, job, level, marked=False)  # the tap's, ungated
     return Compiled(0, front.stderr + back_stderr, answer)
+
+
+def _recall(settings: OptccSettings, job: CompileJob, level: str, bitcode: bytes, read: bool = True):
+    """The record of clang's object of `bitcode` (baseline_memo.py): (its key, the record); (None, None)
+    when the compiler cannot be found, the record None when there is none (or, `read` False, not read)."""
+    from optserve.clients import baseline_memo
+
+    record_key = baseline_memo.key(settings.clang, _back_end_command(settings, job, level), bitcode)
+    if record_key is None or not read:
+        return record_key, None
+    return record_key, baseline_memo.recall(settings.baselines_dir, record_key)
+
+
+def _replayed(baseline, front_stderr: bytes) -> bytes:
+    """The diagnostics of a unit whose clang back end did not run: the record's, which are the whole
+    one-step compile's when the tap made it, else the back end's after this front end's."""
+    return baseline.stderr if baseline.whole_stderr else front_stderr + baseline.stderr
 
 
 def _tuned_to_nothing(answer) -> bool:
