@@ -6,11 +6,12 @@ idle threads spin for milliseconds). On a loaded 2-core host a 2-cell OpenMP tab
 (matmul_bt 144x500x72: 2 GFLOPS against 97 on one thread); this measures both there and on an idle
 many-core host (that the claiming team costs no speed where cores are free).
 
-Each shape: the default decision (`policy_tiles` with the threads) compiled once, then `--rounds` rounds of
-the two teams one after the other (best of 5 runs of ~1 ms of calls, as benchmarks/looptune_threads.py
-times), with per-call percentiles from `--calls-s` seconds of single calls. `--guard` keeps the load
-guard (a host loaded past twice its CPUs runs every table on one thread); by default both teams run
-whatever the load.
+First the hand-over alone (a table of empty cells, 2, 4, 8 and `--threads` slots, one or two phases;
+microseconds a call, best of 5 runs of 200 calls). Each shape: the default decision (`policy_tiles` with the
+threads) compiled once, then `--rounds` rounds of the two teams one after the other (best of 5 runs of ~1 ms
+of calls, as benchmarks/looptune_threads.py times), with per-call percentiles from `--calls-s` seconds of
+single calls. `--guard` keeps the load guard (a host loaded past twice its CPUs runs every table on one
+thread); by default both teams run whatever the load.
 
     OPENBLAS_NUM_THREADS=1 nice -n 10 python benchmarks/looptune_team_ab.py --threads 2
 """
@@ -38,7 +39,7 @@ TEAMS = {"claiming": None, "openmp": 0}  # CLAIM_CELLS per team (None: the modul
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--shapes", nargs="+", default=list(SHAPES))
+    parser.add_argument("--shapes", nargs="*", default=list(SHAPES))
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--calls-s", type=float, default=0.5)
     parser.add_argument("--guard", action="store_true")
@@ -58,6 +59,26 @@ def main(argv: list[str] | None = None) -> int:
     if not args.guard:
         team.OVERSUBSCRIBED = 1e9
     print(f"threads {args.threads}, load {os.getloadavg()}, cpus {len(os.sched_getaffinity(0))}", flush=True)
+    sizes = sorted({n for n in (2, 4, 8) if n < args.threads} | {args.threads})
+    for slots, phases in ((n, p) for n in sizes for p in (1, 2)):  # the hand-over alone: empty cells
+        table = team.TaskTable([[[] for _ in range(slots)] for _ in range(phases)])
+        best = dict.fromkeys(TEAMS, float("inf"))
+        for _ in range(args.rounds):
+            for label, cells_limit in TEAMS.items():
+                team.CLAIM_CELLS = claim_cells if cells_limit is None else cells_limit
+                time.sleep(0.15)
+                for _ in range(5):
+                    start = time.perf_counter()
+                    for _ in range(200):
+                        table.run(0, 0, 0)
+                    best[label] = min(best[label], (time.perf_counter() - start) / 200)
+        team.CLAIM_CELLS = claim_cells
+        print(
+            f"empty table, {slots} slots x {phases} phase(s): "
+            + ", ".join(f"{label} {seconds * 1e6:.1f} us" for label, seconds in best.items())
+            + " a call",
+            flush=True,
+        )
     for name in args.shapes:
         spec = case_from_name(name).spec(LoopTuneSettings())
         decision = schedule_nest(spec, SearchMethod.POLICY_TILES, time_limit_s=10.0, threads=args.threads)
