@@ -17,9 +17,10 @@ runtime PyTorch and the usual BLAS builds already load, `_RUNTIME_IR`) runs larg
 team's tables where it cannot be compiled; there every thread runs its own slots (thread t: t, t + team,
 ...) with `GOMP_barrier` between phases, and the caller waits at the region's end for every thread. On the
 shared 2-core machine under load that waited a time slice a call: libgomp's idle threads spin for
-milliseconds (taking the core the others need), and a 2-cell A·B^T 144x500x72 ran at 2-5 GFLOPS against
-~97 on one thread, where the claiming team ran it at 68-82 (p50; benchmarks/looptune_team_ab.py). Where no
-team can be compiled, a Python thread pool runs the same table (`native` False).
+milliseconds (taking the core the others need): a 2-cell A·B^T 144x500x72 ran at a median 1.8-30 GFLOPS a
+call in three of four A/Bs at loads of 8-13 (118 in the fourth), against ~97 on one thread, and the claiming
+team at 68-82 in all four (benchmarks/looptune_team_ab.py). Where no team can be compiled, a Python thread
+pool runs the same table (`native` False).
 
 The table: records of five int64 (function address; argument count, 2 or 3; three pointer arguments), and
 per phase and thread slot a [start, end) range of records.
