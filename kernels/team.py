@@ -448,12 +448,16 @@ class _ClaimingTeam:
         self.state[7] = SPIN_PAUSES
         _KEPT_STATES.append(self.state)
         self.workers = 0
+        self.can_start = True  # False once a thread could not be started: the caller runs what is left
         self.pid = os.getpid()
 
     def run(self, header: np.ndarray, team: int) -> None:
         if self.pid != os.getpid():  # a forked child: the parent's workers are not in it
             self._reset()
-        while self.workers < team - 1 and self._start(self.state.ctypes.data) == 0:
+        while self.can_start and self.workers < team - 1:
+            if self._start(self.state.ctypes.data) != 0:
+                self.can_start = False
+                break
             self.workers += 1
         self._run(self.state.ctypes.data, header.ctypes.data)
 

@@ -232,3 +232,31 @@ def test_the_claiming_team_serves_callers_on_several_threads_and_wakes_sleeping_
         claiming.state[7] = team.SPIN_PAUSES
         for _, kernel in kernels:
             kernel.close()
+
+
+def test_a_forked_child_starts_workers_of_its_own(monkeypatch):
+    """The parent's workers are not in a forked child: its first call starts its own and answers right."""
+    import os
+
+    if team._claiming_team() is None:
+        pytest.skip("no claiming team on this host")
+    monkeypatch.setattr(team, "OVERSUBSCRIBED", 1e9)
+    monkeypatch.setattr(team, "_load_checked", [0.0, False])
+    spec, kernel = _packed_bt(3)
+    out, lhs, rhs = _operands(spec)
+    try:
+        kernel(np.zeros_like(out), lhs, rhs)  # the parent's workers exist now
+        child = os.fork()
+        if child == 0:  # pragma: no cover - the child's outcome is its exit status
+            status = 1
+            try:
+                got = np.zeros_like(out)
+                kernel(got, lhs, rhs)
+                status = 0 if np.allclose(got, lhs @ rhs.T, rtol=2e-4, atol=2e-4) else 2
+            finally:
+                os._exit(status)
+        _, status = os.waitpid(child, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert team._claiming_team().pid == os.getpid()
+    finally:
+        kernel.close()
