@@ -9,16 +9,17 @@ before it serves. Each child makes its own channel, as a fresh optcc process doe
 imports, docs/clients.md); so gRPC's fork support (GRPC_ENABLE_FORK_SUPPORT, for processes that fork with live
 channels) is not needed and the environment's value is left as it is.
 
-Per request (the frame of resident_wire.py) the parent checks the caller's uid (SO_PEERCRED: only this user
-is served), reads the request, forks and closes its copies of the client's descriptors; the child becomes
-the client's command: its own process group (the client forwards Ctrl-C and other signals to it), the
-client's working folder, environment, umask, niceness and stdin/stdout/stderr, then optcc.main(argv) or
-optcc.main_cxx(argv), the function the in-process optcc runs, with one difference: a command optcc hands
-to clang unchanged is run and waited for instead of exec'd (spawn.RESIDENT), so that its status can be
-sent back. It sends its pid first, then the exit status, and exits. The parent reaps children, and exits
-after OPTCC_RESIDENT_IDLE seconds without a request (or on `optcc --stop-server`, SIGTERM, or when its
-socket is removed or taken by another server, or the files of the modules it loaded change), removing its
-socket if it is still its own.
+Per request (the frame of resident_wire.py) the parent checks the caller's uid (SO_PEERCRED: only this user is
+served), reads the request, hands it with the client's descriptors to the spare child it forked ahead while no
+request was open (over a socket pair: a unit does not wait for a fork; without a spare it forks one for it)
+and closes its copies of the client's descriptors; the child becomes the client's command: its own process
+group (the client forwards Ctrl-C and other signals to it), the client's working folder, environment, umask,
+niceness and stdin/stdout/stderr, then optcc.main(argv) or optcc.main_cxx(argv), the function the in-process
+optcc runs, with one difference: a command optcc hands to clang unchanged is run and waited for instead of
+exec'd (spawn.RESIDENT), so that its status can be sent back. It sends its pid first, then the exit status,
+and exits. The parent reaps children, and exits after OPTCC_RESIDENT_IDLE seconds without a request (or on
+`optcc --stop-server`, SIGTERM, or when its socket is removed or taken by another server, or the files of the
+modules it loaded change), removing its socket if it is still its own.
 
 Run as `python -P -m optserve.clients.resident_server --socket PATH --key KEY --idle SECONDS` (the thin
 client starts it, detached, its output to the log beside the socket).
@@ -139,6 +140,9 @@ class Server:
     def __init__(self, socket_path: str, key: str, idle_s: float):
         self.socket_path, self.key, self.idle_s = socket_path, key, idle_s
         self.children: set[int] = set()
+        # a child forked ahead, waiting for the next `run` request on its end of a socket pair: a unit does
+        # not wait for the fork (`spare`)
+        self.spare: tuple[int, socket.socket] | None = None
         self.listener: socket.socket | None = None
         self.inode: int | None = None
         self.watch = SourceWatch()
@@ -174,6 +178,8 @@ class Server:
             if not self.children and idle_for >= self.idle_s:
                 self.stopping = f"idle for {idle_for:.0f} s"
                 break
+            if self.spare is None:
+                self.fork_spare()
             wait_s = 1.0 if self.children else min(self.idle_s - idle_for, LOOP_WAKE_S)
             readable, _, _ = select.select([self.listener], [], [], max(wait_s, 0.0))
             if readable:
@@ -246,7 +252,42 @@ class Server:
         if kind != b"run" or len(fds) != wire.RUN_FDS:
             connection.sendall(wire.record(wire.FALL_BACK, 0))
             return
-        self.fork(lambda: _child(connection, fields[2:], fds))
+        if not self.hand_to_spare(connection, fields[2:], fds):
+            self.fork(lambda: _child(connection, fields[2:], fds))
+
+    def fork_spare(self) -> None:
+        """Fork the child that serves the next `run` request, while no request is open (it must hold no
+        client's descriptors). It waits on its end of a socket pair (`_spare`); the server's end closing
+        (the server exits, however) ends it."""
+        ours, its = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:
+            try:  # whatever happens here, the child never returns into the server's loop
+                self.listener.close()
+                ours.close()
+                _spare(its)
+            finally:
+                os._exit(1)
+        its.close()
+        self.spare = (pid, ours)
+
+    def hand_to_spare(self, connection: socket.socket, fields: list[bytes], fds: list[int]) -> bool:
+        """Give the request to the spare child (its fields, and the connection and the client's descriptors
+        over SCM_RIGHTS); False if there is none or it is gone (the request is then forked for)."""
+        if self.spare is None:
+            return False
+        pid, channel = self.spare
+        self.spare = None
+        body = b"\0".join(fields)
+        try:
+            with channel:
+                socket.send_fds(channel, [wire.FRAME.pack(len(body))], [connection.fileno(), *fds])
+                channel.sendall(body)
+        except OSError:
+            return False
+        self.children.add(pid)
+        return True
 
     def fork(self, work) -> None:
         """Run `work()` in a child of this process, which then exits."""
@@ -261,7 +302,7 @@ class Server:
         self.children.add(pid)
 
     def reap(self) -> None:
-        while self.children:
+        while self.children or self.spare is not None:
             try:
                 pid, _ = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
@@ -270,8 +311,14 @@ class Server:
             if pid == 0:
                 return
             self.children.discard(pid)
+            if self.spare is not None and self.spare[0] == pid:  # gone before it had work
+                self.spare[1].close()
+                self.spare = None
 
     def close(self) -> None:
+        if self.spare is not None:  # its end of the pair reads the end: it exits
+            self.spare[1].close()
+            self.spare = None
         if self.listener is not None:
             if self.still_mine():
                 with contextlib.suppress(OSError):
@@ -285,6 +332,24 @@ class _Stop(BaseException):
 
 def _closed():
     raise ValueError("the client closed the connection mid-request")
+
+
+def _spare(channel: socket.socket) -> None:
+    """The spare child (Server.fork_spare): wait for a request from the server, then serve it as a child
+    forked for it would (`_child`); exit when the server's end closes first."""
+    data, fds, _, _ = socket.recv_fds(channel, wire.FRAME.size, wire.RUN_FDS + 1, socket.MSG_CMSG_CLOEXEC)
+    if len(data) < wire.FRAME.size:
+        os._exit(0)  # the server ended, or stopped: no request came
+    (length,) = wire.FRAME.unpack(data)
+    body = b""
+    while len(body) < length:
+        chunk = channel.recv(min(length - len(body), 1 << 20))
+        if not chunk:
+            os._exit(0)
+        body += chunk
+    channel.close()
+    connection = socket.socket(fileno=fds[0])
+    _child(connection, body.split(b"\0"), fds[1:])
 
 
 def _child(connection: socket.socket, fields: list[bytes], fds: list[int]) -> None:

@@ -52,6 +52,12 @@ DOWN = f"127.0.0.1:{_unused_port()}"  # no service there
 def _servers_of(folder: Path) -> list[int]:
     """Pids of the resident servers whose socket is in `folder` (their command line names it), not counting
     their forked children (same command line) that serve a command."""
+    parents = _processes_of(folder)
+    return [pid for pid, parent in parents.items() if parent not in parents]
+
+
+def _processes_of(folder: Path) -> dict[int, int]:
+    """{pid: parent pid} of the resident servers of `folder` and their forked children."""
     parents = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -64,7 +70,7 @@ def _servers_of(folder: Path) -> list[int]:
                 part.startswith(os.fsencode(folder) + b"/") for part in command
             ):
                 parents[int(entry)] = parent
-    return [pid for pid, parent in parents.items() if parent not in parents]
+    return parents
 
 
 def private_folder(prefix: str, stop: Path, env=lambda path: os.environ | {"OPTCC_RESIDENT_DIR": str(path)}):
@@ -521,6 +527,32 @@ def test_the_server_exits_when_idle_and_removes_its_socket(work, folder):
     assert not _servers_of(folder)
     assert not list(folder.glob("*.sock"))
     assert "exits (idle for" in "".join(log.read_text() for log in folder.glob("*.log"))
+
+
+def test_a_unit_is_served_by_a_child_forked_ahead_which_ends_with_the_server(work, folder):
+    """While no request is open the server forks the child that serves the next unit (a unit does not wait
+    for a fork); that child serves it, another is forked for the next; killed, the server leaves none."""
+
+    def spares(server: int) -> list[int]:
+        ends = time.monotonic() + 10
+        while time.monotonic() < ends:
+            children = [pid for pid, parent in _processes_of(folder).items() if parent == server]
+            if len(children) == 1:
+                return children
+            time.sleep(0.05)
+        return children
+
+    assert optcc(work, folder, True, *UNIT_COMMAND).served
+    [server] = _servers_of(folder)
+    [spare] = spares(server)
+    assert optcc(work, folder, True, *UNIT_COMMAND).served
+    [next_spare] = spares(server)
+    assert next_spare != spare and spare not in _processes_of(folder)
+    os.kill(server, signal.SIGKILL)
+    ends = time.monotonic() + 10
+    while _processes_of(folder) and time.monotonic() < ends:
+        time.sleep(0.05)
+    assert not _processes_of(folder)
 
 
 def test_stop_and_start_server(folder):
