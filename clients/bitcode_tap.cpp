@@ -5,14 +5,16 @@
 // clang goes on to its own object, which the tap leaves untouched: one clang process instead of two
 // (clients/bitcode_tap.py builds it for the installed LLVM; clients/compile_modes.py reads the descriptor).
 //
-// The gate: with OPTCC_GATE_FD too, clang then waits for optcc's word on that descriptor, which optcc gives
-// once it has compared the service's object with the record of clang's object of this very bitcode
-// (clients/baseline_memo.py). 'c', the descriptor's end (optcc gone) or an error: clang goes on to its own
-// object as without the gate. 's': the service's object is the unit's, so clang's -Oz pipeline and code
-// generator need not run: the tap empties the module, and clang finishes its compile on nothing (a few ms)
-// rather than exiting at once, so that what it writes after its back end, the -MD dependency file, is still
-// written, and its exit status stays its own. The front end's errors stop clang before the pipeline, so
-// before the gate: a unit with an error fails exactly as clang fails it.
+// The gate: with OPTCC_GATE_FD too (a socket), clang then waits for optcc's word on that descriptor, which
+// optcc gives once it has compared the service's object with the record of clang's object of this very
+// bitcode (clients/baseline_memo.py). 'c', the descriptor's end (optcc gone) or an error: clang goes on to
+// its own object as without the gate. 's': the service's object is the unit's, so clang's -Oz pipeline and
+// code generator need not run: the tap empties the module, and clang finishes its compile on nothing (2-3
+// ms) rather than exiting at once, so that what it writes after its back end, the -MD dependency file, is
+// still written, and its exit status stays its own; on its way out (exit's handlers, its files written and
+// closed) it sends optcc that status as one byte, so that optcc need not wait for the process to be torn
+// down. The front end's errors stop clang before the pipeline, so before the gate: a unit with an error
+// fails exactly as clang fails it.
 #include "llvm/ADT/Any.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/Module.h"
@@ -22,7 +24,9 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
+#include <sys/socket.h>
 #include <unistd.h>
 
 using namespace llvm;
@@ -42,15 +46,26 @@ int takeDescriptor(const char *name) {
   return static_cast<int>(fd);
 }
 
-// optcc's word at the gate: whether clang is to stop ('s'); anything else, the end or an error go on.
+// optcc's word at the gate: whether clang is to stop ('s'); anything else, the end or an error go on (and
+// close the gate).
 bool toldToStop(int gate) {
   char word = 'c';
   ssize_t got;
   do
     got = read(gate, &word, 1);
   while (got < 0 && errno == EINTR);
-  close(gate);
-  return got == 1 && word == 's';
+  bool stop = got == 1 && word == 's';
+  if (!stop)
+    close(gate);
+  return stop;
+}
+
+// exit's handler after the word to stop: clang's exit status, one byte, to optcc (gone: no signal).
+void reportStatus(int status, void *gate) {
+  char byte = static_cast<char>(status & 0xff);
+  int fd = static_cast<int>(reinterpret_cast<intptr_t>(gate));
+  (void)!send(fd, &byte, 1, MSG_NOSIGNAL);
+  close(fd);
 }
 
 // Nothing left for clang's pipeline and code generator: no functions, variables, aliases or module asm.
@@ -77,8 +92,11 @@ void writeOnce(const Module &module) {
     WriteBitcodeToFile(module, out, /*ShouldPreserveUseListOrder=*/true);
   }
   int gate = takeDescriptor("OPTCC_GATE_FD");
-  if (gate >= 0 && toldToStop(gate))
+  if (gate >= 0 && toldToStop(gate)) {
     empty(const_cast<Module &>(module));  // before the pipeline's first pass: nothing has read it yet
+    if (on_exit(reportStatus, reinterpret_cast<void *>(static_cast<intptr_t>(gate))) != 0)
+      close(gate);  // no report: optcc waits for the process's end
+  }
 }
 
 // Before the pipeline's first pass, clang's own passes at its start (assignment tracking with -g) included:

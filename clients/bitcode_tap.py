@@ -14,8 +14,9 @@ check, gets a marker (`<key>.unavailable`, with why) and no further tries; OPTCC
 The gate (`run_tapped(..., gated=True)`, then `open_gate`): clang waits, its bitcode written, until optcc
 says whether its own -Oz pipeline and code generator are to run: a unit with a record of clang's object
 (baseline_memo.py) is compared there, and one whose service object wins skips clang's back end in the same
-process (the module emptied; clang still writes its dependency file and exits 0), where without the gate it
-would take two (the IR step, then the back end). The build's check covers the gate too.
+process (the module emptied; clang still writes its dependency file, and sends its exit status on its way
+out: `stopped_status`), where without the gate it would take two (the IR step, then the back end). The
+build's check covers the gate too.
 
 `python -m optserve.clients.bitcode_tap CLANG FOLDER` builds it in the foreground and says where it is (or
 why not); `make` does this for clang-19.
@@ -124,7 +125,7 @@ def run_tapped(
     import subprocess
 
     read_end, write_end = os.pipe()
-    gate_read, gate = os.pipe() if gated else (None, None)
+    gate_read, gate = _socket_pair() if gated else (None, None)
     passed = (write_end,) if gate is None else (write_end, gate_read)
     environment = {**os.environ, FD_VARIABLE: str(write_end)}
     if gate is not None:
@@ -149,15 +150,42 @@ def run_tapped(
 
 
 def open_gate(gate: int, stop: bool) -> bool:
-    """Give clang, waiting at the gate, its word and close the gate: `stop` (the service's object is the
-    unit's: clang's back end runs on an emptied module) or go on to its own object. False when clang had
-    gone (it died at the gate): it got no word."""
+    """Give clang, waiting at the gate, its word: `stop` (the service's object is the unit's: clang's back end
+    runs on an emptied module) or go on to its own object. False when clang had gone (it died at the gate):
+    it got no word. The gate is closed, unless clang was told to stop: then `stopped_status` reads it."""
     try:
-        return os.write(gate, STOP if stop else GO_ON) == 1
+        told = os.write(gate, STOP if stop else GO_ON) == 1
     except OSError:  # EPIPE: no reader left (Python ignores SIGPIPE)
-        return False
+        told = False
+    if not (told and stop):
+        os.close(gate)
+    return told
+
+
+def stopped_status(gate: int) -> int | None:
+    """The exit status clang, told to stop, sends on its way out (its dependency file written and closed),
+    before the process is torn down, which optcc need not wait for; None when it sent none (killed: wait for
+    the process). Closes the gate."""
+    try:
+        while True:
+            try:
+                status = os.read(gate, 1)
+                break
+            except InterruptedError:
+                continue
+    except OSError:
+        status = b""
     finally:
         os.close(gate)
+    return status[0] if status else None
+
+
+def _socket_pair() -> tuple[int, int]:
+    """The gate: a socket pair (clang's end, optcc's end), both ways: optcc's word, then clang's status."""
+    import socket
+
+    ours, theirs = socket.socketpair()
+    return theirs.detach(), ours.detach()
 
 
 def read_bitcode(read_end: int) -> bytes:
@@ -180,7 +208,7 @@ def load_failure(stderr: bytes, plugin: str) -> bool:
 def _check(compiler: str, plugin: str, scratch: Path) -> str:
     """Why the freshly built tap must not be used, or "": clang's object with it must equal clang's object
     without it, and its bitcode the IR step's, without the gate and through it with the word to go on; told
-    to stop, clang must still write its dependency file and exit 0."""
+    to stop, clang must still write its dependency file, report its status 0 and exit 0."""
     import subprocess
 
     unit = scratch / "check.c"
@@ -201,11 +229,12 @@ def _check(compiler: str, plugin: str, scratch: Path) -> str:
             process, read_end, gate_end = run_tapped(command, plugin, errors, gated=gate is not None)
             bitcode = read_bitcode(read_end)
             told = gate_end is None or open_gate(gate_end, stop=gate == STOP)
+            reported = stopped_status(gate_end) if gate == STOP and told else 0
             process.wait()
             errors.seek(0)
             diagnostics = errors.read().decode(errors="replace")
         how = "" if gate is None else f" (at the gate told {gate.decode()})"
-        if process.returncode != 0 or not told:
+        if process.returncode != 0 or not told or reported != 0:
             return f"clang could not run with the tap{how}: {diagnostics[-400:]}"
         if bitcode != (scratch / "check.bc").read_bytes():
             return f"the tap's bitcode differs from the IR step's{how}"

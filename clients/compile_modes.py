@@ -192,7 +192,8 @@ def _compile_tapped(
     (baseline_memo.py). Its next build, perhaps after `optserve tune`, is `gated`: clang waits at the tap's
     gate while the record is read and the service asked first, told clang's size (`_against_baseline`); a
     service object that beats the record stops clang there (its back end runs on nothing; its dependency
-    file is still written), any other answer lets it go on to its own object, as without the gate. A gated
+    file is still written; its exit status comes before its process's teardown, which is not waited for),
+    any other answer lets it go on to its own object, as without the gate. A gated
     unit with no record goes on at once. If clang cannot load the tap, the tap is marked unusable and the
     unit goes the two-process way."""
     import threading
@@ -203,9 +204,11 @@ def _compile_tapped(
     command = [settings.clang, *job.clang_args(level, str(scratch / "clang.o")), *dependencies]
     bitcode, answer, data, baseline, won = scratch / "unit.bc", None, b"", None, None
     told = stopped = False  # clang got the gate's word; the word was to stop
+    status = None  # the exit status clang sent on its way out after the word to stop
+    compile_timing: dict[str, float] = {}  # clang_s, once its process has ended
     with open(scratch / "clang.stderr", "w+b") as errors:
         own, read_end, gate = bitcode_tap.run_tapped(command, tap, errors, gated)
-        ended = threading.Thread(target=_time_compile, args=(own, started, timing), daemon=True)
+        ended = threading.Thread(target=_time_compile, args=(own, started, compile_timing), daemon=True)
         ended.start()  # its end is clang_s, whenever the call beside it ends
         try:
             data = bitcode_tap.read_bitcode(read_end)
@@ -219,17 +222,21 @@ def _compile_tapped(
                     if baseline is not None:
                         won, answer = _against_baseline(settings, job, scratch, baseline, timing, started)
                     told = bitcode_tap.open_gate(gate, stop=won is not None)
-                    stopped, gate = told and won is not None, None
+                    stopped = told and won is not None
+                    if stopped:  # its files written: the process's teardown is not waited for
+                        status = bitcode_tap.stopped_status(gate)
+                    gate = None
                 if answer is None:
                     answer = ask_within_budget(settings, scratch, bitcode, timing, started, job.source)
         finally:
             if gate is not None:  # no word given (no bitcode, or an error here): clang goes on
                 bitcode_tap.open_gate(gate, stop=False)
-            ended.join()
+            if status != 0:
+                ended.join()
+                timing.update(compile_timing)
         errors.seek(0)
         clang_stderr = errors.read()
-    if stopped and own.returncode == 0:  # the service's object, chosen over the record: no back end ran
-        timing.pop("clang_s", None)
+    if stopped and status == 0:  # the service's object, chosen over the record: no back end ran
         if job.dependency_flags and headers:  # the cache reads the headers from the user's file
             (scratch / "unit.d").write_bytes(Path(job.dependency_file).read_bytes())
         return Compiled(0, _replayed(baseline, clang_stderr), answer, won)

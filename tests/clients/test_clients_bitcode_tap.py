@@ -264,7 +264,7 @@ def test_at_the_gate_a_unit_without_a_record_goes_on_at_once_and_records_clangs_
 @needs_headers
 def test_told_to_stop_at_the_gate_clang_writes_no_code_but_its_dependency_file(tmp_path, tap_folder):
     """The gate itself (bitcode_tap.open_gate): the word to go on gives clang's object byte for byte, the
-    word to stop an object with no code, the dependency file either way."""
+    word to stop an object with no code and clang's status before its end, the dependency file either way."""
     plugin = bitcode_tap.ready(str(tap_folder), "clang-19")
     (tmp_path / "unit.c").write_text(UNIT.read_text())
     reference = clang_object(tmp_path, ["-w"])
@@ -275,6 +275,7 @@ def test_told_to_stop_at_the_gate_clang_writes_no_code_but_its_dependency_file(t
             process, read_end, gate = bitcode_tap.run_tapped(command, plugin, errors, gated=True)
             assert bitcode_tap.read_bitcode(read_end)
             assert bitcode_tap.open_gate(gate, stop)
+            assert not stop or bitcode_tap.stopped_status(gate) == 0  # sent on its way out
             assert process.wait() == 0
         made = (tmp_path / "tapped.o").read_bytes()
         assert (made == reference) is not stop and (elf.text_size(made) == 0) is stop
