@@ -33,7 +33,8 @@ import argparse
 import ctypes
 import statistics
 import sys
-import time
+
+from optserve.testing.commands import call_seconds
 
 PACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
 NEST_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
@@ -41,14 +42,7 @@ NEST_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_vo
 
 def median_seconds(call, warmup: int, repeats: int) -> float:
     """Median seconds of `repeats` calls after `warmup`."""
-    for _ in range(warmup):
-        call()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return statistics.median(call_seconds(call, warmup, repeats))
 
 
 def blocks_of(total: int, block: int) -> list[tuple[int, int]]:

@@ -14,6 +14,7 @@ if [ "${LLVMLITE:-}" != host ] && [ ! -d /tmp/site/llvmlite ]; then
 fi
 for f in optserve/*.py; do ln -sf "$PWD/$f" /tmp/ns/optserve/; done
 for d in kernels policies looptune_training; do ln -sfn "$PWD/$d" /tmp/ns/optserve/$d; done
+ln -sfn "$PWD/optserve/testing" /tmp/ns/optserve/testing  # the benchmarks' shared timing (commands.py)
 cat > /tmp/stub/pydantic.py <<'PY'
 class _Field:
     def __init__(self, default=None, default_factory=None):

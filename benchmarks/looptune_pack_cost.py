@@ -17,7 +17,8 @@ from __future__ import annotations
 import argparse
 import ctypes
 import sys
-import time
+
+from optserve.testing.commands import call_seconds
 
 PACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
 NEST_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
@@ -25,14 +26,7 @@ NEST_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_vo
 
 def best(call, warmup: int, repeats: int) -> float:
     """Seconds of the fastest of `repeats` calls after `warmup`."""
-    for _ in range(warmup):
-        call()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return min(times)
+    return min(call_seconds(call, warmup, repeats))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -52,102 +52,9 @@ OVERSUBSCRIBED = 2.0  # load average per CPU above which a table runs on a team 
 CLAIM_CELLS = 32  # (phase, slot) cells of a table the claiming team runs (one bit each); more: OpenMP
 SPIN_PAUSES = int(os.environ.get("OPTSERVE_TEAM_SPIN", "4000"))  # a claiming worker's pauses before it sleeps
 
-_RUNTIME_IR = """
-declare void @GOMP_parallel(ptr, ptr, i32, i32)
-declare void @GOMP_barrier()
-declare i32 @omp_get_thread_num()
-declare i32 @omp_get_num_threads()
-
-define internal void @body(ptr %data) {
-entry:
-  %tid32 = call i32 @omp_get_thread_num()
-  %tid = zext i32 %tid32 to i64
-  %team32 = call i32 @omp_get_num_threads()
-  %team = zext i32 %team32 to i64
-  %slots = load i64, ptr %data
-  %phases.at = getelementptr inbounds i64, ptr %data, i64 1
-  %phases = load i64, ptr %phases.at
-  %ranges.at = getelementptr inbounds i64, ptr %data, i64 2
-  %ranges = load ptr, ptr %ranges.at
-  %records.at = getelementptr inbounds i64, ptr %data, i64 3
-  %records = load ptr, ptr %records.at
-  br label %phase
-phase:
-  %p = phi i64 [ 0, %entry ], [ %p.next, %phase.end ]
-  %first = icmp eq i64 %p, 0
-  br i1 %first, label %slot.head, label %barrier
-barrier:
-  call void @GOMP_barrier()
-  br label %slot.head
-slot.head:
-  %has.slot = icmp ult i64 %tid, %slots
-  br i1 %has.slot, label %slot, label %phase.end
-slot:
-  %s = phi i64 [ %tid, %slot.head ], [ %s.next, %slot.end ]
-  %row = mul i64 %p, %slots
-  %cell = add i64 %row, %s
-  %at2 = shl i64 %cell, 1
-  %start.at = getelementptr inbounds i64, ptr %ranges, i64 %at2
-  %start = load i64, ptr %start.at
-  %end.at = getelementptr inbounds i64, ptr %start.at, i64 1
-  %end = load i64, ptr %end.at
-  %empty = icmp uge i64 %start, %end
-  br i1 %empty, label %slot.end, label %task
-task:
-  %i = phi i64 [ %start, %slot ], [ %i.next, %task.end ]
-  %offset = mul i64 %i, 5
-  %record = getelementptr inbounds i64, ptr %records, i64 %offset
-  %fn = load ptr, ptr %record
-  %count.at = getelementptr inbounds i64, ptr %record, i64 1
-  %count = load i64, ptr %count.at
-  %a0.at = getelementptr inbounds i64, ptr %record, i64 2
-  %a0 = load ptr, ptr %a0.at
-  %a1.at = getelementptr inbounds i64, ptr %record, i64 3
-  %a1 = load ptr, ptr %a1.at
-  %a2.at = getelementptr inbounds i64, ptr %record, i64 4
-  %a2 = load ptr, ptr %a2.at
-  %two = icmp eq i64 %count, 2
-  br i1 %two, label %call2, label %call3
-call2:
-  call void %fn(ptr %a0, ptr %a1)
-  br label %task.end
-call3:
-  call void %fn(ptr %a0, ptr %a1, ptr %a2)
-  br label %task.end
-task.end:
-  %i.next = add i64 %i, 1
-  %more = icmp ult i64 %i.next, %end
-  br i1 %more, label %task, label %slot.end
-slot.end:
-  %s.next = add i64 %s, %team
-  %more.slots = icmp ult i64 %s.next, %slots
-  br i1 %more.slots, label %slot, label %phase.end
-phase.end:
-  %p.next = add i64 %p, 1
-  %more.phases = icmp ult i64 %p.next, %phases
-  br i1 %more.phases, label %phase, label %done
-done:
-  ret void
-}
-
-define void @run_tasks(ptr %data) {
-entry:
-  %team.at = getelementptr inbounds i64, ptr %data, i64 4
-  %team = load i64, ptr %team.at
-  %threads = trunc i64 %team to i32
-  call void @GOMP_parallel(ptr @body, ptr %data, i32 %threads, i32 0)
-  ret void
-}
-"""
-
-_CLAIM_IR = """
-declare i32 @pthread_create(ptr, ptr, ptr, ptr)
-declare i32 @pthread_detach(i64)
-declare i64 @syscall(i64, ...)
-declare i32 @sched_yield()
-declare void @llvm.x86.sse2.pause()
-declare i32 @llvm.cttz.i32(i32, i1)
-
+# One cell: the calls of its record range; the OpenMP body and the claiming team share it (the data and the
+# team's header both hold the ranges at word 2 and the call records at word 3).
+_RUN_CELL_IR = """
 define internal void @run_cell(ptr %header, i64 %cell) {
 entry:
   %ranges.at = getelementptr inbounds i64, ptr %header, i64 2
@@ -189,6 +96,69 @@ task.end:
 done:
   ret void
 }
+"""
+
+_RUNTIME_IR = """
+declare void @GOMP_parallel(ptr, ptr, i32, i32)
+declare void @GOMP_barrier()
+declare i32 @omp_get_thread_num()
+declare i32 @omp_get_num_threads()
+
+define internal void @body(ptr %data) {
+entry:
+  %tid32 = call i32 @omp_get_thread_num()
+  %tid = zext i32 %tid32 to i64
+  %team32 = call i32 @omp_get_num_threads()
+  %team = zext i32 %team32 to i64
+  %slots = load i64, ptr %data
+  %phases.at = getelementptr inbounds i64, ptr %data, i64 1
+  %phases = load i64, ptr %phases.at
+  br label %phase
+phase:
+  %p = phi i64 [ 0, %entry ], [ %p.next, %phase.end ]
+  %first = icmp eq i64 %p, 0
+  br i1 %first, label %slot.head, label %barrier
+barrier:
+  call void @GOMP_barrier()
+  br label %slot.head
+slot.head:
+  %has.slot = icmp ult i64 %tid, %slots
+  br i1 %has.slot, label %slot, label %phase.end
+slot:
+  %s = phi i64 [ %tid, %slot.head ], [ %s.next, %slot.end ]
+  %row = mul i64 %p, %slots
+  %cell = add i64 %row, %s
+  call void @run_cell(ptr %data, i64 %cell)
+  br label %slot.end
+slot.end:
+  %s.next = add i64 %s, %team
+  %more.slots = icmp ult i64 %s.next, %slots
+  br i1 %more.slots, label %slot, label %phase.end
+phase.end:
+  %p.next = add i64 %p, 1
+  %more.phases = icmp ult i64 %p.next, %phases
+  br i1 %more.phases, label %phase, label %done
+done:
+  ret void
+}
+
+define void @run_tasks(ptr %data) {
+entry:
+  %team.at = getelementptr inbounds i64, ptr %data, i64 4
+  %team = load i64, ptr %team.at
+  %threads = trunc i64 %team to i32
+  call void @GOMP_parallel(ptr @body, ptr %data, i32 %threads, i32 0)
+  ret void
+}
+"""
+
+_CLAIM_IR = """
+declare i32 @pthread_create(ptr, ptr, ptr, ptr)
+declare i32 @pthread_detach(i64)
+declare i64 @syscall(i64, ...)
+declare i32 @sched_yield()
+declare void @llvm.x86.sse2.pause()
+declare i32 @llvm.cttz.i32(i32, i1)
 
 define internal void @wait_done(ptr %done.at, i64 %need) {
 entry:
@@ -422,7 +392,7 @@ def _native_runner() -> tuple[object, ctypes._CFuncPtr] | None:
         return None
     try:
         llvm.load_library_permanently(library)
-        module = llvm.parse_assembly(_RUNTIME_IR)
+        module = llvm.parse_assembly(_RUNTIME_IR + _RUN_CELL_IR)
         module.verify()
         engine = llvm.create_mcjit_compiler(module, new_target_machine())
         engine.finalize_object()
@@ -469,7 +439,7 @@ _KEPT_STATES: list[np.ndarray] = []
 def _claiming_team() -> _ClaimingTeam | None:
     """The claiming team compiled for this host, or None (not x86-64, no pthreads)."""
     try:
-        module = llvm.parse_assembly(_CLAIM_IR)
+        module = llvm.parse_assembly(_CLAIM_IR + _RUN_CELL_IR)
         module.verify()
         engine = llvm.create_mcjit_compiler(module, new_target_machine())
         engine.finalize_object()

@@ -2,7 +2,7 @@
 PostgreSQL server (`postgres`), a self-signed TLS certificate (`tls`), bounded polling (`polling`), the
 IR intake's fuzzing inputs, targets and crash isolation (`fuzz/`), what the benchmarks over a tuned
 store's units share (`tuned_units`), the reliability benchmarks' report (`reliability_report`), a command
-timed (`commands`), and `make test`'s runner of the test folders (`folders`).
+and a call timed (`commands`), and `make test`'s runner of the test folders (`folders`).
 
 These run real processes; neither the runtime nor the training wing imports them (the import contract
 `runtime-not-testing` in pyproject.toml). They are not part of an install (pyproject.toml's `packages`

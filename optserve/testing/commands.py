@@ -1,4 +1,4 @@
-"""A command's wall time, for the benchmarks that compare optcc with clang command by command."""
+"""Wall times for the benchmarks: a command's (optcc against clang, command by command) and a call's."""
 
 from __future__ import annotations
 
@@ -19,3 +19,15 @@ def timed(command: list[str], cwd: Path, env: dict[str, str], before=None) -> fl
     if done.returncode != 0:
         raise SystemExit(f"{shlex.join(command)} failed:\n{done.stderr.decode(errors='replace')[-2000:]}")
     return elapsed
+
+
+def call_seconds(call, warmup: int, repeats: int) -> list[float]:
+    """Seconds of each of `repeats` calls of `call()` after `warmup` untimed ones (a kernel's timings)."""
+    for _ in range(warmup):
+        call()
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - started)
+    return times
