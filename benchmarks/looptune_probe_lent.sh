@@ -6,20 +6,17 @@
 #               ~(warmup + repeats) x 0.2 s per template, kind and round
 #   subproblem: benchmarks/looptune_subproblem_probe.py (the sub-problem's ranking of tiles against the
 #               whole's); ~(warmup + repeats) x 0.15 s per template, kind and round
-#   prefetch:   benchmarks/looptune_prefetch_ab.py (the register tile's software prefetch distances);
-#               ~(warmup + repeats) x 0.11 s per distance, kind and round at 2048^3
 # plus ~15 s of start.
-#   LLVMLITE=host bash benchmarks/looptune_probe_lent.sh tile2048|subproblem|blockpack|prefetch [args of the probe...]
+#   LLVMLITE=host bash benchmarks/looptune_probe_lent.sh tile2048|subproblem|blockpack [args of the probe...]
 # (looptune_tile2048_lent.sh and looptune_subproblem_lent.sh name the mode.) Writes
 # $OUT/looptune_<mode>_lent.log line by line (a call cut at its limit still returns what ran).
 set -u
-MODE=${1:?tile2048, subproblem, blockpack or prefetch}; shift
+MODE=${1:?tile2048, subproblem or blockpack}; shift
 case "$MODE" in
   tile2048) PROBE=looptune_tile2048_ab.py ;;
   subproblem) PROBE=looptune_subproblem_probe.py ;;
   blockpack) PROBE=looptune_block_pack_ab.py ;;
-  prefetch) PROBE=looptune_prefetch_ab.py ;;
-  *) echo "unknown mode $MODE (tile2048, subproblem, blockpack or prefetch)" >&2; exit 2 ;;
+  *) echo "unknown mode $MODE (tile2048, subproblem or blockpack)" >&2; exit 2 ;;
 esac
 REPO=$PWD
 source benchmarks/looptune_lent_setup.sh

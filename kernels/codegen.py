@@ -50,7 +50,6 @@ WORKSPACE_KERNEL_NAME = "kernel_ws"
 PACKED_NEST_NAME = "kernel_packed"
 PACK_NAMES = ("pack_in0", "pack_in1")
 UNROLL_TRIPS = 4  # reduction loops this short are unrolled inside a register tile
-LINE_FLOATS = 16  # floats in a 64-byte cache line
 BENCH_NAME = "bench"
 
 
@@ -62,10 +61,6 @@ class Target:
     accumulator_registers: int = 12  # vector registers an output tile may occupy (16 ymm minus operands)
     max_statements: int = 256  # most multiply-adds unrolled inside one tile
     max_total_statements: int = 8192  # most multiply-adds in the whole kernel (bounds compile time)
-    # iterations of a register tile's innermost runtime loop ahead that the cache lines its vector loads
-    # stream through are prefetched into L1 (0: none); the hardware prefetchers fill L2, not L1, and a 6x4
-    # tile reads 4 new lines of B each step of k
-    prefetch_distance: int = 0
 
 
 # The plan: a tree of these nodes.
@@ -324,8 +319,6 @@ class _Emitter:
         self.fma_widths: set[int] = set()
         self.reduce_widths: set[int] = set()
         self.gather_widths: set[int] = set()
-        self.streamed: set[tuple[int, int]] | None = None  # (input, const) of vector loads in a tile's loop
-        self.prefetches = False
 
     def name(self, prefix: str = "t") -> str:
         self.counter += 1
@@ -397,14 +390,7 @@ class _Emitter:
             for key in sorted(self.planner.accumulators_at(node.body, offset)):
                 carried[key] = (self.tile["acc"][key], self.name("acc"))
                 self.tile["acc"][key] = carried[key][1]
-        innermost = self.tile is not None and self.planner.target.prefetch_distance > 0
-        innermost = innermost and not _has_loop(node.body)
-        if innermost:
-            self.streamed = set()
         self._emit(node.body)
-        if innermost:
-            self._emit_prefetches(node)
-            self.streamed = None
         nxt = self.op(f"add nuw nsw i64 {counter}, 1")
         more = self.op(f"icmp ult i64 {nxt}, {bound}")
         latch = self.block
@@ -417,24 +403,6 @@ class _Emitter:
         self.lines[phi_at:phi_at] = phis
         self.start_block(done)
         self.pointers, self.offsets, self.enclosing = saved
-
-    def _emit_prefetches(self, node: RuntimeLoop) -> None:
-        """Prefetch into L1 the lines this loop's vector loads read `prefetch_distance` iterations on, one
-        per cache line (a plain getelementptr: the address may lie past the operand, which a prefetch
-        never faults on)."""
-        distance = self.planner.target.prefetch_distance
-        for t in sorted({t for t, _ in self.streamed or ()}):
-            step = self._moved(t, node.index, node.step)
-            if step == 0:
-                continue
-            consts = sorted(c for u, c in self.streamed if u == t)
-            lines = sorted({consts[0] + (c - consts[0]) // LINE_FLOATS * LINE_FLOATS for c in consts})
-            for const in lines:
-                address = self.op(
-                    f"getelementptr float, ptr {self.pointers[t]}, i64 {const + distance * step}", "a"
-                )
-                self.lines.append(f"  call void @llvm.prefetch.p0(ptr {address}, i32 0, i32 3, i32 1)")
-                self.prefetches = True
 
     def _moved(self, t: int, index: str, amount: int) -> int:
         """Floats between elements of tensor t `amount` apart along `index`."""
@@ -504,8 +472,6 @@ class _Emitter:
         address = self._address(t, self.consts[t])
         if width == 1 or contiguous:
             value = self.op(f"load {_type(width)}, ptr {address}, align 4", "x")
-            if contiguous and self.streamed is not None:
-                self.streamed.add((t, self.consts[t]))
         else:
             vty = _type(width)
             scalar = self.op(f"load float, ptr {address}, align 4", "x")
@@ -524,17 +490,6 @@ class _Emitter:
         self.fma_widths.add(width)
         acc = self.tile["acc"][key]
         self.tile["acc"][key] = self.op(f"call {ty} {_fma(width)}({ty} {lhs}, {ty} {rhs}, {ty} {acc})", "acc")
-
-
-def _has_loop(node: object) -> bool:
-    """Whether a runtime loop lies anywhere inside `node`."""
-    if isinstance(node, RuntimeLoop):
-        return True
-    if isinstance(node, Seq):
-        return any(_has_loop(item) for item in node.items)
-    if isinstance(node, (Shift, Tile)):
-        return _has_loop(node.body)
-    return False
 
 
 def _type(width: int) -> str:
@@ -577,8 +532,6 @@ def generate_ir(spec: LoopNestSpec, schedule: Schedule, target: Target) -> str:
         f"declare {_type(w)} {_fma(w)}({_type(w)}, {_type(w)}, {_type(w)})"
         for w in sorted(emitter.fma_widths)
     ] + [f"declare float {_reduce(w)}(float, {_type(w)})" for w in sorted(emitter.reduce_widths)]
-    if emitter.prefetches:
-        declarations.append("declare void @llvm.prefetch.p0(ptr, i32, i32, i32)")
     for w in sorted(emitter.gather_widths):
         declarations += [
             f"declare {_type(w)} {_gather(w)}(<{w} x ptr>, i32, <{w} x i1>, {_type(w)})",
