@@ -98,6 +98,20 @@ class TuningStore(Protocol):
         vocabulary)."""
         ...
 
+    def lookup_decision(
+        self, contraction: str, sizes: str, method: str, threads: int, cpu: str
+    ) -> str | None:
+        """The LoopTune schedule decision stored for that contraction (`LoopNestSpec.text()`), sizes
+        (`sizes_text()`), method, threads and CPU model, as the JSON text it was recorded as; None if none."""
+        ...
+
+    def record_decision(
+        self, contraction: str, sizes: str, method: str, threads: int, cpu: str, decision: str
+    ) -> None:
+        """Store a schedule decision's JSON text under its key, replacing what was there; a read-only store
+        keeps nothing."""
+        ...
+
     def stats(self) -> StoreStats:
         """The store's totals."""
         ...

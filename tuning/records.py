@@ -97,7 +97,8 @@ class StoreStats:
     """Totals of a store. `recorded_bytes` counts the recorded units' compressed IR and the pending raw
     units' compressed bitcode (what the `max_recorded_bytes` bound limits); `saved_by_objective` sums
     `TunedList.saved` over every entry of each objective, function and unit entries alike; `compiles` sums
-    the compiles spent on every entry; `pending_raw_units` counts the raw units no tuner has read yet."""
+    the compiles spent on every entry; `pending_raw_units` counts the raw units no tuner has read yet;
+    `schedule_decisions` the LoopTune schedule decisions kept (policies/decision_cache.py)."""
 
     recorded_units: int
     recorded_bytes: int
@@ -106,3 +107,4 @@ class StoreStats:
     saved_by_objective: dict[str, int]
     compiles: int
     pending_raw_units: int = 0
+    schedule_decisions: int = 0

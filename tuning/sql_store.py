@@ -5,21 +5,25 @@ that keeps the cheaper list and accumulates compiles, the bounded unit recording
 rows and records. A backend (`sqlite_store`, `postgres_store`) supplies the connection, its transactions, the
 batch forms of the upsert and lookup, and the translation of its driver's errors into TuningStoreError.
 
-Schema version 3 (the current one):
+Schema version 4 (the current one):
 
-    meta     (key, value)                 application_id = 'optserve-tuning', schema_version = '3'
+    meta     (key, value)                 application_id = 'optserve-tuning', schema_version = '4'
     tuned    (kind, ir_hash, objective, target, llvm_version, vocabulary)  ->  pass_list, function_lists,
              cost, oz_cost, compiles, found_by, found_at    (pass lists in text form, function_lists JSON)
     units    (ir_hash) -> name, ir (zlib-compressed), size, stored_bytes, first_seen, last_seen, times_seen
     budgets  (unit_hash, objective, target, llvm_version, vocabulary) -> budget
     raw_units (raw_hash) -> name, bitcode (zlib-compressed; NULL once read), size, stored_bytes,
              recorded_at, unit_hash and target (NULL until a reader linked them)
+    schedule_decisions (contraction, sizes, method, threads, cpu) -> decision (JSON text), decided_at
 
 A raw unit is the bitcode a build sent, kept unread so that recording costs the build no parse (`optserve
-tune` reads it, records it as a unit and links the two). Version 2 had no raw units; opening it adds the
-table in place. Version 1, the first layout, held function entries only (`tuned_functions`, without kind or
-function lists), recorded units uncompressed, and no budgets; opening it migrates it through version 2 to 3
-in place, in one transaction.
+tune` reads it, records it as a unit and links the two). A schedule decision is LoopTune's answer for one
+contraction over its sizes, with one method, for a kernel on a number of threads, on one CPU model
+(policies/decision_cache.py writes and reads its JSON; the store only keeps the text): a repeated shape is
+answered without search, by any replica and after a restart. Version 3 had no decisions and version 2 no raw
+units either; opening them adds the tables in place. Version 1, the first layout, held function entries
+only (`tuned_functions`, without kind or function lists), recorded units uncompressed, and no budgets;
+opening it migrates it through versions 2 and 3 to 4 in place, in one transaction.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from optserve.tuning.base import TuningStoreError
 from optserve.tuning.records import RawUnit, RecordedUnit, StoreStats, Toolchain, TunedList
 
 APPLICATION_ID = "optserve-tuning"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 ZLIB_LEVEL = 6
 
 KEY_COLUMNS = ("kind", "ir_hash", "objective", "target", "llvm_version", "vocabulary")
@@ -67,6 +71,12 @@ SCHEMA_V3_ADDED = (
     " size BIGINT NOT NULL, stored_bytes BIGINT NOT NULL, recorded_at DOUBLE PRECISION NOT NULL,"
     " unit_hash TEXT, target TEXT)",
 )
+# Added by version 4.
+SCHEMA_V4_ADDED = (
+    "CREATE TABLE schedule_decisions (contraction TEXT NOT NULL, sizes TEXT NOT NULL, method TEXT NOT NULL,"
+    " threads BIGINT NOT NULL, cpu TEXT NOT NULL, decision TEXT NOT NULL,"
+    " decided_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (contraction, sizes, method, threads, cpu))",
+)
 META_TABLE = "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 
 # The first layout, kept to migrate from (and for the tests to build an old store).
@@ -80,7 +90,9 @@ SCHEMA_V1 = (
     "CREATE TABLE units (ir_hash TEXT PRIMARY KEY, name TEXT NOT NULL, ir TEXT NOT NULL,"
     " first_seen DOUBLE PRECISION NOT NULL, last_seen DOUBLE PRECISION NOT NULL, times_seen BIGINT NOT NULL)",
 )
-OUR_TABLES = frozenset({"meta", "tuned", "units", "budgets", "tuned_functions", "raw_units"})
+OUR_TABLES = frozenset(
+    {"meta", "tuned", "units", "budgets", "tuned_functions", "raw_units", "schedule_decisions"}
+)
 
 # Keep the cheaper list: every value column takes the offered value only when the offered cost is strictly
 # lower (on a tie the stored entry stays), and compiles add up either way, in the same statement. (A
@@ -323,12 +335,14 @@ class SqlTuningStore:
                     )
                 if version < 2:
                     self._migrate_1_to_2(cursor)
-                self._migrate_2_to_3(cursor)
+                if version < 3:
+                    self._migrate_2_to_3(cursor)
+                self._migrate_3_to_4(cursor)
                 self._evict(cursor)
 
     def _create(self, cursor: Any) -> None:
         self.execute(cursor, META_TABLE)
-        for statement in SCHEMA_V2 + SCHEMA_V3_ADDED:
+        for statement in SCHEMA_V2 + SCHEMA_V3_ADDED + SCHEMA_V4_ADDED:
             self.execute(cursor, statement.format(blob=self.blob_type))
         self.execute(
             cursor,
@@ -369,6 +383,12 @@ class SqlTuningStore:
         for statement in SCHEMA_V3_ADDED:
             self.execute(cursor, statement.format(blob=self.blob_type))
         self.execute(cursor, "UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+
+    def _migrate_3_to_4(self, cursor: Any) -> None:
+        """Schema 3 -> 4: the schedule decisions' table appears. Inside the caller's (write) transaction."""
+        for statement in SCHEMA_V4_ADDED:
+            self.execute(cursor, statement)
+        self.execute(cursor, "UPDATE meta SET value = '4' WHERE key = 'schema_version'")
 
     # -- tuned lists
 
@@ -657,6 +677,37 @@ class SqlTuningStore:
             ir_hash, name, ir, int(size), float(first_seen), float(last_seen), int(times_seen)
         )
 
+    # -- schedule decisions (LoopTune's, as JSON text: policies/decision_cache.py)
+
+    @guarded_read
+    def lookup_decision(
+        self, contraction: str, sizes: str, method: str, threads: int, cpu: str
+    ) -> str | None:
+        with self.read() as cursor:
+            row = self.execute(
+                cursor,
+                "SELECT decision FROM schedule_decisions WHERE contraction = ? AND sizes = ? AND method = ?"
+                " AND threads = ? AND cpu = ?",
+                (contraction, sizes, method, int(threads), cpu),
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    @guarded
+    def record_decision(
+        self, contraction: str, sizes: str, method: str, threads: int, cpu: str, decision: str
+    ) -> None:
+        if self.read_only:
+            return
+        with self.write() as cursor:
+            self.execute(
+                cursor,
+                "INSERT INTO schedule_decisions (contraction, sizes, method, threads, cpu, decision,"
+                " decided_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (contraction, sizes, method, threads, cpu)"
+                " DO UPDATE SET decision = excluded.decision, decided_at = excluded.decided_at",
+                (contraction, sizes, method, int(threads), cpu, decision, time.time()),
+            )
+
     # -- totals
 
     @guarded_read
@@ -676,6 +727,7 @@ class SqlTuningStore:
                 "SELECT COUNT(*), COALESCE(SUM(stored_bytes), 0) FROM raw_units"
                 " WHERE unit_hash IS NULL AND bitcode IS NOT NULL",
             ).fetchone()
+            (decisions,) = self.execute(cursor, "SELECT COUNT(*) FROM schedule_decisions").fetchone()
         return StoreStats(
             recorded_units=int(units),
             recorded_bytes=int(recorded_bytes) + int(raw_bytes),
@@ -684,6 +736,7 @@ class SqlTuningStore:
             saved_by_objective={objective: int(total) for objective, total in saved},
             compiles=int(compiles),
             pending_raw_units=int(pending),
+            schedule_decisions=int(decisions),
         )
 
     # -- lifetime

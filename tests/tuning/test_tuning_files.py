@@ -62,9 +62,9 @@ def test_another_applications_sqlite_database_is_refused_and_left_alone(tmp_path
 
 def test_a_store_of_a_newer_schema_is_refused_with_what_to_do(store_url):
     open_store(store_url).close()
-    _execute(store_url, "UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    _execute(store_url, "UPDATE meta SET value = '5' WHERE key = 'schema_version'")
     with pytest.raises(
-        TuningStoreError, match=r"newer optserve \(tuning store schema 4; this one reads up to 3\)"
+        TuningStoreError, match=r"newer optserve \(tuning store schema 5; this one reads up to 4\)"
     ):
         open_store(store_url)
 
