@@ -5,28 +5,30 @@ the method, the threads the kernel may use and the CPU it runs on, so `schedule_
 looks it up here first and stores what it decided afterwards. A different thread count or CPU model is a
 different key, so a decision made on one machine is never replayed on another.
 
-`DecisionCache` is the seam (get, put). Two backends: `MemoryDecisionCache` (one process, bounded, least
-recently used evicted: what a service replica keeps) and `SqliteDecisionCache` (one SQLite file, shared by
-processes, in its own table `schedule_decisions` with its own schema version). The cache is kept out of the
-tuning store's schema (tuning/sql_store.py, with its migrations and old-schema tests) on purpose: a
-schedule decision is keyed and invalidated differently from a pass list, and moving it there later only
-needs a third backend behind the same two methods.
+`DecisionCache` is the seam (get, put). Three backends: `MemoryDecisionCache` (one process, bounded, least
+recently used evicted: what a service replica keeps), `StoreDecisionCache` (the tuning store's
+`schedule_decisions` table, tuning/sql_store.py schema 4: shared by the replicas and processes that open the
+store, SQLite or PostgreSQL, and kept across restarts) and `LayeredDecisionCache`, the two in that order,
+which is what the LoopTune replica uses when the service has a tuning store (serve/replicas/deployments.py):
+a shape decided once, by any replica, before or after a restart, is answered without search. The store side
+is typed here as `DecisionStore`, the store's two decision methods, so that the scheduler does not load the
+tuning store's modules; a store error never fails a decision (`LayeredDecisionCache`).
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
+import logging
 import threading
 from collections import OrderedDict
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from optserve.kernels.spec import LoopNestSpec
 
+logger = logging.getLogger(__name__)
+
 MEMORY_ENTRIES = 4096  # decisions a replica keeps (a few hundred bytes each)
-SCHEMA_VERSION = "1"
 
 
 @dataclass(frozen=True)
@@ -104,65 +106,90 @@ class MemoryDecisionCache:
             while len(self._entries) > self.max_entries:
                 self._entries.popitem(last=False)
 
+    def clear(self) -> None:
+        """Forget every decision (as a restarted process would have)."""
+        with self._lock:
+            self._entries.clear()
+
     def __len__(self) -> int:
         return len(self._entries)
 
 
-class SqliteDecisionCache:
-    """Decisions in a SQLite file (WAL: several processes may read and write it at once)."""
+class DecisionStore(Protocol):
+    """The two methods of the tuning store (tuning/base.py TuningStore) that keep decisions, as JSON text
+    under the key's fields. May raise (tuning.base.TuningStoreError, or the driver's errors)."""
 
-    def __init__(self, path: str | Path):
-        self.path = str(path)
-        self._lock = threading.Lock()
-        self._connection = sqlite3.connect(
-            self.path, timeout=60.0, isolation_level=None, check_same_thread=False
-        )
-        with self._lock:
-            if self.path != ":memory:":
-                self._connection.execute("PRAGMA journal_mode=WAL")
-            self._connection.execute(
-                "CREATE TABLE IF NOT EXISTS schedule_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
-            )
-            self._connection.execute(
-                "INSERT OR IGNORE INTO schedule_meta (key, value) VALUES ('schema_version', ?)",
-                (SCHEMA_VERSION,),
-            )
-            (version,) = self._connection.execute(
-                "SELECT value FROM schedule_meta WHERE key = 'schema_version'"
-            ).fetchone()
-            if version != SCHEMA_VERSION:
-                self._connection.close()
-                raise ValueError(
-                    f"{self.path} holds schedule decisions of schema {version}, this optserve reads"
-                    f" {SCHEMA_VERSION}: delete the file (decisions are found again on the next requests)"
-                )
-            self._connection.execute(
-                "CREATE TABLE IF NOT EXISTS schedule_decisions (contraction TEXT NOT NULL,"
-                " sizes TEXT NOT NULL, method TEXT NOT NULL, threads INTEGER NOT NULL, cpu TEXT NOT NULL,"
-                " decision TEXT NOT NULL,"
-                " PRIMARY KEY (contraction, sizes, method, threads, cpu))"
-            )
+    def lookup_decision(
+        self, contraction: str, sizes: str, method: str, threads: int, cpu: str
+    ) -> str | None: ...
+
+    def record_decision(
+        self, contraction: str, sizes: str, method: str, threads: int, cpu: str, decision: str
+    ) -> None: ...
+
+
+def _fields(key: DecisionKey) -> tuple[str, str, str, int, str]:
+    return (key.contraction, key.sizes, key.method, key.threads, key.cpu)
+
+
+class StoreDecisionCache:
+    """Decisions in the tuning store: shared by every process and replica that opens it, kept across
+    restarts. The store's errors, and decisions whose text no longer reads, are raised to the caller."""
+
+    def __init__(self, store: DecisionStore):
+        self.store = store
 
     def get(self, key: DecisionKey) -> CachedDecision | None:
-        with self._lock:
-            row = self._connection.execute(
-                "SELECT decision FROM schedule_decisions WHERE contraction = ? AND sizes = ? AND method = ?"
-                " AND threads = ? AND cpu = ?",
-                (key.contraction, key.sizes, key.method, key.threads, key.cpu),
-            ).fetchone()
-        return CachedDecision.from_json(row[0]) if row else None
+        text = self.store.lookup_decision(*_fields(key))
+        return None if text is None else CachedDecision.from_json(text)
 
     def put(self, key: DecisionKey, decision: CachedDecision) -> None:
-        with self._lock:
-            self._connection.execute(
-                "INSERT OR REPLACE INTO schedule_decisions"
-                " (contraction, sizes, method, threads, cpu, decision) VALUES (?, ?, ?, ?, ?, ?)",
-                (key.contraction, key.sizes, key.method, key.threads, key.cpu, decision.to_json()),
-            )
+        self.store.record_decision(*_fields(key), decision.to_json())
 
-    def close(self) -> None:
+
+class LayeredDecisionCache:
+    """The replica's memory first, then the tuning store: a decision found in the store is kept in memory
+    too, and a new one is written to both. The store is a speed-up, never a condition of an answer: an error
+    reading it is a miss (the shape is searched), an error writing it leaves the decision in memory only;
+    each is logged once per cache (warning), since a store that fails once tends to fail on every request."""
+
+    def __init__(self, store: DecisionStore, memory: MemoryDecisionCache | None = None):
+        self.memory = memory if memory is not None else MemoryDecisionCache()
+        self.stored = StoreDecisionCache(store)
+        self._warned = False
+        self._lock = threading.Lock()
+
+    def get(self, key: DecisionKey) -> CachedDecision | None:
+        decision = self.memory.get(key)
+        if decision is not None:
+            return decision
+        try:
+            decision = self.stored.get(key)
+        except Exception as error:  # the store's, the driver's, or a damaged decision's: any is a miss
+            self._warn("read from", error)
+            return None
+        if decision is not None:
+            self.memory.put(key, decision)
+        return decision
+
+    def put(self, key: DecisionKey, decision: CachedDecision) -> None:
+        self.memory.put(key, decision)
+        try:
+            self.stored.put(key, decision)
+        except Exception as error:  # the decision still answers from memory
+            self._warn("written to", error)
+
+    def _warn(self, what: str, error: BaseException) -> None:
         with self._lock:
-            self._connection.close()
+            if self._warned:
+                return
+            self._warned = True
+        logger.warning(
+            "schedule decisions are not %s the tuning store (%s: %s): decided without it (logged once)",
+            what,
+            type(error).__name__,
+            error,
+        )
 
 
 _shared: MemoryDecisionCache | None = None
@@ -170,7 +197,8 @@ _shared_lock = threading.Lock()
 
 
 def shared_decision_cache() -> MemoryDecisionCache:
-    """This process's cache (what a service replica passes to schedule_nest)."""
+    """This process's memory of decisions (what a service replica passes to schedule_nest without a tuning
+    store, and the memory layer of its `LayeredDecisionCache` with one)."""
     global _shared
     with _shared_lock:
         if _shared is None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import threading
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from ray import serve
 
-from optserve.config import Settings
+from optserve.config import Settings, TuningSettings
 from optserve.deadline import SEARCH_SHARE, Deadline, from_wall_time
 from optserve.engine.backend import DecoderDeadError
 from optserve.engine.interface import Generation, PromptTooLongError, SamplingOptions
@@ -36,6 +37,7 @@ from optserve.serve.observability.logs import configure_replica_logging
 if TYPE_CHECKING:
     from optserve.compiler.interface import Evaluation
     from optserve.engine.engine import ModelEngine
+    from optserve.policies.decision_cache import DecisionCache
 
 log = logging.getLogger(__name__)
 
@@ -287,9 +289,15 @@ class LoopTuneScheduler:
     was cut)."""
 
     def __init__(self, settings: dict):
+        from optserve.policies.methods import DEFAULT_METHOD
+        from optserve.policies.search import prepare
+
         configure_replica_logging()
         self.settings = Settings.model_validate(settings)
         tracing.configure(self.settings.observability, "looptune")
+        # ready means warm: the default method's network (torch) and the JIT are loaded before the first
+        # request, which would otherwise wait a second or more for them
+        prepare(DEFAULT_METHOD)
 
     async def schedule(
         self, request: schemas.ScheduleRequest, wall_deadline: float | None = None, trace: dict | None = None
@@ -312,12 +320,39 @@ def time_limit_within(asked_s: float, deadline: Deadline | None, max_s: float) -
     return min(asked_s, deadline.share(SEARCH_SHARE).remaining_s())
 
 
+_decision_caches: dict[str, DecisionCache] = {}  # by the tuning store's location, one each per process
+_decision_caches_lock = threading.Lock()
+
+
+def decision_cache(tuning: TuningSettings) -> DecisionCache:
+    """Where this process keeps LoopTune's decisions: its memory over the service's tuning store (the one
+    the ingress opens, `tuning.lookup.open_service_store`: `tuning.store_url`, else the user's cache
+    directory), so that a shape decided by any replica, before or after a restart, is answered without
+    search; the store is opened once per process, on the first Schedule. The memory alone with a tuning
+    profile (a read-only store of pass lists: it holds no decisions) or a store that cannot be opened (logged
+    once, by `open_service_store`)."""
+    from optserve.policies.decision_cache import LayeredDecisionCache, shared_decision_cache
+
+    memory = shared_decision_cache()
+    if tuning.profile is not None:
+        return memory
+    from optserve.tuning.store import default_store_path
+
+    where = tuning.store_url or str(default_store_path())
+    with _decision_caches_lock:
+        if where not in _decision_caches:
+            from optserve.tuning.lookup import open_service_store
+
+            store = open_service_store(tuning)
+            _decision_caches[where] = memory if store is None else LayeredDecisionCache(store, memory)
+        return _decision_caches[where]
+
+
 def schedule(
     request: schemas.ScheduleRequest, settings: Settings, deadline: Deadline | None = None
 ) -> schemas.ScheduleResponse:
     """Choose a schedule for the request's loop nest (blocking: run it off the event loop), done by
     `deadline` if one is given (the gRPC call's, less what its answer needs to get back)."""
-    from optserve.policies.decision_cache import shared_decision_cache
     from optserve.policies.scheduler import default_time_limit_s, schedule_contraction
 
     limits = settings.looptune
@@ -333,7 +368,7 @@ def schedule(
             measure=request.measure,
             emit_ir=request.return_kernel,
             threads=request.threads,
-            cache=shared_decision_cache(),  # a repeated shape is answered without search
+            cache=decision_cache(settings.tuning),  # a repeated shape is answered without search
         )
     except SpecError as err:
         raise invalid(str(err)) from None
