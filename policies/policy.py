@@ -255,6 +255,17 @@ def load_bundle(policy_path: str | Path) -> PolicyBundle:
     return PolicyBundle(network, meta, cost_model)  # type: ignore[arg-type]
 
 
+def warm(policy_path: str | Path) -> None:
+    """Load the policy at `policy_path` and run it once on a small matmul, so that torch's import (about a
+    second in a fresh process) and its first forward pass are paid here rather than inside a decision's time
+    budget (search.py `prepare`)."""
+    from optserve.config import LoopTuneSettings
+
+    bundle = load_bundle(str(policy_path))
+    spec = LoopNestSpec.parse("C[m,n] += A[m,k] * B[k,n]", {"m": 16, "k": 16, "n": 16}, LoopTuneSettings())
+    rollout(bundle.network, spec, target=host_target())
+
+
 def default_policy_path() -> Path:
     from optserve.config import LoopTuneSettings
 

@@ -8,6 +8,7 @@ them by GFLOPS, as the text describes.)
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -174,6 +175,28 @@ def _tiles(evaluator: Evaluator, root: AgentState, deadline: float, with_policy:
     from optserve.policies.tiles import policy_tiles, tiles_search
 
     return (policy_tiles if with_policy else tiles_search)(evaluator, root, deadline)
+
+
+@functools.cache
+def prepare(method: str) -> None:
+    """Load, once per process, what `method` needs before its time budget starts: the JIT's target and the
+    kernels' native team for every method; the tile cover for the tile methods; the network (torch) for the
+    policy methods, run once. In a fresh process the torch import alone (about 1.2 s on 2 busy cores) used
+    up the quick decision's 0.5 s budget, which then timed a single candidate and kept it (a 512^3 matmul
+    at 1 thread: 1 candidate timed, 104 GFLOPS; prepared, 9-10 timed, 113)."""
+    from optserve.kernels import team
+    from optserve.kernels.jit import host_target
+
+    host_target()
+    team.native_available()
+    if method in (SearchMethod.TILES, SearchMethod.POLICY_TILES):
+        from optserve.policies.tiles import load_cover
+
+        load_cover()
+    if method in (SearchMethod.POLICY, SearchMethod.POLICY_POLISH, SearchMethod.POLICY_TILES):
+        from optserve.policies.policy import decision_policy_path, default_policy_path, warm
+
+        warm(decision_policy_path() if method == SearchMethod.POLICY_TILES else default_policy_path())
 
 
 def run_search(method: str, evaluator: Evaluator, time_limit_s: float) -> SearchOutcome:

@@ -4,6 +4,9 @@ a contraction the same way and decide it with the same defaults."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -15,6 +18,7 @@ from optserve.policies.methods import DEFAULT_METHOD
 from optserve.policies.scheduler import default_time_limit_s, schedule_contraction
 
 MATVEC = "y[m] += A[m,k] * x[k]"
+MATMUL = "C[m,n] += A[m,k] * B[k,n]"
 
 
 def test_a_contraction_without_method_or_time_limit_gets_the_defaults():
@@ -35,3 +39,16 @@ def test_schedule_local_decides_with_the_services_default_method(capsys):
 def test_a_malformed_contraction_is_refused_before_any_search():
     with pytest.raises(SpecError, match="expected"):
         schedule_contraction("y[m] = A[m,k] * x[k]", {"m": 4, "k": 4}, LoopTuneSettings())
+
+
+def test_a_fresh_process_decides_with_its_whole_budget():
+    """The first decision of a process (`optserve schedule-local`, a replica's first Schedule) loads torch
+    and the network before its budget starts (policies/search.py `prepare`): inside it, the import used up
+    the quick decision's 0.5 s and one candidate was timed and kept."""
+    command = [sys.executable, "-m", "optserve.cli", "schedule-local", "--einsum", MATMUL]
+    command += ["--sizes", "m=256,k=256,n=256", "--threads", "1", "--json"]
+    # the deciding thread's CPU time: other processes on a busy host do not shorten the budget
+    env = {**os.environ, "OPTSERVE_LOOPTUNE__BUDGET_CLOCK": "cpu"}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env, check=True)
+    result = json.loads(done.stdout)
+    assert result["evaluations"] >= 3, result
