@@ -322,8 +322,8 @@ class ScheduleResponse(_Model):
     )
     cached: bool = Field(
         False,
-        description="answered from the replica's decision cache (the same contraction, sizes, method, "
-        "threads and CPU model decided before): nothing searched",
+        description="answered from the decision cache, the replica's memory or the tuning store (the same "
+        "contraction, sizes, method, threads and CPU model decided before, by any replica): nothing searched",
     )
 
 

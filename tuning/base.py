@@ -16,7 +16,8 @@ class TuningStoreError(RuntimeError):
 
 @runtime_checkable
 class TuningStore(Protocol):
-    """The best pass lists found so far, per function and per whole unit, and the units recorded for tuning.
+    """The best pass lists found so far, per function and per whole unit, the units recorded for tuning, and
+    LoopTune's schedule decisions (policies/decision_cache.py).
 
     Every method may raise TuningStoreError. Implementations are safe to call from several threads, and
     several processes (and machines, for a server backend) may open the same store at once.

@@ -1,4 +1,5 @@
-"""Open a tuning store: the best pass lists found so far, per function and per unit, and the recorded units.
+"""Open a tuning store: the best pass lists found so far, per function and per unit, the recorded units,
+and LoopTune's schedule decisions.
 
     open_store("")                          SQLite at default_store_path() (the user's cache directory)
     open_store("sqlite:///abs/path.sqlite3") or open_store("/abs/path.sqlite3")

@@ -298,6 +298,7 @@ class LoopTuneScheduler:
         # ready means warm: the default method's network (torch) and the JIT are loaded before the first
         # request, which would otherwise wait a second or more for them
         prepare(DEFAULT_METHOD)
+        decision_cache(self.settings.tuning)  # and the tuning store its decisions are kept in is open
 
     async def schedule(
         self, request: schemas.ScheduleRequest, wall_deadline: float | None = None, trace: dict | None = None
@@ -328,9 +329,9 @@ def decision_cache(tuning: TuningSettings) -> DecisionCache:
     """Where this process keeps LoopTune's decisions: its memory over the service's tuning store (the one
     the ingress opens, `tuning.lookup.open_service_store`: `tuning.store_url`, else the user's cache
     directory), so that a shape decided by any replica, before or after a restart, is answered without
-    search; the store is opened once per process, on the first Schedule. The memory alone with a tuning
-    profile (a read-only store of pass lists: it holds no decisions) or a store that cannot be opened (logged
-    once, by `open_service_store`)."""
+    search; the store is opened once per process (`LoopTuneScheduler` opens it as it starts). The memory
+    alone with a tuning profile (a read-only store of pass lists: it holds no decisions) or a store that
+    cannot be opened (logged once, by `open_service_store`)."""
     from optserve.policies.decision_cache import LayeredDecisionCache, shared_decision_cache
 
     memory = shared_decision_cache()
