@@ -27,7 +27,8 @@ the lent Xeon at 2048^3 they ran at 0.82-1.00x numpy where the cover's best reac
 12x1 tile its 512^3 sub-problem chose 0.63-0.67x (benchmarks/looptune_tile2048_ab.py and
 looptune_subproblem_probe.py): fewer loads per multiply-add (10 per 24 for 6x4, 13 per 12 for 12x1). The
 sub-problem understates their lead, so another template replaces the best of them (on one thread the
-first, k512) only when it is faster by more than WIDE_MARGIN (`prefer_wide`).
+first, k512) only when it is faster by more than WIDE_MARGIN (`prefer_wide`), and on one thread only another
+wide tile does, where the whole holds the first whole (WIDE_WHOLE).
 
 The quick decision keeps TIE_SHARE of its budget to time its near ties again, interleaved (`settle_ties`):
 one quick timing of each candidate left single decisions to the noise of one run.
@@ -48,7 +49,8 @@ from optserve.kernels.codegen import Target
 from optserve.kernels.jit import host_target
 from optserve.kernels.packing import channel_vector, packed_reuse
 from optserve.kernels.schedule import Schedule
-from optserve.kernels.tiling import TileTemplate, channels_last_first, tiled_schedule
+from optserve.kernels.spec import LoopNestSpec
+from optserve.kernels.tiling import TileTemplate, channels_last_first, roles, tiled_schedule
 from optserve.policies import clock
 from optserve.policies.env import AgentState, Evaluator, SearchOutcome
 from optserve.policies.proxy import deep_reduction
@@ -71,6 +73,15 @@ CHANNEL_ONLY_ROW = 32
 # whole 2048^3 it led by 14-29 % (lent Xeon, 4 matmul kinds, benchmarks/looptune_subproblem_probe.py), and
 # single quick timings there picked 4x4rv-k64-r64 in 4 of 8 decisions (0.59-0.93x numpy on the whole)
 WIDE_MARGIN = 1.1
+# on one thread a tile outside WIDE_TILES does not replace the first of them on a deep sub-problem where the
+# whole holds that tile whole (its vectorized and row indices at least this long): the sub-problem keeps C
+# small (256 x 256 for 2048^3, in L2) where the whole's C (16 MiB) goes to memory, and a tile with short
+# reduction blocks reloads it per block, 32 times for 4x4rv-k64-r64 at 2048^3. In every lent run such a
+# challenger that beat the first wide tile by the margin on the sub-problem lost on the whole (4x4rv-k64-r64
+# 0.75-0.84x numpy, 8x2rv-k256 0.85x, where 6x4rv-k512 ran 0.86-1.03x; no tile outside WIDE_TILES ran ahead
+# of it on any whole 1000^3 or 2048^3 probed at 1 thread), while here (Zen 4) six tiles ran within 3 % of
+# each other at 2048^3 (docs/bench/looptune_all_cores.md)
+WIDE_WHOLE = 64
 # near ties: the quick decision times again, interleaved, the TIES fastest options measured within TIE_MARGIN
 # of the best (`settle_ties`), in the last TIE_SHARE of its budget. One quick timing of each (best of 3)
 # swung single decisions between runs: the held-out 512^3 matmul on 16 threads 0.61x numpy in one lent run,
@@ -178,7 +189,9 @@ def prefer_wide(
     evaluator: Evaluator, options: list[tuple[tuple[str, ...], Schedule]], outcome: SearchOutcome
 ) -> SearchOutcome:
     """On a deep sub-problem (`with_wide_tiles`), the fastest measured WIDE_TILES option (on one thread the
-    first of them, where measured) unless the outcome beats it by more than WIDE_MARGIN; else the outcome."""
+    first of them, where measured) unless the outcome beats it by more than WIDE_MARGIN; else the outcome. On
+    one thread an outcome outside WIDE_TILES does not replace the first where the whole holds it whole
+    (`holds_wide_tile`, WIDE_WHOLE)."""
     if evaluator.whole is None or deep_reduction(evaluator.spec) is None or not outcome.gflops:
         return outcome
     wide = {TILE_ACTION + t.name() for t in WIDE_TILES}
@@ -193,9 +206,20 @@ def prefer_wide(
         first = TILE_ACTION + WIDE_TILES[0].name()
         measured = [m for m in measured if m[1][0] == first] or measured
     gflops, actions, schedule = max(measured, key=lambda m: m[0])
-    if gflops * WIDE_MARGIN < outcome.gflops or outcome.actions == actions:
+    if outcome.actions == actions:
+        return outcome
+    challenger_wide = bool(outcome.actions) and outcome.actions[0] in wide
+    kept = evaluator.threads == 1 and not challenger_wide and holds_wide_tile(evaluator.whole)
+    if gflops * WIDE_MARGIN < outcome.gflops and not kept:
         return outcome
     return SearchOutcome(AgentState(schedule), actions, gflops, outcome.timed_out)
+
+
+def holds_wide_tile(spec: LoopNestSpec) -> bool:
+    """The contraction's vectorized and row indices are each at least WIDE_WHOLE long (`prefer_wide`)."""
+    role = roles(spec)
+    size = spec.size_of
+    return all(size[index] >= WIDE_WHOLE for index in (role.vector, *role.rows))
 
 
 def tie_deadline(evaluator: Evaluator, deadline: float) -> float:

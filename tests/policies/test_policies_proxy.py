@@ -122,7 +122,7 @@ def test_a_deep_sub_problem_keeps_a_wide_tile_within_the_margin():
         assert outcome.gflops == (100.0 if kept else 100.0 * lead)
 
 
-def test_on_one_thread_a_deep_sub_problem_keeps_the_first_wide_tile_within_the_margin():
+def test_on_one_thread_a_deep_sub_problem_keeps_the_first_wide_tile():
     from optserve.policies.env import AgentState, Evaluator
     from optserve.policies.tiles import WIDE_MARGIN, WIDE_TILES, policy_tiles
 
@@ -140,7 +140,7 @@ def test_on_one_thread_a_deep_sub_problem_keeps_the_first_wide_tile_within_the_m
     for threads, lead, chosen in (
         (1, WIDE_MARGIN * 0.99, WIDE_TILES[0]),  # the second is faster, not by the margin
         (16, WIDE_MARGIN * 0.99, WIDE_TILES[1]),  # on threads the fastest wide tile
-        (1, WIDE_MARGIN * 1.01, None),  # the rest beats the first by more than the margin
+        (1, WIDE_MARGIN * 1.01, WIDE_TILES[0]),  # on one thread the whole holds the first: kept whatever
     ):
         evaluator = Evaluator(timed, landscape(lead), whole=spec, threads=threads)
         outcome = policy_tiles(evaluator, AgentState(Schedule.base(timed)), time.perf_counter() + 60)
@@ -148,3 +148,20 @@ def test_on_one_thread_a_deep_sub_problem_keeps_the_first_wide_tile_within_the_m
             assert outcome.actions[0] not in {"tile:" + t.name() for t in WIDE_TILES}, (threads, lead)
         else:
             assert outcome.actions == ("tile:" + chosen.name(),), (threads, lead, outcome.actions)
+
+
+def test_on_one_thread_a_narrow_whole_lets_another_tile_beat_the_wide_ones_by_the_margin():
+    from optserve.policies.env import AgentState, Evaluator
+    from optserve.policies.tiles import WIDE_MARGIN, WIDE_TILES, holds_wide_tile, policy_tiles
+
+    spec = LoopNestSpec.parse(MATMUL, {"m": 4096, "k": 4096, "n": 16})  # 16 columns: 6x4 is one vector wide
+    assert not holds_wide_tile(spec)
+    timed = timed_spec(spec, 2 * 512**3)
+    keys = {replay(timed, ["tile:" + t.name()], host_target()).compute_key() for t in WIDE_TILES}
+
+    def gflops(s, schedule):  # the wide tiles 50, the rest faster by more than the margin
+        return 50.0 if schedule.compute_key() in keys else 50.0 * WIDE_MARGIN * 1.01
+
+    evaluator = Evaluator(timed, gflops, whole=spec, threads=1)
+    outcome = policy_tiles(evaluator, AgentState(Schedule.base(timed)), time.perf_counter() + 60)
+    assert outcome.actions[0] not in {"tile:" + t.name() for t in WIDE_TILES}, outcome.actions
