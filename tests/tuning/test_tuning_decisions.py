@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from optserve.tuning.profile import open_profile_store
-from optserve.tuning.sql_store import META_TABLE, SCHEMA_V1, SCHEMA_V2, SCHEMA_V3_ADDED
+from optserve.tuning.sql_store import SCHEMA_V1
 from optserve.tuning.store import TuningStoreError, open_store
 from tests.tuning.entries import TOOLCHAIN, function_entry, hash_of
-from tests.tuning.test_tuning_files import _execute
+from tests.tuning.test_tuning_files import _execute, store_of_schema
 
 KEY = ("C[m,n] += A[m,k] * B[k,n]", "k=32 m=48 n=64", "policy_tiles", 2, "znver4 (avx2 avx512f)")
 DECISION = '{"schedule": "for m in 48", "threads": 2}'
@@ -61,22 +61,8 @@ def test_a_profile_store_holds_no_decision_and_records_none(tmp_path):
         assert store.stats().schedule_decisions == 0
 
 
-def _store_of_schema_3(store_url: str, *statements: str) -> None:
-    """A tuning store as schema 3 wrote it, with one function entry, then `statements`."""
-    blob = "BYTEA" if store_url.startswith("postgresql://") else "BLOB"
-    _execute(
-        store_url,
-        META_TABLE,
-        *(statement.format(blob=blob) for statement in SCHEMA_V2 + SCHEMA_V3_ADDED),
-        "INSERT INTO meta VALUES ('application_id', 'optserve-tuning'), ('schema_version', '3')",
-        f"INSERT INTO tuned VALUES ('function', '{hash_of('f')}', 'text_size', 'x86_64-unknown-linux-gnu', "
-        "'20.1.8', '7e85ffbb740d', '-Oz instcombine', '[]', 80, 100, 10, 'test', 1700000000.0)",
-        *statements,
-    )
-
-
 def test_a_store_of_schema_3_is_migrated_to_4_in_place_keeping_its_contents(store_url):
-    _store_of_schema_3(store_url)
+    store_of_schema(store_url, 3)
     with pytest.raises(TuningStoreError, match="open it writable once to migrate it to schema 4"):
         open_store(store_url, read_only=True)
     with open_store(store_url) as store:
@@ -89,7 +75,7 @@ def test_a_store_of_schema_3_is_migrated_to_4_in_place_keeping_its_contents(stor
 
 
 def test_a_migration_from_3_that_fails_leaves_the_store_at_3(store_url):
-    _store_of_schema_3(store_url, "CREATE TABLE schedule_decisions (note TEXT)")  # in the migration's way
+    store_of_schema(store_url, 3, "CREATE TABLE schedule_decisions (note TEXT)")  # in the migration's way
     with pytest.raises(TuningStoreError, match="schedule_decisions"):
         open_store(store_url)
     _execute(store_url, "DROP TABLE schedule_decisions")

@@ -9,7 +9,7 @@ import sqlite3
 import psycopg
 import pytest
 
-from optserve.tuning.sql_store import SCHEMA_V1
+from optserve.tuning.sql_store import META_TABLE, SCHEMA_V1, SCHEMA_V2, SCHEMA_V3_ADDED
 from optserve.tuning.store import TuningStoreError, default_store_path, open_store
 from tests.tuning.entries import TOOLCHAIN, function_entry, hash_of
 
@@ -25,6 +25,21 @@ def _execute(url: str, *statements: str) -> None:
         for statement in statements:
             connection.execute(statement)
         connection.close()
+
+
+def store_of_schema(store_url: str, version: int, *statements: str) -> None:
+    """A tuning store as schema `version` (2 or 3) wrote it, with one function entry, then `statements`."""
+    blob = "BYTEA" if store_url.startswith("postgresql://") else "BLOB"
+    tables = SCHEMA_V2 + (SCHEMA_V3_ADDED if version >= 3 else ())
+    _execute(
+        store_url,
+        META_TABLE,
+        *(statement.format(blob=blob) for statement in tables),
+        f"INSERT INTO meta VALUES ('application_id', 'optserve-tuning'), ('schema_version', '{version}')",
+        f"INSERT INTO tuned VALUES ('function', '{hash_of('f')}', 'text_size', 'x86_64-unknown-linux-gnu', "
+        "'20.1.8', '7e85ffbb740d', '-Oz instcombine', '[]', 80, 100, 10, 'test', 1700000000.0)",
+        *statements,
+    )
 
 
 def test_a_file_of_random_bytes_is_refused_as_not_a_store(tmp_path):

@@ -12,10 +12,10 @@ import zlib
 import pytest
 
 from optserve.tuning.profile import open_profile_store
-from optserve.tuning.sql_store import META_TABLE, SCHEMA_V2, ZLIB_LEVEL
+from optserve.tuning.sql_store import ZLIB_LEVEL
 from optserve.tuning.store import open_store
 from tests.tuning.entries import TOOLCHAIN, function_entry, hash_of, unit_entry
-from tests.tuning.test_tuning_files import _execute
+from tests.tuning.test_tuning_files import _execute, store_of_schema
 
 TRIPLE = "x86_64-unknown-linux-gnu"
 
@@ -107,26 +107,13 @@ def test_a_profile_store_records_no_raw_unit_and_has_none_pending(tmp_path):
         assert not store.holds_entries("text_size", TOOLCHAIN.llvm_version, TOOLCHAIN.vocabulary)
 
 
-def _store_of_schema_2(store_url: str, *statements: str) -> None:
-    """A tuning store as schema 2 wrote it, with one function entry, then `statements`."""
-    blob = "BYTEA" if store_url.startswith("postgresql://") else "BLOB"
-    _execute(
-        store_url,
-        META_TABLE,
-        *(statement.format(blob=blob) for statement in SCHEMA_V2),
-        "INSERT INTO meta VALUES ('application_id', 'optserve-tuning'), ('schema_version', '2')",
-        f"INSERT INTO tuned VALUES ('function', '{hash_of('f')}', 'text_size', 'x86_64-unknown-linux-gnu', "
-        "'20.1.8', '7e85ffbb740d', '-Oz instcombine', '[]', 80, 100, 10, 'test', 1700000000.0)",
-        *statements,
-    )
-
-
 def test_a_store_of_schema_2_is_migrated_to_3_in_place_keeping_its_contents(store_url):
     blob = "BYTEA" if store_url.startswith("postgresql://") else "BLOB"
     unit_blob = zlib.compress(b"define void @u() { ret void }", ZLIB_LEVEL).hex()
     blob_literal = f"'\\x{unit_blob}'::bytea" if blob == "BYTEA" else f"X'{unit_blob}'"
-    _store_of_schema_2(
+    store_of_schema(
         store_url,
+        2,
         f"INSERT INTO units VALUES ('{hash_of('u')}', 'u.c', {blob_literal}, 29, {len(unit_blob) // 2},"
         " 1.0, 2.0, 3)",
     )
@@ -141,7 +128,7 @@ def test_a_store_of_schema_2_is_migrated_to_3_in_place_keeping_its_contents(stor
 
 
 def test_a_migration_from_2_that_fails_leaves_the_store_at_2(store_url):
-    _store_of_schema_2(store_url, "CREATE TABLE raw_units (note TEXT)")  # in the way of the migration's table
+    store_of_schema(store_url, 2, "CREATE TABLE raw_units (note TEXT)")  # in the way of the migration's table
     from optserve.tuning.store import TuningStoreError
 
     with pytest.raises(TuningStoreError, match="raw_units"):
