@@ -484,11 +484,35 @@ class CompilerPool(CandidateCompiler):
         restart: calls would wait for a worker that never comes)."""
         if self._closed:
             raise PoolBrokenError("the compiler pool is closed")
+        self._replace_dead_idle()
         with self._lock:
             workers = len(self._workers) + self._restarting
         if workers < self.processes:
             missing = self.processes - workers
             raise PoolBrokenError(f"{missing} of {self.processes} compiler workers could not restart")
+
+    def _replace_dead_idle(self) -> None:
+        """Reap and replace the idle workers and burst processes that died from outside (an operator's or the
+        OOM killer's SIGKILL) now, not when a call next takes one: until then each stays a zombie child of
+        the replica and its place in the pool stays empty. check_health (every few seconds in the service)
+        runs this; a standby worker that died is reaped here and skipped when a swap reaches it."""
+        for idle in (self._idle, self._burst_idle):
+            alive = []
+            while True:
+                try:
+                    worker = idle.get(block=False)
+                except queue.Empty:
+                    break
+                if worker.process.poll() is None:
+                    alive.append(worker)
+                else:
+                    self._restart_in_background(worker)
+            for worker in alive:
+                idle.put(worker)
+        with self._lock:
+            standby = list(self._standby)
+        for worker in standby:
+            worker.process.poll()
 
     def worker_pids(self) -> list[int]:
         with self._lock:

@@ -124,6 +124,25 @@ def test_a_worker_that_died_while_idle_is_replaced_before_use(c_ir):
         assert result.ok and pool.replaced_workers == 1 and pool.worker_pids() != [pid]
 
 
+def test_a_worker_that_died_while_idle_is_reaped_and_replaced_by_the_health_check(c_ir):
+    """Killed from outside while idle, a worker is reaped and replaced by the next health check (every few
+    seconds in the service), not left a zombie child until a call takes it."""
+    with CompilerPool(processes=1, timeout_s=60) as pool:
+        (pid,) = pool.worker_pids()
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z" and time.monotonic() < deadline:
+            time.sleep(0.01)  # until it is a zombie: dead, not yet reaped by the pool
+        pool.check_health()
+        assert not Path(f"/proc/{pid}").exists()  # reaped
+        while pool.worker_pids() in ([], [pid]) and time.monotonic() < deadline:
+            time.sleep(0.01)  # its successor starts in a thread of its own
+        assert pool.replaced_workers == 1 and len(pool.worker_pids()) == 1 and pool.worker_pids() != [pid]
+        (result,) = pool.evaluate(c_ir["switch"], [("-Oz",)], "instruction_count")
+        assert result.ok
+        pool.check_health()
+
+
 def test_a_candidate_over_the_time_limit_times_out_and_the_worker_is_replaced(c_ir, heavy_ir):
     with CompilerPool(processes=1, timeout_s=0.3) as strict:
         (slow,) = strict.evaluate(heavy_ir, [("-O3",)], "instruction_count")  # takes over a second
