@@ -18,6 +18,7 @@ from optserve.compiler.interface import Outcome, WorkerCrashedError, llvm_failur
 from optserve.compiler.pipeline import evaluate
 from optserve.compiler.workers import CompilerPool, PoolBrokenError
 from optserve.deadline import Deadline, StoppedError
+from optserve.testing.polling import poll
 
 CANDIDATES = [("-Oz",), ("-O2", "instcombine"), ("sroa", "simplifycfg"), (), ("-O1", "loop-rotate", "dce")]
 
@@ -113,13 +114,17 @@ def test_a_worker_that_llvm_stops_says_why(pool):
     assert "invalid instruction mnemonic 'notaninstruction'" in result.error
 
 
+def _kill_the_idle_worker(pool: CompilerPool) -> int:
+    """SIGKILL the pool's one (idle) worker and wait until it is a zombie: dead, not yet reaped."""
+    (pid,) = pool.worker_pids()
+    os.kill(pid, signal.SIGKILL)
+    poll(lambda: Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] == "Z", 10, "a zombie", every_s=0.01)
+    return pid
+
+
 def test_a_worker_that_died_while_idle_is_replaced_before_use(c_ir):
     with CompilerPool(processes=1, timeout_s=60) as pool:
-        (pid,) = pool.worker_pids()
-        os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z" and time.monotonic() < deadline:
-            time.sleep(0.01)  # until it is a zombie: dead, not yet reaped by the pool
+        pid = _kill_the_idle_worker(pool)
         (result,) = pool.evaluate(c_ir["switch"], [("-Oz",)], "instruction_count")
         assert result.ok and pool.replaced_workers == 1 and pool.worker_pids() != [pid]
 
@@ -128,15 +133,11 @@ def test_a_worker_that_died_while_idle_is_reaped_and_replaced_by_the_health_chec
     """Killed from outside while idle, a worker is reaped and replaced by the next health check (every few
     seconds in the service), not left a zombie child until a call takes it."""
     with CompilerPool(processes=1, timeout_s=60) as pool:
-        (pid,) = pool.worker_pids()
-        os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z" and time.monotonic() < deadline:
-            time.sleep(0.01)  # until it is a zombie: dead, not yet reaped by the pool
+        pid = _kill_the_idle_worker(pool)
         pool.check_health()
         assert not Path(f"/proc/{pid}").exists()  # reaped
-        while pool.worker_pids() in ([], [pid]) and time.monotonic() < deadline:
-            time.sleep(0.01)  # its successor starts in a thread of its own
+        # its successor starts in a thread of its own
+        poll(lambda: pool.worker_pids() not in ([], [pid]), 10, "the successor worker", every_s=0.01)
         assert pool.replaced_workers == 1 and len(pool.worker_pids()) == 1 and pool.worker_pids() != [pid]
         (result,) = pool.evaluate(c_ir["switch"], [("-Oz",)], "instruction_count")
         assert result.ok
